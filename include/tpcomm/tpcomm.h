@@ -1,0 +1,194 @@
+/*
+ * tpcomm: the all-reduce for tensor-parallel inference, on every topology and architecture.
+ *
+ * Plain C ABI, shaped like NCCL's so that its users feel at home: opaque communicator handles,
+ * one result enum, a versioned config struct, asynchronous stream-ordered collectives.
+ *
+ * Thread safety: one communicator must not be used from two threads at once (as in NCCL).
+ * Every function returns a tpcommResult_t; on failure tpcommGetLastError() gives a message that
+ * names the operation and the offending value.
+ */
+#ifndef TPCOMM_TPCOMM_H_
+#define TPCOMM_TPCOMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TPCOMM_API __attribute__((visibility("default")))
+#else
+#define TPCOMM_API
+#endif
+
+#define TPCOMM_MAJOR 0
+#define TPCOMM_MINOR 1
+#define TPCOMM_PATCH 0
+#define TPCOMM_VERSION_CODE (TPCOMM_MAJOR * 10000 + TPCOMM_MINOR * 100 + TPCOMM_PATCH)
+
+/* Same type as cudaStream_t / CUstream, declared here so that this header needs no CUDA headers
+ * (a Python ctypes binding or a C engine can include it without a CUDA toolkit). */
+struct CUstream_st;
+typedef struct CUstream_st* tpcommStream_t;
+
+typedef enum {
+  tpcommSuccess = 0,
+  tpcommUnhandledCudaError = 1, /* a CUDA call failed; the message carries cudaGetErrorString */
+  tpcommSystemError = 2,        /* an OS call failed (socket, shm, mmap, dlopen) */
+  tpcommInternalError = 3,      /* a bug in tpcomm: please report */
+  tpcommInvalidArgument = 4,    /* a bad pointer, count, type, op, rank, stream or config */
+  tpcommInvalidUsage = 5,       /* a valid call at the wrong time (e.g. a destroyed communicator) */
+  tpcommRemoteError = 6,        /* a peer failed or disagrees (version, world size, unique id) */
+  tpcommInProgress = 7,         /* reserved for non-blocking init */
+  tpcommTimeout = 8,            /* a peer did not answer within the deadline (see timeoutMs) */
+  tpcommNoDevice = 9,           /* no usable CUDA device or driver */
+  tpcommNoKernelImage = 10,     /* this build has no kernel image for the device's architecture */
+  tpcommUnsupported = 11,       /* the request is valid but no algorithm can serve it here */
+  tpcommFallbackRefused = 12,   /* strict mode: the policy would have fallen back (e.g. to NCCL) */
+  tpcommNcclError = 13,         /* the NCCL fallback failed; the message carries NCCL's string */
+  tpcommNumResults = 14
+} tpcommResult_t;
+
+/* Values equal NCCL's ncclDataType_t for the same types, so engines can pass theirs through. */
+typedef enum { tpcommFloat16 = 6, tpcommFloat32 = 7, tpcommBfloat16 = 9 } tpcommDataType_t;
+
+typedef enum { tpcommSum = 0 } tpcommRedOp_t;
+
+/* Algorithms. Auto lets the policy choose (src/plan/policy.cc); any other value forces one. */
+typedef enum {
+  tpcommAlgoAuto = 0,
+  tpcommAlgoOneShot = 1,     /* push all data to every peer, reduce locally: latency */
+  tpcommAlgoTwoShot = 2,     /* reduce-scatter then all-gather, chunked: bandwidth */
+  tpcommAlgoNccl = 3,        /* the NCCL fallback */
+  tpcommAlgoHostOneShot = 4, /* one-shot through pinned host shared memory (no P2P) */
+  tpcommAlgoHostTwoShot = 5, /* two-shot through pinned host shared memory (no P2P) */
+  tpcommAlgoIsland = 6,      /* hierarchical for two-socket PCIe: reduce in islands, exchange */
+  tpcommNumAlgos = 7
+} tpcommAlgo_t;
+
+/* What the caller asks of NCCL as a fallback. */
+typedef enum {
+  tpcommNcclAuto = 0, /* create an NCCL communicator at init when libnccl loads and GPUs differ */
+  tpcommNcclOff = 1,  /* never use NCCL: sizes tpcomm cannot serve fail with tpcommUnsupported */
+  tpcommNcclGiven = 2 /* use config.ncclComm, an ncclComm_t the caller created and owns */
+} tpcommNcclMode_t;
+
+#define TPCOMM_CONFIG_MAGIC 0x7c0a11ceu
+#define TPCOMM_CONFIG_VERSION 1
+
+/* Versioned so the ABI can grow: always start from TPCOMM_CONFIG_INITIALIZER. Every field left
+ * at its initializer value means "default": the environment variable of the same purpose, if set,
+ * and otherwise the built-in default. */
+typedef struct {
+  size_t size;              /* sizeof(tpcommConfig_t) */
+  unsigned int magic;       /* TPCOMM_CONFIG_MAGIC */
+  unsigned int version;     /* TPCOMM_CONFIG_VERSION */
+  size_t bufferBytes;       /* staging bytes per slot (3 slots per rank); 0: TPCOMM_BUFFER_BYTES */
+  int timeoutMs;            /* deadline of every wait, ms; 0: TPCOMM_TIMEOUT_MS (default 5000) */
+  int strict;               /* -1: TPCOMM_STRICT; 0 allow fallbacks; 1 any fallback is an error */
+  int algo;                 /* -1: TPCOMM_ALGO; else a tpcommAlgo_t forced for every call */
+  int ncclMode;             /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */
+  void* ncclComm;           /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
+  int maxBlocks;            /* 0: default (by message size); else an upper bound on the grid */
+} tpcommConfig_t;
+
+#define TPCOMM_CONFIG_INITIALIZER \
+  { sizeof(tpcommConfig_t), TPCOMM_CONFIG_MAGIC, TPCOMM_CONFIG_VERSION, 0, 0, -1, -1, -1, NULL, 0 }
+
+typedef struct tpcommComm* tpcommComm_t;
+
+#define TPCOMM_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[TPCOMM_UNIQUE_ID_BYTES];
+} tpcommUniqueId;
+
+/* What one rank contributes to the rendezvous (buffer IPC handles, device identity, ...). */
+#define TPCOMM_RANK_HANDLE_BYTES 2048
+typedef struct {
+  char internal[TPCOMM_RANK_HANDLE_BYTES];
+} tpcommRankHandle;
+
+/* ---- versions and errors ---- */
+TPCOMM_API tpcommResult_t tpcommGetVersion(int* version);
+TPCOMM_API const char* tpcommGetErrorString(tpcommResult_t result);
+/* The message of the last failed call on this thread ("" if none). Valid until the next call. */
+TPCOMM_API const char* tpcommGetLastError(void);
+
+/* ---- communicator lifecycle ---- */
+
+/* A fresh id for one communicator; rank 0 makes it and hands it to the others (like NCCL). */
+TPCOMM_API tpcommResult_t tpcommGetUniqueId(tpcommUniqueId* uniqueId);
+
+/* One process per GPU: collective over nranks processes on this machine, which meet through a
+ * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED; there is no
+ * TCP listener). Uses the current CUDA device. config may be NULL. */
+TPCOMM_API tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId uniqueId, int rank,
+                                  const tpcommConfig_t* config);
+
+/* One process driving ndev ranks (like ncclCommInitAll). devlist may be NULL (0..ndev-1) and may
+ * repeat a device: ranks sharing a GPU are allowed (for tests; their kernels must be co-resident),
+ * but then NCCL is not available as a fallback. */
+TPCOMM_API tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const int* devlist,
+                                 const tpcommConfig_t* config);
+
+/* For a framework that already has a process group: Begin gives this rank's handle bytes, the
+ * framework all-gathers them (rank order), End completes the communicator. The current CUDA device
+ * is used. Between Begin and End the communicator can only be passed to End or Destroy. */
+TPCOMM_API tpcommResult_t tpcommCommInitRankBegin(tpcommComm_t* comm, int nranks, int rank,
+                                       const tpcommConfig_t* config, tpcommRankHandle* myHandle);
+TPCOMM_API tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* allHandles);
+
+/* Frees everything. Not collective; the caller makes sure no peer still runs a collective. */
+TPCOMM_API tpcommResult_t tpcommCommDestroy(tpcommComm_t comm);
+
+TPCOMM_API tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks);
+TPCOMM_API tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank);
+TPCOMM_API tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device);
+
+/* An error a kernel reported after its call returned (e.g. a peer that stopped answering:
+ * tpcommTimeout). Once set, every later call on the communicator fails with it. */
+TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError);
+
+/* ---- collectives ---- */
+
+/* Sum over all ranks, bit-identical on every rank. In place when sendbuff == recvbuff. Any count,
+ * any element-aligned pointers, any stream of the communicator's device, and CUDA graph capture
+ * with no registration of the user's buffers. */
+TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               tpcommDataType_t datatype, tpcommRedOp_t op, tpcommComm_t comm,
+                               tpcommStream_t stream);
+
+/* ---- what ran ---- */
+
+typedef struct {
+  uint64_t calls[tpcommNumAlgos]; /* per algorithm, counted when enqueued (a captured call counts
+                                     once at capture, not at each replay) */
+  uint64_t fallbacks;             /* calls served by NCCL although a tpcomm algorithm was wanted */
+  uint64_t captured;              /* calls enqueued while the stream was capturing a graph */
+  uint64_t bytes;                 /* payload bytes over all calls */
+} tpcommStats_t;
+
+typedef struct {
+  int algo;         /* tpcommAlgo_t that ran */
+  size_t bytes;     /* payload bytes */
+  int datatype;     /* tpcommDataType_t */
+  int blocks;       /* grid size launched (0 for NCCL) */
+  char reason[160]; /* why the policy chose it */
+} tpcommCallInfo_t;
+
+TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats);
+TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
+TPCOMM_API const char* tpcommAlgoName(int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
+
+/* What the policy would choose for a call of this size, without running it ("doctor", tests). */
+TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count, tpcommDataType_t datatype,
+                                 tpcommCallInfo_t* info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TPCOMM_TPCOMM_H_ */

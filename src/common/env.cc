@@ -1,0 +1,122 @@
+#include "common/env.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+namespace {
+
+const std::vector<EnvVarDoc> kDocs = {
+    {"TPCOMM_LOG", "warn", "none | warn | info | debug: what tpcomm prints to stderr"},
+    {"TPCOMM_LOG_FILE", "", "append the log to this file instead of stderr"},
+    {"TPCOMM_ALGO", "auto",
+     "force one algorithm for every call: auto | oneshot | twoshot | nccl | host_oneshot | "
+     "host_twoshot | island"},
+    {"TPCOMM_STRICT", "0", "1: a fallback to NCCL is an error (tpcommFallbackRefused)"},
+    {"TPCOMM_TIMEOUT_MS", "5000", "deadline of every GPU-side wait for a peer, in milliseconds"},
+    {"TPCOMM_BUFFER_BYTES", "16777216",
+     "staging bytes per slot and rank (3 slots): bounds the one-shot size and the two-shot chunk"},
+    {"TPCOMM_NCCL", "auto", "auto | off: create an NCCL communicator for the fallback at init"},
+    {"TPCOMM_NCCL_LIBRARY", "libnccl.so.2", "path of the NCCL library to dlopen"},
+    {"TPCOMM_MAX_BLOCKS", "0", "upper bound on the grid of every kernel (0: by message size)"},
+    {"TPCOMM_TRANSPORT", "auto", "auto | p2p | host: force the peer-memory or host-memory path"},
+    {"TPCOMM_PDL", "1", "0: no programmatic dependent launch (sm_90+ only)"},
+    {"TPCOMM_TUNING_FILE", "", "tuning table to use instead of the one in the user's cache folder"},
+};
+
+bool parseInt(const char* s, long lo, long hi, long* out) {
+  char* end = nullptr;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+Env readEnv() {
+  Env e;
+  auto get = [](const char* name) -> const char* {
+    const char* v = getenv(name);
+    return (v && *v) ? v : nullptr;
+  };
+  auto bad = [&e](const char* name, const char* value, const char* why) {
+    e.errors.push_back(std::string(name) + "=" + value + ": " + why);
+  };
+  long v = 0;
+  if (const char* s = get("TPCOMM_LOG")) {
+    if (!strcmp(s, "none")) e.log_level = LogLevel::kNone;
+    else if (!strcmp(s, "warn")) e.log_level = LogLevel::kWarn;
+    else if (!strcmp(s, "info")) e.log_level = LogLevel::kInfo;
+    else if (!strcmp(s, "debug") || !strcmp(s, "trace")) e.log_level = LogLevel::kDebug;
+    else bad("TPCOMM_LOG", s, "expected none, warn, info or debug");
+  }
+  if (const char* s = get("TPCOMM_LOG_FILE")) e.log_file = s;
+  if (const char* s = get("TPCOMM_ALGO")) {
+    e.algo = parseAlgoName(s);
+    if (e.algo < 0) bad("TPCOMM_ALGO", s, "not an algorithm name (see tpcomm doctor --env)");
+    if (e.algo == tpcommAlgoAuto) e.algo = -1;
+  }
+  if (const char* s = get("TPCOMM_STRICT")) {
+    if (parseInt(s, 0, 1, &v)) e.strict = static_cast<int>(v);
+    else bad("TPCOMM_STRICT", s, "expected 0 or 1");
+  }
+  if (const char* s = get("TPCOMM_TIMEOUT_MS")) {
+    if (parseInt(s, 1, 3600 * 1000, &v)) e.timeout_ms = static_cast<int>(v);
+    else bad("TPCOMM_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
+  }
+  if (const char* s = get("TPCOMM_BUFFER_BYTES")) {
+    if (parseInt(s, 64 * 1024, 1L << 34, &v)) e.buffer_bytes = static_cast<size_t>(v);
+    else bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 65536..2^34");
+  }
+  if (const char* s = get("TPCOMM_NCCL")) {
+    if (!strcmp(s, "auto")) e.nccl_mode = tpcommNcclAuto;
+    else if (!strcmp(s, "off") || !strcmp(s, "0")) e.nccl_mode = tpcommNcclOff;
+    else bad("TPCOMM_NCCL", s, "expected auto or off");
+  }
+  if (const char* s = get("TPCOMM_NCCL_LIBRARY")) e.nccl_library = s;
+  if (const char* s = get("TPCOMM_MAX_BLOCKS")) {
+    if (parseInt(s, 0, 1024, &v)) e.max_blocks = static_cast<int>(v);
+    else bad("TPCOMM_MAX_BLOCKS", s, "expected 0..1024");
+  }
+  if (const char* s = get("TPCOMM_TRANSPORT")) {
+    if (!strcmp(s, "auto")) e.transport = 0;
+    else if (!strcmp(s, "p2p")) e.transport = 1;
+    else if (!strcmp(s, "host")) e.transport = 2;
+    else bad("TPCOMM_TRANSPORT", s, "expected auto, p2p or host");
+  }
+  if (const char* s = get("TPCOMM_PDL")) {
+    if (parseInt(s, 0, 1, &v)) e.pdl = static_cast<int>(v);
+    else bad("TPCOMM_PDL", s, "expected 0 or 1");
+  }
+  if (const char* s = get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
+  return e;
+}
+
+}  // namespace
+
+const Env& env() {
+  static const Env e = readEnv();
+  return e;
+}
+
+void logEnvOnce() {
+  static const bool logged = [] {
+    for (const EnvVarDoc& d : kDocs)
+      if (const char* v = getenv(d.name)) TPCOMM_INFO(ENV, "%s set to '%s'", d.name, v);
+    return true;
+  }();
+  (void)logged;
+}
+
+const std::vector<EnvVarDoc>& envDocs() { return kDocs; }
+
+int parseAlgoName(const std::string& name) {
+  for (int a = 0; a < tpcommNumAlgos; ++a)
+    if (name == tpcommAlgoName(a)) return a;
+  return -1;
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,47 @@
+// Host-side view of the kernels: which kernel serves a (algorithm, datatype, alignment), how big a
+// message each can take, and one launch function. Compiles without CUDA device headers.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kernels/device_comm.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+constexpr int kThreadsPerBlock = 512;
+constexpr int kNumDtypes = 3;  // float32, float16, bfloat16 (see dtypeIndex)
+
+// Kernel entry points by [dtype index], for 16-byte aligned and unaligned user buffers.
+struct KernelSet {
+  const void* aligned[kNumDtypes];
+  const void* unaligned[kNumDtypes];
+};
+
+KernelSet oneShotKernels();
+KernelSet twoShotKernels();
+
+// Largest message (bytes) the one-shot kernel takes in one call.
+size_t oneShotCapacityBytes(const DeviceComm& c);
+// Vectors per two-shot step (a chunk), the most the slot layout allows.
+size_t twoShotChunkVecs(const DeviceComm& c);
+
+int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
+size_t dtypeSize(tpcommDataType_t dt);
+
+struct LaunchArgs {
+  int algo;  // tpcommAlgoOneShot or tpcommAlgoTwoShot
+  int blocks;
+  bool pdl;  // programmatic dependent launch attribute (sm_90+)
+  const void* send;
+  void* recv;
+  size_t count;
+  tpcommDataType_t dtype;
+  size_t chunk_vecs;  // two-shot only
+};
+
+tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);
+
+}  // namespace tpcomm

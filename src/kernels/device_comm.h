@@ -1,0 +1,44 @@
+// The plain structs a kernel receives by value (a "device handle", as MSCCL++ calls it). Compiles
+// in host-only code too, so the communicator fills it without including CUDA device headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tpcomm {
+
+constexpr int kMaxRanks = 8;
+constexpr int kNumSlots = 3;  // receive slots rotated by step epoch (see docs/PROTOCOL.md)
+constexpr int kVecBytes = 16; // every staging access is one 16-byte vector
+// Every staging word not holding current data holds this pattern (all ones). It is a NaN in
+// fp32, fp16 and bf16 alike, so one cleared state serves every datatype; senders rewrite inputs
+// that carry exactly this NaN payload to another NaN, so data can never look like "not arrived".
+constexpr uint32_t kSentinelWord = 0xFFFFFFFFu;
+constexpr unsigned char kSentinelByte = 0xFF;
+
+// Per-rank state in device memory, private to the rank.
+struct RankState {
+  unsigned long long epoch;  // steps completed; the next step uses slot epoch % kNumSlots
+  unsigned int arrive;       // blocks of the running kernel that have read epoch
+  unsigned int abort;        // set by a kernel that timed out: later kernels exit at once
+};
+
+// Written by a kernel that gave up waiting, read by the host (mapped pinned memory).
+struct HostError {
+  volatile int code;  // 0 or a tpcommResult_t (tpcommTimeout)
+  volatile int peer;  // the rank whose data never came
+  volatile int step;  // the step epoch it waited in
+  volatile int pad;
+};
+
+struct DeviceComm {
+  int rank;
+  int world;
+  unsigned long long timeout_ns;
+  size_t slot_bytes;            // bytes of one slot; a multiple of kVecBytes
+  char* bufs[kMaxRanks];        // every rank's staging base as seen from this rank's device
+  RankState* state;
+  HostError* host_error;
+};
+
+}  // namespace tpcomm

@@ -1,0 +1,52 @@
+// The one place kernels are launched: picks the instantiation and launches it with
+// cudaLaunchKernelEx, adding the programmatic-dependent-launch attribute where it is asked for.
+#include <cstdint>
+
+#include "common/error.h"
+#include "kernels/algo_launch.h"
+
+namespace tpcomm {
+
+int dtypeIndex(tpcommDataType_t dt) {
+  switch (dt) {
+    case tpcommFloat32: return 0;
+    case tpcommFloat16: return 1;
+    case tpcommBfloat16: return 2;
+  }
+  return -1;
+}
+
+size_t dtypeSize(tpcommDataType_t dt) { return dt == tpcommFloat32 ? 4 : 2; }
+
+tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
+  const int di = dtypeIndex(a.dtype);
+  if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
+  const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
+                       (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
+  const KernelSet set = a.algo == tpcommAlgoOneShot ? oneShotKernels() : twoShotKernels();
+  const void* fn = aligned ? set.aligned[di] : set.unaligned[di];
+
+  DeviceComm dc = c;
+  const void* send = a.send;
+  void* recv = a.recv;
+  size_t count = a.count;
+  size_t chunk = a.chunk_vecs;
+  void* args[] = {&dc, &send, &recv, &count, &chunk};
+
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(a.blocks));
+  cfg.blockDim = dim3(kThreadsPerBlock);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  if (a.pdl) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  TPCOMM_CUDA_CHECK(cudaLaunchKernelExC(&cfg, fn, args));
+  return tpcommSuccess;
+}
+
+}  // namespace tpcomm

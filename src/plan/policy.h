@@ -1,0 +1,60 @@
+// The one place that decides which algorithm serves a call. Pure C++ (no CUDA), so every decision
+// is unit-tested on a machine without GPU. Inputs are facts (world size, bytes, fabric, what is
+// available); the output is an algorithm and a human-readable reason that the library logs,
+// counts and reports (tpcommCommGetLastCall, tpcomm doctor).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+// How the ranks of a communicator reach each other.
+enum class Fabric {
+  kNvlink,  // peer memory over NVLink / NVSwitch
+  kPcie,    // peer memory over PCIe (P2P works)
+  kHost,    // no working P2P: pinned host shared memory
+};
+const char* fabricName(Fabric f);
+
+// A size table: the first row whose max_bytes >= the call's bytes gives the algorithm.
+struct SizeRule {
+  size_t max_bytes;
+  int algo;  // tpcommAlgo_t
+};
+using SizeTable = std::vector<SizeRule>;
+
+struct PolicyInput {
+  int world = 2;
+  size_t bytes = 0;
+  Fabric fabric = Fabric::kNvlink;
+  bool two_islands = false;        // PCIe box with two sockets / switch islands of equal size
+  bool nccl_available = false;     // an NCCL communicator exists
+  bool host_transport = false;     // the host shared-memory transport is set up
+  size_t oneshot_capacity = 0;     // bytes the one-shot kernels take (staging slot / world)
+  size_t host_oneshot_capacity = 0;
+  int forced_algo = -1;            // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
+  bool strict = false;             // a fallback to NCCL is an error
+  const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
+};
+
+struct Decision {
+  int algo = tpcommAlgoAuto;
+  bool fallback = false;                 // NCCL chosen although tpcomm was wanted
+  tpcommResult_t error = tpcommSuccess;  // set when no algorithm may serve the call
+  std::string reason;
+};
+
+// Built-in defaults per fabric and world size, from measurements (docs/BENCHMARKS.md).
+const SizeTable& defaultTable(Fabric fabric, int world);
+
+Decision choose(const PolicyInput& in);
+
+// Grid size for a call: a pure function of the call (identical on every rank), bounded by
+// max_blocks (0: built-in bound).
+int gridFor(int algo, size_t bytes, int world, int max_blocks);
+
+}  // namespace tpcomm
