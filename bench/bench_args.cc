@@ -1,0 +1,123 @@
+#include "bench/bench_args.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace tpcomm::bench {
+namespace {
+
+void usage(FILE* f) {
+  fprintf(f,
+          "usage: tpcomm-bench [options]\n"
+          "  --ranks N            ranks (default: one per visible GPU; more ranks share GPUs)\n"
+          "  --devices 0,1        GPUs to use, round robin over ranks\n"
+          "  --min 1K --max 64M   size range in bytes (K/M/G suffixes)\n"
+          "  --factor 4           size step factor\n"
+          "  --dtype bf16         bf16 | fp16 | fp32\n"
+          "  --mode both          eager | graph | both\n"
+          "  --backends LIST      of auto,oneshot,twoshot,nccl (default all)\n"
+          "  --iters 50 --reps 9 --warmup 5\n"
+          "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
+          "  --sweep-blocks LIST  also time oneshot/twoshot with each of these grid bounds\n"
+          "  --no-check           skip the correctness check of every backend\n"
+          "  --json FILE          write every measurement as JSON\n");
+}
+
+bool parseSize(const char* s, size_t* out) {
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  if (end == s || v <= 0) return false;
+  switch (*end) {
+    case 'K': case 'k': v *= 1024; ++end; break;
+    case 'M': case 'm': v *= 1024 * 1024; ++end; break;
+    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; ++end; break;
+    default: break;
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end) return false;
+  *out = static_cast<size_t>(v);
+  return true;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
+  *exit_code = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto val = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    bool ok = true;
+    if (k == "--help" || k == "-h") {
+      usage(stdout);
+      return false;
+    } else if (k == "--no-check") {
+      a->check = false;
+    } else if (!(v = val())) {
+      ok = false;
+    } else if (k == "--ranks") {
+      a->ranks = atoi(v);
+      ok = a->ranks >= 1 && a->ranks <= 8;
+    } else if (k == "--devices") {
+      for (const auto& d : split(v)) a->devices.push_back(atoi(d.c_str()));
+    } else if (k == "--min") {
+      ok = parseSize(v, &a->min_bytes);
+    } else if (k == "--max") {
+      ok = parseSize(v, &a->max_bytes);
+    } else if (k == "--factor") {
+      a->factor = atoi(v);
+      ok = a->factor >= 2;
+    } else if (k == "--dtype") {
+      const std::string d = v;
+      if (d == "bf16" || d == "bfloat16") a->dtype = tpcommBfloat16;
+      else if (d == "fp16" || d == "float16") a->dtype = tpcommFloat16;
+      else if (d == "fp32" || d == "float32") a->dtype = tpcommFloat32;
+      else ok = false;
+    } else if (k == "--mode") {
+      const std::string m = v;
+      a->eager = m == "eager" || m == "both";
+      a->graph = m == "graph" || m == "both";
+      ok = a->eager || a->graph;
+    } else if (k == "--backends") {
+      a->backends = split(v);
+      for (const auto& b : a->backends)
+        ok = ok && (b == "auto" || b == "oneshot" || b == "twoshot" || b == "nccl");
+    } else if (k == "--iters") {
+      a->iters = atoi(v);
+      ok = a->iters >= 1;
+    } else if (k == "--reps") {
+      a->reps = atoi(v);
+      ok = a->reps >= 1;
+    } else if (k == "--warmup") {
+      a->warmup = atoi(v);
+      ok = a->warmup >= 0;
+    } else if (k == "--max-blocks") {
+      a->max_blocks = atoi(v);
+    } else if (k == "--sweep-blocks") {
+      for (const auto& b : split(v)) a->sweep_blocks.push_back(atoi(b.c_str()));
+    } else if (k == "--json") {
+      a->json = v;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      fprintf(stderr, "tpcomm-bench: bad option %s %s\n", k.c_str(), v ? v : "(missing value)");
+      usage(stderr);
+      *exit_code = 2;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace tpcomm::bench

@@ -1,0 +1,33 @@
+// Command line of tpcomm-bench.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm::bench {
+
+struct Args {
+  int ranks = 0;                    // 0: one per visible GPU
+  std::vector<int> devices;         // rank i on devices[i % size]; empty: 0..ngpu-1
+  size_t min_bytes = 1024;
+  size_t max_bytes = 64u << 20;
+  int factor = 4;
+  tpcommDataType_t dtype = tpcommBfloat16;
+  bool eager = true;
+  bool graph = true;
+  std::vector<std::string> backends = {"auto", "oneshot", "twoshot", "nccl"};
+  int iters = 50;                   // calls per timed repetition (and per captured graph)
+  int reps = 9;                     // repetitions; the median is reported
+  int warmup = 5;
+  int max_blocks = 0;
+  std::vector<int> sweep_blocks;    // extra tpcomm comms with these maxBlocks (tuning aid)
+  bool check = true;                // verify each backend's output against the fp64 reference
+  std::string json;                 // write results here
+};
+
+// Parses argv; on --help or an error prints usage and returns false with *exit_code set.
+bool parseArgs(int argc, char** argv, Args* a, int* exit_code);
+
+}  // namespace tpcomm::bench

@@ -1,0 +1,308 @@
+// tpcomm-bench: one process drives every rank (one stream per rank), like nccl-tests' -g mode.
+// Each backend (tpcomm auto / forced algorithms / NCCL) is timed the same way: eager (calls
+// enqueued back to back) and CUDA graph (`iters` calls captured per rank, replayed), median of
+// `reps` repetitions, on the same buffers, in the same run.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/bench_args.h"
+#include "bench/bench_report.h"
+#include "common/env.h"
+#include "support/host_data.h"
+#include "transport/nccl_loader.h"
+
+namespace tpcomm::bench {
+namespace {
+
+#define CK(call)                                                                            \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
+      fprintf(stderr, "tpcomm-bench: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), \
+              __FILE__, __LINE__);                                                          \
+      exit(1);                                                                              \
+    }                                                                                       \
+  } while (0)
+
+struct Rank {
+  int dev = 0;
+  cudaStream_t stream = nullptr;
+  void* send = nullptr;
+  void* recv = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  std::vector<uint8_t> input;  // host copy of send (max size)
+};
+
+struct Backend {
+  std::string label;
+  int algo = tpcommAlgoAuto;  // tpcommAlgoNccl: plain NCCL, not through tpcomm
+  std::vector<tpcommComm_t> comms;
+  std::vector<ncclComm_t> nccl;
+};
+
+const NcclApi* g_nccl = nullptr;
+
+// Enqueues one all-reduce on every rank. Returns "" or the error.
+std::string enqueueAll(Backend& b, std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
+  if (b.algo == tpcommAlgoNccl) {
+    g_nccl->groupStart();
+    for (size_t r = 0; r < ranks.size(); ++r)
+      g_nccl->allReduce(ranks[r].send, ranks[r].recv, count, static_cast<ncclDataType_t>(dt),
+                        ncclSum, b.nccl[r], ranks[r].stream);
+    const ncclResult_t res = g_nccl->groupEnd();
+    return res == ncclSuccess ? "" : g_nccl->getErrorString(res);
+  }
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const tpcommResult_t res = tpcommAllReduce(ranks[r].send, ranks[r].recv, count, dt, tpcommSum,
+                                               b.comms[r], ranks[r].stream);
+    if (res != tpcommSuccess) return tpcommGetLastError();
+  }
+  return "";
+}
+
+void syncAll(std::vector<Rank>& ranks) {
+  for (Rank& r : ranks) {
+    CK(cudaSetDevice(r.dev));
+    CK(cudaStreamSynchronize(r.stream));
+  }
+}
+
+double maxElapsedUs(std::vector<Rank>& ranks) {
+  float worst = 0;
+  for (Rank& r : ranks) {
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, r.start, r.stop));
+    worst = std::max(worst, ms);
+  }
+  return worst * 1e3;
+}
+
+void recordAll(std::vector<Rank>& ranks, bool start) {
+  for (Rank& r : ranks) {
+    CK(cudaSetDevice(r.dev));
+    CK(cudaEventRecord(start ? r.start : r.stop, r.stream));
+  }
+}
+
+// Checks every rank's output against the reference and rank 0's bits.
+long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
+  const size_t bytes = count * test::elemSize(dt);
+  std::vector<std::vector<uint8_t>> ins;
+  for (Rank& r : ranks) ins.emplace_back(r.input.begin(), r.input.begin() + bytes);
+  const std::vector<uint8_t> ref = test::reference(dt, count, ins);
+  long wrong = 0;
+  std::vector<uint8_t> out0, out(bytes);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    CK(cudaSetDevice(ranks[i].dev));
+    CK(cudaMemcpy(out.data(), ranks[i].recv, bytes, cudaMemcpyDeviceToHost));
+    wrong += static_cast<long>(test::countWrong(dt, count, out.data(), ref.data(),
+                                                static_cast<int>(ranks.size())));
+    if (i == 0) out0 = out;
+    else if (memcmp(out.data(), out0.data(), bytes) != 0) wrong += 1;  // ranks disagree
+  }
+  return wrong;
+}
+
+Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes, bool graph) {
+  Result res;
+  res.backend = b.label;
+  res.mode = graph ? "graph" : "eager";
+  res.bytes = bytes;
+  res.count = bytes / test::elemSize(a.dtype);
+  std::string err;
+  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i) err = enqueueAll(b, ranks, res.count, a.dtype);
+  syncAll(ranks);
+  if (!err.empty()) {
+    res.note = err;
+    return res;
+  }
+  if (b.algo == tpcommAlgoNccl) {
+    res.algo = "nccl";
+  } else {
+    tpcommCallInfo_t info;
+    tpcommCommGetLastCall(b.comms[0], &info);
+    res.algo = tpcommAlgoName(info.algo);
+    if (info.blocks) res.algo += "/" + std::to_string(info.blocks) + "b";
+  }
+  if (a.check && !graph) res.wrong = checkOutputs(ranks, res.count, a.dtype);
+
+  std::vector<cudaGraphExec_t> execs(ranks.size(), nullptr);
+  if (graph) {
+    for (Rank& r : ranks) {
+      CK(cudaSetDevice(r.dev));
+      CK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
+    }
+    for (int i = 0; i < a.iters && err.empty(); ++i) err = enqueueAll(b, ranks, res.count, a.dtype);
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      cudaGraph_t g = nullptr;
+      CK(cudaSetDevice(ranks[r].dev));
+      CK(cudaStreamEndCapture(ranks[r].stream, &g));
+      if (err.empty()) CK(cudaGraphInstantiate(&execs[r], g, 0));
+      CK(cudaGraphDestroy(g));
+    }
+    if (!err.empty()) {
+      res.note = "capture: " + err;
+      return res;
+    }
+    for (size_t r = 0; r < ranks.size(); ++r) {  // warm the graph
+      CK(cudaSetDevice(ranks[r].dev));
+      CK(cudaGraphLaunch(execs[r], ranks[r].stream));
+    }
+    syncAll(ranks);
+  }
+  std::vector<double> t;
+  for (int rep = 0; rep < a.reps; ++rep) {
+    recordAll(ranks, true);
+    if (graph) {
+      for (size_t r = 0; r < ranks.size(); ++r) {
+        CK(cudaSetDevice(ranks[r].dev));
+        CK(cudaGraphLaunch(execs[r], ranks[r].stream));
+      }
+    } else {
+      for (int i = 0; i < a.iters; ++i) enqueueAll(b, ranks, res.count, a.dtype);
+    }
+    recordAll(ranks, false);
+    syncAll(ranks);
+    t.push_back(maxElapsedUs(ranks) / a.iters);
+  }
+  if (graph && a.check) res.wrong = checkOutputs(ranks, res.count, a.dtype);
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (execs[r]) cudaGraphExecDestroy(execs[r]);
+  std::sort(t.begin(), t.end());
+  res.ok = true;
+  res.median_us = t[t.size() / 2];
+  res.min_us = t.front();
+  res.max_us = t.back();
+  return res;
+}
+
+tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, int max_blocks) {
+  tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
+  cfg.algo = algo;
+  cfg.maxBlocks = max_blocks;
+  // Forced algorithms never need the fallback; auto keeps it (the policy may pick NCCL).
+  if (algo != tpcommAlgoAuto) cfg.ncclMode = tpcommNcclOff;
+  b.comms.assign(devlist.size(), nullptr);
+  if (tpcommCommInitAll(b.comms.data(), static_cast<int>(devlist.size()), devlist.data(), &cfg) !=
+      tpcommSuccess) {
+    fprintf(stderr, "tpcomm-bench: tpcommCommInitAll (%s) failed: %s\n", b.label.c_str(),
+            tpcommGetLastError());
+    exit(1);
+  }
+  return b.comms.data();
+}
+
+}  // namespace
+}  // namespace tpcomm::bench
+
+using namespace tpcomm;
+using namespace tpcomm::bench;
+
+int main(int argc, char** argv) {
+  Args a;
+  int code = 0;
+  if (!parseArgs(argc, argv, &a, &code)) return code;
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+    fprintf(stderr, "tpcomm-bench: no CUDA device visible\n");
+    return 1;
+  }
+  if (a.devices.empty())
+    for (int i = 0; i < ngpu; ++i) a.devices.push_back(i);
+  if (a.ranks == 0) a.ranks = static_cast<int>(a.devices.size());
+  std::vector<int> devlist;
+  for (int r = 0; r < a.ranks; ++r) devlist.push_back(a.devices[r % a.devices.size()]);
+  const bool shared = a.ranks > static_cast<int>(a.devices.size());
+
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, devlist[0]));
+  const std::string machine = std::to_string(a.devices.size()) + "x " + prop.name;
+
+  std::vector<Rank> ranks(static_cast<size_t>(a.ranks));
+  const size_t max_count = a.max_bytes / test::elemSize(a.dtype);
+  for (int r = 0; r < a.ranks; ++r) {
+    Rank& k = ranks[r];
+    k.dev = devlist[r];
+    CK(cudaSetDevice(k.dev));
+    CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+    CK(cudaMalloc(&k.send, a.max_bytes));
+    CK(cudaMalloc(&k.recv, a.max_bytes));
+    CK(cudaEventCreate(&k.start));
+    CK(cudaEventCreate(&k.stop));
+    k.input = test::makeInput(a.dtype, max_count, 1234, r);
+    CK(cudaMemcpy(k.send, k.input.data(), a.max_bytes, cudaMemcpyHostToDevice));
+  }
+
+  std::vector<Backend> backends;
+  std::vector<std::string> labels;
+  for (const std::string& name : a.backends) {
+    Backend b;
+    b.label = name;
+    if (name == "nccl") {
+      std::string why;
+      g_nccl = ncclApi(&why);
+      if (!g_nccl || shared) {
+        fprintf(stderr, "tpcomm-bench: skipping NCCL: %s\n",
+                shared ? "ranks share a GPU" : why.c_str());
+        continue;
+      }
+      b.algo = tpcommAlgoNccl;
+      b.nccl.assign(devlist.size(), nullptr);
+      if (g_nccl->commInitAll(b.nccl.data(), a.ranks, devlist.data()) != ncclSuccess) {
+        fprintf(stderr, "tpcomm-bench: ncclCommInitAll failed\n");
+        return 1;
+      }
+    } else {
+      b.algo = parseAlgoName(name);
+      initTpcomm(b, devlist, b.algo, a.max_blocks);
+    }
+    labels.push_back(b.label);
+    backends.push_back(std::move(b));
+  }
+  for (int mb : a.sweep_blocks) {
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot}) {
+      Backend b;
+      b.label = std::string(tpcommAlgoName(algo)) + "/b" + std::to_string(mb);
+      b.algo = algo;
+      initTpcomm(b, devlist, algo, mb);
+      labels.push_back(b.label);
+      backends.push_back(std::move(b));
+    }
+  }
+
+  std::vector<size_t> sizes;
+  for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor)) sizes.push_back(s);
+  std::vector<Result> results;
+  size_t step = 0;
+  const size_t total = sizes.size() * backends.size() * ((a.eager ? 1 : 0) + (a.graph ? 1 : 0));
+  for (size_t bytes : sizes) {
+    for (Backend& b : backends) {
+      for (int m = 0; m < 2; ++m) {
+        const bool graph = m == 1;
+        if ((graph && !a.graph) || (!graph && !a.eager)) continue;
+        Result r = measure(a, b, ranks, bytes, graph);
+        ++step;
+        fprintf(stderr, "[%3zu/%3zu] %9zu B %-12s %-5s %10.2f us %s%s\n", step, total, bytes,
+                b.label.c_str(), r.mode.c_str(), r.median_us, r.algo.c_str(),
+                r.ok ? (r.wrong > 0 ? "  WRONG" : "") : ("  n/a: " + r.note).c_str());
+        results.push_back(r);
+      }
+    }
+  }
+  if (a.eager) printTable(a, a.ranks, "eager", results, labels);
+  if (a.graph) printTable(a, a.ranks, "graph", results, labels);
+  if (!a.json.empty() && !writeJson(a.json, a, a.ranks, machine, results))
+    fprintf(stderr, "tpcomm-bench: cannot write %s\n", a.json.c_str());
+  long wrong = 0;
+  for (const Result& r : results) wrong += r.wrong > 0 ? r.wrong : 0;
+  for (Backend& b : backends) {
+    for (tpcommComm_t c : b.comms) tpcommCommDestroy(c);
+    for (ncclComm_t c : b.nccl) g_nccl->commDestroy(c);
+  }
+  return wrong ? 1 : 0;
+}

@@ -1,0 +1,154 @@
+// tpcommAllReduce: validate -> check the communicator is healthy -> ask the policy -> launch (or
+// hand to NCCL, counted and logged) -> record what ran.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "comm/comm.h"
+#include "comm/registry.h"
+#include "comm/validate.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "kernels/algo_launch.h"
+#include "transport/nccl_fallback.h"
+
+namespace tpcomm {
+namespace {
+
+// An error a kernel left in the mapped word (a peer that never answered) poisons the communicator.
+tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
+  const HostError* e = c->staging.host_error;
+  if (!e || e->code == 0) return tpcommSuccess;
+  return fail(static_cast<tpcommResult_t>(e->code),
+              "%s: rank %d's communicator is broken: an earlier call waited %d ms for rank %d "
+              "(step %d) and gave up. Destroy the communicator (and check that peer)",
+              op, c->rank, c->settings.timeout_ms, e->peer, e->step);
+}
+
+PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
+  PolicyInput in;
+  in.world = c->world;
+  in.bytes = bytes;
+  in.fabric = c->fabric;
+  in.two_islands = c->two_islands;
+  in.nccl_available = c->nccl != nullptr;
+  in.host_transport = false;
+  in.oneshot_capacity = c->fabric == Fabric::kHost ? 0 : c->oneshot_capacity;
+  in.forced_algo = c->settings.algo;
+  in.strict = c->settings.strict;
+  return in;
+}
+
+const Decision& decide(tpcommComm* c, size_t bytes, tpcommDataType_t dt) {
+  if (bytes != c->cached_bytes || static_cast<int>(dt) != c->cached_dtype) {
+    c->cached = choose(policyInput(c, bytes));
+    c->cached_bytes = bytes;
+    c->cached_dtype = static_cast<int>(dt);
+  }
+  return c->cached;
+}
+
+void record(tpcommComm* c, const Decision& d, size_t bytes, tpcommDataType_t dt, int blocks,
+            bool capturing) {
+  c->stats.calls[d.algo]++;
+  c->stats.bytes += bytes;
+  if (d.fallback) c->stats.fallbacks++;
+  if (capturing) c->stats.captured++;
+  c->last.algo = d.algo;
+  c->last.bytes = bytes;
+  c->last.datatype = static_cast<int>(dt);
+  c->last.blocks = blocks;
+  strncpy(c->last.reason, d.reason.c_str(), sizeof(c->last.reason) - 1);
+  c->last.reason[sizeof(c->last.reason) - 1] = '\0';
+  if (d.fallback && !c->logged_fallback_sizes[bytes]) {
+    c->logged_fallback_sizes[bytes] = true;
+    TPCOMM_INFO(COLL, "rank %d: %zu bytes served by NCCL (%s)", c->rank, bytes, d.reason.c_str());
+  }
+  TPCOMM_DEBUG(COLL, "rank %d: allreduce %zu bytes -> %s, %d blocks%s", c->rank, bytes,
+               tpcommAlgoName(d.algo), blocks, capturing ? " (captured)" : "");
+}
+
+// Launches on the communicator's device, whatever device is current on this thread.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&saved_);
+    if (saved_ != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    cudaGetDevice(&now);
+    if (now != saved_) cudaSetDevice(saved_);
+  }
+
+ private:
+  int saved_ = -1;
+};
+
+}  // namespace
+}  // namespace tpcomm
+
+using namespace tpcomm;
+
+extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                          tpcommDataType_t datatype, tpcommRedOp_t op,
+                                          tpcommComm_t comm, tpcommStream_t stream) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommAllReduce"));
+  TPCOMM_CHECK(checkAsync(comm, "tpcommAllReduce"));
+  size_t bytes = 0;
+  TPCOMM_CHECK(validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype),
+                                     static_cast<int>(op), &bytes));
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  int stream_dev = -1;
+  TPCOMM_CUDA_CHECK(cudaStreamGetDevice(s, &stream_dev));
+  DeviceGuard guard(comm->device);
+  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) {
+    stream_dev = comm->device;  // the default streams follow the current device, set above
+  } else if (stream_dev != comm->device) {
+    return fail(tpcommInvalidArgument,
+                "tpcommAllReduce: the stream belongs to GPU %d, but rank %d's communicator is on "
+                "GPU %d",
+                stream_dev, comm->rank, comm->device);
+  }
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  TPCOMM_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
+
+  const Decision& d = decide(comm, bytes, datatype);
+  if (d.error != tpcommSuccess)
+    return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
+                d.reason.c_str());
+  int blocks = 0;
+  if (d.algo == tpcommAlgoNccl) {
+    TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
+  } else if (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot) {
+    blocks = gridFor(d.algo, bytes, comm->world, comm->settings.max_blocks);
+    LaunchArgs a{d.algo, blocks, comm->pdl, sendbuff, recvbuff, count, datatype, comm->chunk_vecs};
+    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
+  } else {
+    return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",
+                tpcommAlgoName(d.algo));
+  }
+  record(comm, d, bytes, datatype, blocks, cap != cudaStreamCaptureStatusNone);
+  return tpcommSuccess;
+}
+
+extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
+                                            tpcommDataType_t datatype, tpcommCallInfo_t* info) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommExplain"));
+  if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplain: info is NULL");
+  const size_t esize = datatype == tpcommFloat32 ? 4 : 2;
+  if (dtypeIndex(datatype) < 0)
+    return fail(tpcommInvalidArgument, "tpcommCommExplain: datatype %d is not supported",
+                static_cast<int>(datatype));
+  const size_t bytes = count * esize;
+  const Decision d = choose(policyInput(comm, bytes));
+  *info = tpcommCallInfo_t{};
+  info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;
+  info->bytes = bytes;
+  info->datatype = static_cast<int>(datatype);
+  info->blocks = (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot)
+                     ? gridFor(d.algo, bytes, comm->world, comm->settings.max_blocks)
+                     : 0;
+  strncpy(info->reason, d.reason.c_str(), sizeof(info->reason) - 1);
+  return d.error;
+}

@@ -1,0 +1,99 @@
+// The small C entry points: versions, errors, communicator queries, statistics, groups.
+#include "comm/comm.h"
+#include "comm/registry.h"
+#include "common/error.h"
+#include "transport/nccl_fallback.h"
+
+using namespace tpcomm;
+
+extern "C" {
+
+tpcommResult_t tpcommGetVersion(int* version) {
+  if (!version) return fail(tpcommInvalidArgument, "tpcommGetVersion: version is NULL");
+  *version = TPCOMM_VERSION_CODE;
+  return tpcommSuccess;
+}
+
+const char* tpcommGetErrorString(tpcommResult_t result) {
+  switch (result) {
+    case tpcommSuccess: return "no error";
+    case tpcommUnhandledCudaError: return "unhandled CUDA error";
+    case tpcommSystemError: return "system error";
+    case tpcommInternalError: return "internal error (please report)";
+    case tpcommInvalidArgument: return "invalid argument";
+    case tpcommInvalidUsage: return "invalid usage";
+    case tpcommRemoteError: return "remote error (a peer failed or disagrees)";
+    case tpcommInProgress: return "in progress";
+    case tpcommTimeout: return "timeout (a peer did not answer in time)";
+    case tpcommNoDevice: return "no CUDA device or driver";
+    case tpcommNoKernelImage: return "no kernel image for this GPU architecture";
+    case tpcommUnsupported: return "unsupported here";
+    case tpcommFallbackRefused: return "fallback refused (strict mode)";
+    case tpcommNcclError: return "NCCL error";
+    default: return "unknown result code";
+  }
+}
+
+const char* tpcommGetLastError(void) { return lastError(); }
+
+const char* tpcommAlgoName(int algo) {
+  switch (algo) {
+    case tpcommAlgoAuto: return "auto";
+    case tpcommAlgoOneShot: return "oneshot";
+    case tpcommAlgoTwoShot: return "twoshot";
+    case tpcommAlgoNccl: return "nccl";
+    case tpcommAlgoHostOneShot: return "host_oneshot";
+    case tpcommAlgoHostTwoShot: return "host_twoshot";
+    case tpcommAlgoIsland: return "island";
+    default: return nullptr;
+  }
+}
+
+tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommCount"));
+  if (!nranks) return fail(tpcommInvalidArgument, "tpcommCommCount: nranks is NULL");
+  *nranks = comm->world;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommUserRank"));
+  if (!rank) return fail(tpcommInvalidArgument, "tpcommCommUserRank: rank is NULL");
+  *rank = comm->rank;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommCuDevice"));
+  if (!device) return fail(tpcommInvalidArgument, "tpcommCommCuDevice: device is NULL");
+  *device = comm->device;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetAsyncError"));
+  if (!asyncError)
+    return fail(tpcommInvalidArgument, "tpcommCommGetAsyncError: asyncError is NULL");
+  const HostError* e = comm->staging.host_error;
+  *asyncError = e ? static_cast<tpcommResult_t>(e->code) : tpcommSuccess;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetStats"));
+  if (!stats) return fail(tpcommInvalidArgument, "tpcommCommGetStats: stats is NULL");
+  *stats = comm->stats;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetLastCall"));
+  if (!info) return fail(tpcommInvalidArgument, "tpcommCommGetLastCall: info is NULL");
+  *info = comm->last;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommGroupStart(void) { return ncclGroup(true); }
+tpcommResult_t tpcommGroupEnd(void) { return ncclGroup(false); }
+
+}  // extern "C"

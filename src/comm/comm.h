@@ -1,0 +1,58 @@
+// The communicator behind tpcommComm_t. Host-side state only; what kernels need is copied into
+// `dev` (a DeviceComm passed by value at every launch).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/config.h"
+#include "comm/rank_info.h"
+#include "kernels/device_comm.h"
+#include "plan/policy.h"
+#include "transport/p2p_staging.h"
+
+struct ncclComm;
+
+namespace tpcomm {
+
+constexpr uint64_t kCommMagic = 0x7c0a11c0ffee0001ull;
+
+enum class CommState { kPending, kReady };
+
+}  // namespace tpcomm
+
+struct tpcommComm {
+  uint64_t magic = tpcomm::kCommMagic;
+  tpcomm::CommState state = tpcomm::CommState::kPending;
+  int rank = 0;
+  int world = 0;
+  int device = -1;
+  int cc_major = 0;
+  int cc_minor = 0;
+  tpcomm::Settings settings;
+  tpcomm::Staging staging;
+  std::vector<char*> ipc_mapped;  // peers' staging opened through IPC (closed at destroy)
+  tpcomm::DeviceComm dev{};
+  tpcomm::RankInfo self{};        // this rank's handle contents (Begin -> End)
+
+  tpcomm::Fabric fabric = tpcomm::Fabric::kNvlink;
+  bool ranks_share_gpu = false;
+  bool two_islands = false;
+  bool pdl = false;               // launch with programmatic dependent launch (sm_90+)
+  size_t oneshot_capacity = 0;
+  size_t chunk_vecs = 0;
+
+  ncclComm* nccl = nullptr;
+  bool nccl_owned = false;
+
+  tpcommStats_t stats{};
+  tpcommCallInfo_t last{};
+  // The last decision, reused while consecutive calls have the same size and type (the policy
+  // is a pure function of them), so the hot path builds no strings.
+  size_t cached_bytes = SIZE_MAX;
+  int cached_dtype = -1;
+  tpcomm::Decision cached;
+  std::map<size_t, bool> logged_fallback_sizes;
+};

@@ -1,0 +1,74 @@
+#include "comm/config.h"
+
+#include "common/env.h"
+#include "common/error.h"
+
+namespace tpcomm {
+
+tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
+  const Env& e = env();
+  if (!e.errors.empty()) {
+    std::string all;
+    for (const std::string& s : e.errors) all += (all.empty() ? "" : "; ") + s;
+    return fail(tpcommInvalidArgument, "bad environment: %s", all.c_str());
+  }
+  Settings s;
+  if (e.buffer_bytes) s.slot_bytes = e.buffer_bytes;
+  s.timeout_ms = e.timeout_ms;
+  s.strict = e.strict != 0;
+  s.algo = e.algo;
+  s.nccl_mode = e.nccl_mode;
+  s.max_blocks = e.max_blocks;
+  s.transport = e.transport;
+  s.pdl = e.pdl != 0;
+
+  if (config) {
+    if (config->magic != TPCOMM_CONFIG_MAGIC || config->size < sizeof(size_t) * 2)
+      return fail(tpcommInvalidArgument,
+                  "config: not initialised with TPCOMM_CONFIG_INITIALIZER (magic 0x%x)",
+                  config->magic);
+    if (config->version > TPCOMM_CONFIG_VERSION || config->size > sizeof(tpcommConfig_t))
+      return fail(tpcommInvalidArgument, "config: version %u (size %zu) is newer than this "
+                                         "library (version %u)",
+                  config->version, config->size, TPCOMM_CONFIG_VERSION);
+    if (config->bufferBytes) {
+      if (config->bufferBytes < (64u << 10) || config->bufferBytes > (size_t{1} << 34))
+        return fail(tpcommInvalidArgument, "config.bufferBytes=%zu: expected 65536..2^34",
+                    config->bufferBytes);
+      s.slot_bytes = config->bufferBytes;
+    }
+    if (config->timeoutMs < 0)
+      return fail(tpcommInvalidArgument, "config.timeoutMs=%d: expected > 0 (0: default)",
+                  config->timeoutMs);
+    if (config->timeoutMs > 0) s.timeout_ms = config->timeoutMs;
+    if (config->strict != -1) {
+      if (config->strict != 0 && config->strict != 1)
+        return fail(tpcommInvalidArgument, "config.strict=%d: expected -1, 0 or 1", config->strict);
+      s.strict = config->strict == 1;
+    }
+    if (config->algo != -1) {
+      if (config->algo < 0 || config->algo >= tpcommNumAlgos)
+        return fail(tpcommInvalidArgument, "config.algo=%d: not a tpcommAlgo_t", config->algo);
+      s.algo = config->algo == tpcommAlgoAuto ? -1 : config->algo;
+    }
+    if (config->ncclMode != -1) {
+      if (config->ncclMode < tpcommNcclAuto || config->ncclMode > tpcommNcclGiven)
+        return fail(tpcommInvalidArgument, "config.ncclMode=%d: not a tpcommNcclMode_t",
+                    config->ncclMode);
+      s.nccl_mode = config->ncclMode;
+    }
+    if (s.nccl_mode == tpcommNcclGiven) {
+      if (!config->ncclComm)
+        return fail(tpcommInvalidArgument, "config.ncclMode=tpcommNcclGiven needs config.ncclComm");
+      s.nccl_comm = config->ncclComm;
+    }
+    if (config->maxBlocks < 0 || config->maxBlocks > 1024)
+      return fail(tpcommInvalidArgument, "config.maxBlocks=%d: expected 0..1024", config->maxBlocks);
+    if (config->maxBlocks > 0) s.max_blocks = config->maxBlocks;
+  }
+  s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size
+  *out = s;
+  return tpcommSuccess;
+}
+
+}  // namespace tpcomm

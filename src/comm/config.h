@@ -1,0 +1,28 @@
+// tpcommConfig_t + environment -> the settings a communicator runs with. The config struct wins
+// over the environment field by field; built-in defaults fill the rest.
+#pragma once
+
+#include <cstddef>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+constexpr size_t kDefaultSlotBytes = 16u << 20;  // 16 MiB a slot, 48 MiB a rank
+
+struct Settings {
+  size_t slot_bytes = kDefaultSlotBytes;
+  int timeout_ms = 5000;
+  bool strict = false;
+  int algo = -1;  // -1 auto
+  int nccl_mode = tpcommNcclAuto;
+  void* nccl_comm = nullptr;
+  int max_blocks = 0;
+  int transport = 0;  // 0 auto, 1 p2p, 2 host
+  bool pdl = true;
+};
+
+// Validates config (NULL allowed) and the environment; a bad field is tpcommInvalidArgument.
+tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out);
+
+}  // namespace tpcomm

@@ -1,0 +1,263 @@
+// Communicator lifecycle: Begin (allocate, describe this rank) -> exchange of rank handles (our
+// socket bootstrap, the caller's process group, or in-process) -> End (map peers, agree on
+// settings, self-check kernel images, create the NCCL fallback) -> Destroy.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "comm/bootstrap.h"
+#include "comm/comm.h"
+#include "comm/fabric.h"
+#include "comm/registry.h"
+#include "comm/unique_id.h"
+#include "common/env.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "kernels/algo_launch.h"
+#include "kernels/image_check.h"
+#include "transport/nccl_fallback.h"
+
+namespace tpcomm {
+namespace {
+
+tpcommResult_t currentDevice(int* device) {
+  int n = 0;
+  TPCOMM_CUDA_CHECK(cudaGetDeviceCount(&n));
+  if (n == 0) return fail(tpcommNoDevice, "no CUDA device is visible");
+  TPCOMM_CUDA_CHECK(cudaGetDevice(device));
+  return tpcommSuccess;
+}
+
+tpcommResult_t checkWorld(int nranks, int rank, const char* op) {
+  if (nranks < 1 || nranks > kMaxRanks)
+    return fail(tpcommInvalidArgument, "%s: nranks=%d, tpcomm supports 1..%d ranks", op, nranks,
+                kMaxRanks);
+  if (rank < 0 || rank >= nranks)
+    return fail(tpcommInvalidArgument, "%s: rank=%d is outside 0..%d", op, rank, nranks - 1);
+  return tpcommSuccess;
+}
+
+// Allocates this rank's resources and describes them in c->self.
+tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const Settings& s) {
+  logEnvOnce();
+  c->rank = rank;
+  c->world = nranks;
+  c->device = device;
+  c->settings = s;
+  TPCOMM_CUDA_CHECK(cudaSetDevice(device));
+  TPCOMM_CHECK(checkKernelImages(device));
+  TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&c->cc_major, cudaDevAttrComputeCapabilityMajor, device));
+  TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&c->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+  TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
+  TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
+  TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
+  return tpcommSuccess;
+}
+
+// Maps the peers (IPC, or the direct pointers of an in-process communicator) and fills c->dev.
+tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direct) {
+  TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
+  TPCOMM_CHECK(detectFabric(c, all));
+  DeviceComm& d = c->dev;
+  d = DeviceComm{};
+  d.rank = c->rank;
+  d.world = c->world;
+  d.timeout_ns = static_cast<unsigned long long>(c->settings.timeout_ms) * 1000000ull;
+  d.slot_bytes = c->settings.slot_bytes;
+  d.state = c->staging.state;
+  d.host_error = c->staging.host_error_dev;
+  for (int p = 0; p < c->world; ++p) {
+    if (p == c->rank) {
+      d.bufs[p] = c->staging.buf;
+    } else if (c->fabric == Fabric::kHost) {
+      d.bufs[p] = nullptr;  // peers are reached through host memory only
+    } else if (direct) {
+      int peer_dev = -1;
+      TPCOMM_CUDA_CHECK(cudaDeviceGetByPCIBusId(&peer_dev, all[p].pci_bus_id));
+      TPCOMM_CHECK(enablePeerAccess(c->device, peer_dev));
+      d.bufs[p] = direct[p];
+    } else {
+      if (all[p].pid == all[c->rank].pid)
+        return fail(tpcommInvalidUsage,
+                    "ranks %d and %d are in one process (pid %d): use tpcommCommInitAll for "
+                    "several ranks in one process",
+                    c->rank, p, all[p].pid);
+      TPCOMM_CHECK(stagingOpenPeer(all[p].staging, p, &d.bufs[p]));
+      c->ipc_mapped.push_back(d.bufs[p]);
+    }
+  }
+  TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
+  c->oneshot_capacity = oneShotCapacityBytes(d);
+  c->chunk_vecs = twoShotChunkVecs(d);
+  c->pdl = c->settings.pdl && c->cc_major >= 9;
+  TPCOMM_INFO(INIT,
+              "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot up to %zu bytes, "
+              "two-shot chunk %zu bytes",
+              c->rank, c->world, c->device, all[c->rank].pci_bus_id, c->cc_major, c->cc_minor,
+              fabricName(c->fabric), c->oneshot_capacity, c->chunk_vecs * kVecBytes);
+  return tpcommSuccess;
+}
+
+void destroyComm(tpcommComm* c) {
+  if (!c) return;
+  unregisterComm(c);
+  if (c->device >= 0) {
+    cudaSetDevice(c->device);
+    cudaDeviceSynchronize();  // no kernel of ours may still write into a peer or read our slots
+  }
+  for (char* p : c->ipc_mapped) stagingClosePeer(p);
+  ncclFallbackDestroy(c);
+  stagingDestroy(&c->staging);
+  cudaGetLastError();
+  c->magic = 0;
+  delete c;
+}
+
+// Creates the comm object and registers it; on failure of `body`, destroys it.
+template <typename Body>
+tpcommResult_t withNewComm(tpcommComm** out, Body body) {
+  auto* c = new tpcommComm();
+  registerComm(c);
+  const tpcommResult_t r = body(c);
+  if (r != tpcommSuccess) {
+    destroyComm(c);
+    *out = nullptr;
+    return r;
+  }
+  *out = c;
+  return tpcommSuccess;
+}
+
+}  // namespace
+}  // namespace tpcomm
+
+using namespace tpcomm;
+
+extern "C" {
+
+tpcommResult_t tpcommGetUniqueId(tpcommUniqueId* uniqueId) {
+  clearLastError();
+  if (!uniqueId) return fail(tpcommInvalidArgument, "tpcommGetUniqueId: uniqueId is NULL");
+  return makeUniqueId(uniqueId);
+}
+
+tpcommResult_t tpcommCommInitRankBegin(tpcommComm_t* comm, int nranks, int rank,
+                                       const tpcommConfig_t* config, tpcommRankHandle* myHandle) {
+  clearLastError();
+  if (!comm || !myHandle)
+    return fail(tpcommInvalidArgument, "tpcommCommInitRankBegin: comm or myHandle is NULL");
+  *comm = nullptr;
+  TPCOMM_CHECK(checkWorld(nranks, rank, "tpcommCommInitRankBegin"));
+  Settings s;
+  TPCOMM_CHECK(resolveSettings(config, &s));
+  int device = -1;
+  TPCOMM_CHECK(currentDevice(&device));
+  return withNewComm(comm, [&](tpcommComm* c) {
+    TPCOMM_CHECK(beginRank(c, nranks, rank, device, s));
+    if (rank == 0) TPCOMM_CHECK(ncclFallbackPrepareId(s, &c->self));
+    packHandle(c->self, myHandle);
+    return tpcommSuccess;
+  });
+}
+
+tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* allHandles) {
+  clearLastError();
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommInitRankEnd", /*need_ready=*/false));
+  if (comm->state != CommState::kPending)
+    return fail(tpcommInvalidUsage, "tpcommCommInitRankEnd: comm is already initialised");
+  if (!allHandles) return fail(tpcommInvalidArgument, "tpcommCommInitRankEnd: allHandles is NULL");
+  std::vector<RankInfo> all(static_cast<size_t>(comm->world));
+  tpcommResult_t r = unpackHandles(allHandles, comm->world, all.data());
+  if (r == tpcommSuccess &&
+      memcmp(&all[static_cast<size_t>(comm->rank)], &comm->self, sizeof(RankInfo)) != 0)
+    r = fail(tpcommInvalidArgument,
+             "tpcommCommInitRankEnd: allHandles[%d] is not the handle this rank produced",
+             comm->rank);
+  if (r == tpcommSuccess) r = finishRank(comm, all.data(), nullptr);
+  if (r == tpcommSuccess) r = ncclFallbackInitRank(comm, all.data());
+  if (r != tpcommSuccess) {
+    destroyComm(comm);  // the handle is dead either way; say so in the docs
+    return r;
+  }
+  comm->state = CommState::kReady;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId uniqueId,
+                                  int rank, const tpcommConfig_t* config) {
+  clearLastError();
+  tpcommRankHandle mine;
+  TPCOMM_CHECK(tpcommCommInitRankBegin(comm, nranks, rank, config, &mine));
+  std::vector<tpcommRankHandle> all(static_cast<size_t>(nranks));
+  const int timeout = std::max((*comm)->settings.timeout_ms, 60000);
+  tpcommResult_t r =
+      bootstrapAllGather(uniqueId, rank, nranks, &mine, sizeof(mine), all.data(), timeout);
+  if (r != tpcommSuccess) {
+    destroyComm(*comm);
+    *comm = nullptr;
+    return r;
+  }
+  r = tpcommCommInitRankEnd(*comm, all.data());
+  if (r != tpcommSuccess) *comm = nullptr;
+  return r;
+}
+
+tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const int* devlist,
+                                 const tpcommConfig_t* config) {
+  clearLastError();
+  if (!comms) return fail(tpcommInvalidArgument, "tpcommCommInitAll: comms is NULL");
+  TPCOMM_CHECK(checkWorld(ndev, 0, "tpcommCommInitAll"));
+  Settings s;
+  TPCOMM_CHECK(resolveSettings(config, &s));
+  int ndevices = 0;
+  TPCOMM_CUDA_CHECK(cudaGetDeviceCount(&ndevices));
+  std::vector<int> devs(static_cast<size_t>(ndev));
+  for (int i = 0; i < ndev; ++i) {
+    devs[i] = devlist ? devlist[i] : i;
+    if (devs[i] < 0 || devs[i] >= ndevices)
+      return fail(tpcommInvalidArgument, "tpcommCommInitAll: devlist[%d]=%d, but %d device(s) are "
+                                         "visible",
+                  i, devs[i], ndevices);
+  }
+  int saved = 0;
+  cudaGetDevice(&saved);
+  for (int i = 0; i < ndev; ++i) comms[i] = nullptr;
+  auto cleanup = [&](tpcommResult_t r) {
+    for (int i = 0; i < ndev; ++i) {
+      destroyComm(comms[i]);
+      comms[i] = nullptr;
+    }
+    cudaSetDevice(saved);
+    return r;
+  };
+  std::vector<RankInfo> all(static_cast<size_t>(ndev));
+  std::vector<char*> bufs(static_cast<size_t>(ndev));
+  for (int i = 0; i < ndev; ++i) {
+    const tpcommResult_t r = withNewComm(&comms[i], [&](tpcommComm* c) {
+      return beginRank(c, ndev, i, devs[i], s);
+    });
+    if (r != tpcommSuccess) return cleanup(r);
+    all[i] = comms[i]->self;
+    bufs[i] = comms[i]->staging.buf;
+  }
+  for (int i = 0; i < ndev; ++i) {
+    const tpcommResult_t r = finishRank(comms[i], all.data(), bufs.data());
+    if (r != tpcommSuccess) return cleanup(r);
+  }
+  const tpcommResult_t r = ncclFallbackInitAll(comms, ndev, devs.data());
+  if (r != tpcommSuccess) return cleanup(r);
+  for (int i = 0; i < ndev; ++i) comms[i]->state = CommState::kReady;
+  cudaSetDevice(saved);
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommDestroy(tpcommComm_t comm) {
+  clearLastError();
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommDestroy", /*need_ready=*/false));
+  destroyComm(comm);
+  return tpcommSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,63 @@
+#include "comm/unique_id.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace tpcomm {
+namespace {
+constexpr char kMagic[8] = {'T', 'P', 'C', 'O', 'M', 'M', 'I', 'D'};
+constexpr uint32_t kIdVersion = 1;
+}  // namespace
+
+tpcommResult_t randomBytes(void* out, size_t n) {
+  auto* p = static_cast<uint8_t*>(out);
+  while (n > 0) {
+    const ssize_t got = getrandom(p, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return fail(tpcommSystemError, "getrandom failed: %s", strerror(errno));
+    }
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return tpcommSuccess;
+}
+
+tpcommResult_t makeUniqueId(tpcommUniqueId* id) {
+  memset(id, 0, sizeof(*id));
+  UniqueIdData d{};
+  memcpy(d.magic, kMagic, sizeof(kMagic));
+  d.version = kIdVersion;
+  d.creator_uid = static_cast<uint32_t>(getuid());
+  TPCOMM_CHECK(randomBytes(d.key, sizeof(d.key)));
+  memcpy(id->internal, &d, sizeof(d));
+  return tpcommSuccess;
+}
+
+tpcommResult_t parseUniqueId(const tpcommUniqueId& id, UniqueIdData* data) {
+  memcpy(data, id.internal, sizeof(*data));
+  if (memcmp(data->magic, kMagic, sizeof(kMagic)) != 0)
+    return fail(tpcommInvalidArgument,
+                "unique id: not made by tpcommGetUniqueId (bad magic; was it copied in full?)");
+  if (data->version != kIdVersion)
+    return fail(tpcommRemoteError, "unique id: version %u, this library speaks %u",
+                data->version, kIdVersion);
+  return tpcommSuccess;
+}
+
+std::string rendezvousName(const UniqueIdData& data) {
+  static const char* hex = "0123456789abcdef";
+  std::string name = "tpcomm.";
+  for (uint8_t b : data.key) {
+    name += hex[b >> 4];
+    name += hex[b & 15];
+  }
+  return name;
+}
+
+}  // namespace tpcomm

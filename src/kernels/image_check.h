@@ -1,0 +1,15 @@
+// Start-up self-check: every kernel the policy may launch has an image for this device. A missing
+// image is tpcommNoKernelImage at init with a message that says how to rebuild, instead of an
+// "invalid device function" at the first call (the SM120 story in docs/ARCH.md).
+#pragma once
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+// Checks on `device` (made current). Reports a PTX-JIT-only kernel once at TPCOMM_LOG=info.
+tpcommResult_t checkKernelImages(int device);
+// The CUDA architectures this library was built for (CMake TPCOMM_CUDA_ARCHS).
+const char* builtArchitectures();
+
+}  // namespace tpcomm

@@ -1,0 +1,169 @@
+#include "plan/policy.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+namespace tpcomm {
+namespace {
+
+constexpr size_t kInf = SIZE_MAX;
+constexpr size_t KiB = 1024;
+constexpr size_t MiB = 1024 * KiB;
+
+std::string fmtBytes(size_t b) {
+  char buf[32];
+  if (b == kInf) return "inf";
+  if (b >= MiB && b % MiB == 0) snprintf(buf, sizeof(buf), "%zu MiB", b / MiB);
+  else if (b >= KiB && b % KiB == 0) snprintf(buf, sizeof(buf), "%zu KiB", b / KiB);
+  else snprintf(buf, sizeof(buf), "%zu B", b);
+  return buf;
+}
+
+bool isP2pAlgo(int a) {
+  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland;
+}
+bool isHostAlgo(int a) { return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot; }
+
+// Why algorithm a cannot serve this call, or "" if it can.
+std::string unavailable(const PolicyInput& in, int a) {
+  if (isP2pAlgo(a) && in.fabric == Fabric::kHost)
+    return "peer-to-peer memory access does not work between these GPUs";
+  if (isHostAlgo(a) && !in.host_transport) return "the host-memory transport is not set up";
+  if (a == tpcommAlgoNccl && !in.nccl_available)
+    return "no NCCL communicator (libnccl not found, TPCOMM_NCCL=off, or ranks share a GPU)";
+  if (a == tpcommAlgoIsland && !in.two_islands) return "the GPUs do not form two equal islands";
+  if (a == tpcommAlgoOneShot && in.bytes > in.oneshot_capacity)
+    return "the message exceeds the one-shot capacity of " + fmtBytes(in.oneshot_capacity) +
+           " (staging slot / world size; raise TPCOMM_BUFFER_BYTES)";
+  if (a == tpcommAlgoHostOneShot && in.bytes > in.host_oneshot_capacity)
+    return "the message exceeds the host one-shot capacity of " +
+           fmtBytes(in.host_oneshot_capacity);
+  return "";
+}
+
+int lookup(const SizeTable& t, size_t bytes) {
+  for (const SizeRule& r : t)
+    if (bytes <= r.max_bytes) return r.algo;
+  return t.empty() ? tpcommAlgoTwoShot : t.back().algo;
+}
+
+// The tpcomm algorithm that can always serve a call on this fabric (chunked two-shot).
+int bandwidthAlgo(Fabric f) {
+  return f == Fabric::kHost ? tpcommAlgoHostTwoShot : tpcommAlgoTwoShot;
+}
+
+}  // namespace
+
+const char* fabricName(Fabric f) {
+  switch (f) {
+    case Fabric::kNvlink: return "nvlink";
+    case Fabric::kPcie: return "pcie";
+    case Fabric::kHost: return "host";
+  }
+  return "?";
+}
+
+// Defaults. NVLink: one-shot wins while one round of pushes is cheaper than two-shot's two hops;
+// at world 2 both move the same bytes, so one-shot is kept up to a larger size. PCIe: posted
+// writes but far less bandwidth, so two-shot starts earlier. Host: every byte crosses PCIe twice
+// (GPU->host, host->GPU). Measured on 2x H200 (docs/BENCHMARKS.md); PCIe and host rows are
+// estimates until measured by `tpcomm tune` on such a machine.
+const SizeTable& defaultTable(Fabric fabric, int world) {
+  static const SizeTable nvlink2 = {{1 * MiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
+  static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
+  static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
+  static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
+  static const SizeTable host = {{64 * KiB, tpcommAlgoHostOneShot},
+                                 {kInf, tpcommAlgoHostTwoShot}};
+  switch (fabric) {
+    case Fabric::kNvlink: return world <= 2 ? nvlink2 : nvlinkN;
+    case Fabric::kPcie: return world <= 2 ? pcie2 : pcieN;
+    case Fabric::kHost: return host;
+  }
+  return nvlinkN;
+}
+
+Decision choose(const PolicyInput& in) {
+  Decision d;
+  if (in.forced_algo > tpcommAlgoAuto) {
+    const char* name = tpcommAlgoName(in.forced_algo);
+    if (!name) {
+      d.error = tpcommInvalidArgument;
+      d.reason = "forced algorithm " + std::to_string(in.forced_algo) + " is not a tpcommAlgo_t";
+      return d;
+    }
+    const std::string why = unavailable(in, in.forced_algo);
+    if (!why.empty()) {
+      d.error = tpcommUnsupported;
+      d.reason = std::string("forced algorithm ") + name + " cannot run: " + why;
+      return d;
+    }
+    d.algo = in.forced_algo;
+    d.reason = std::string("forced (TPCOMM_ALGO / config.algo = ") + name + ")";
+    return d;
+  }
+
+  const SizeTable& table = in.tuned ? *in.tuned : defaultTable(in.fabric, in.world);
+  const char* source = in.tuned ? "tuning table" : "default table";
+  int a = lookup(table, in.bytes);
+  d.reason = std::string(source) + " for " + fabricName(in.fabric) + ", world " +
+             std::to_string(in.world) + ", " + fmtBytes(in.bytes);
+  std::string why = unavailable(in, a);
+  if (!why.empty() && a != tpcommAlgoNccl) {
+    const int b = bandwidthAlgo(in.fabric);
+    d.reason += std::string(": ") + tpcommAlgoName(a) + " unavailable (" + why + "), using " +
+                tpcommAlgoName(b);
+    a = b;
+    why = unavailable(in, a);
+  }
+  if (a == tpcommAlgoNccl) {
+    if (!in.nccl_available) {
+      const int b = bandwidthAlgo(in.fabric);
+      d.reason += std::string(": NCCL measured faster but ") + unavailable(in, a) + ", using " +
+                  tpcommAlgoName(b);
+      a = b;
+      why = unavailable(in, a);
+    } else {
+      d.fallback = true;
+      d.reason += ": NCCL measured faster here";
+      if (in.strict) {
+        d.error = tpcommFallbackRefused;
+        d.reason += " (refused: TPCOMM_STRICT=1)";
+        return d;
+      }
+    }
+  }
+  if (!why.empty()) {
+    d.error = tpcommUnsupported;
+    d.reason += std::string(": ") + tpcommAlgoName(a) + " cannot run: " + why;
+    return d;
+  }
+  d.algo = a;
+  d.reason = std::string(tpcommAlgoName(a)) + " by " + d.reason;
+  return d;
+}
+
+int gridFor(int algo, size_t bytes, int world, int max_blocks) {
+  const size_t vecs = (bytes + 15) / 16;
+  size_t blocks = 1;
+  int cap = 64;
+  switch (algo) {
+    case tpcommAlgoOneShot:
+    case tpcommAlgoHostOneShot:
+      // ~16 KiB per block: one block for decode-sized messages (launch latency dominates), more
+      // as the pushes grow, so enough stores are in flight to fill the link.
+      blocks = (vecs + 1023) / 1024;
+      cap = 32;
+      break;
+    default:
+      // Two-shot: each block owns a sub-range of every segment; ~32 KiB of segment per block.
+      blocks = (vecs / static_cast<size_t>(std::max(world, 1)) + 2047) / 2048;
+      cap = 64;
+      break;
+  }
+  if (max_blocks > 0) cap = std::min(cap, max_blocks);
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(blocks, static_cast<size_t>(cap))));
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,28 @@
+// NCCL, loaded at run time (dlopen), so libtpcomm loads and works on machines without NCCL and
+// the fallback is an explicit, reported choice rather than a link-time dependency.
+#pragma once
+
+#include <nccl.h>
+
+#include <string>
+
+namespace tpcomm {
+
+struct NcclApi {
+  ncclResult_t (*getVersion)(int*);
+  ncclResult_t (*getUniqueId)(ncclUniqueId*);
+  ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int);
+  ncclResult_t (*commInitAll)(ncclComm_t*, int, const int*);
+  ncclResult_t (*commDestroy)(ncclComm_t);
+  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                            cudaStream_t);
+  ncclResult_t (*groupStart)();
+  ncclResult_t (*groupEnd)();
+  const char* (*getErrorString)(ncclResult_t);
+  const char* (*getLastError)(ncclComm_t);
+};
+
+// The loaded API, or nullptr with *why set (library path tried and dlerror). Thread-safe; loads once.
+const NcclApi* ncclApi(std::string* why);
+
+}  // namespace tpcomm

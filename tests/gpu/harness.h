@@ -1,0 +1,61 @@
+// GPU test harness: a group of in-process ranks (tpcommCommInitAll) over the visible GPUs, round
+// robin (so world sizes above the GPU count share GPUs), with one non-blocking stream per rank and
+// reusable buffers; plus running one all-reduce and checking it against the host reference.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/host_data.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm::test {
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
+
+int visibleGpus();
+
+struct Group {
+  int world = 0;
+  std::vector<int> devs;
+  std::vector<tpcommComm_t> comms;
+  std::vector<cudaStream_t> streams;
+  std::vector<char*> send;  // per rank, `capacity` bytes + slack for misaligned offsets
+  std::vector<char*> recv;
+  size_t capacity = 0;
+
+  ~Group();
+  bool distinctGpus() const;
+};
+
+// Creates world ranks; cfg may be NULL. On failure returns null and sets *err.
+std::unique_ptr<Group> makeGroup(int world, const tpcommConfig_t* cfg, size_t capacity,
+                                 std::string* err);
+tpcommConfig_t configFor(int algo, int max_blocks = 0, int timeout_ms = 20000);
+
+struct Case {
+  tpcommDataType_t dtype = tpcommBfloat16;
+  size_t count = 0;
+  bool in_place = false;
+  size_t offset_elems = 0;  // added to both pointers: misaligned when not a multiple of 16 bytes
+  uint64_t seed = 1;
+};
+
+struct Outcome {
+  tpcommResult_t result = tpcommSuccess;  // of the first failing tpcommAllReduce
+  std::string error;
+  size_t wrong = 0;           // elements outside tolerance, summed over ranks
+  size_t first_wrong = 0;
+  bool ranks_agree = true;    // bit-identical outputs on every rank
+  std::string describe() const;
+};
+
+// Runs c on every rank (outputs poisoned first) and checks the results.
+Outcome runCase(Group& g, const Case& c);
+
+std::string caseName(const Case& c, int algo, int world);
+
+}  // namespace tpcomm::test

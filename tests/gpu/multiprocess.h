@@ -1,0 +1,22 @@
+// One process per rank: the test re-executes this binary as `--mp-child SCENARIO RANK NRANKS ID
+// DIR` (a fresh process, never a fork of one that has touched CUDA) and reads back exit codes and
+// each child's output digests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tpcomm::test {
+
+// Runs the child side; returns the process exit code.
+int runChild(int argc, char** argv);
+
+struct ChildRun {
+  std::vector<int> exit_codes;
+  std::vector<std::string> reports;  // contents of DIR/rank<N>.txt
+  bool timed_out = false;
+};
+
+ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s);
+
+}  // namespace tpcomm::test

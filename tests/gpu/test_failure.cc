@@ -1,0 +1,143 @@
+// Failure is a feature: a peer that never arrives is a timeout error within the deadline (and the
+// communicator stays broken, saying why); bad arguments get clear codes and messages; a build
+// without an image for this GPU fails at init, clearly.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "tests/gpu/harness.h"
+
+namespace tpcomm::test {
+namespace {
+
+TEST(Failure, PeerThatNeverArrivesTimesOut) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, /*timeout_ms=*/300);
+  std::string err;
+  auto g = makeGroup(2, &cfg, 1 << 20, &err);
+  ASSERT_TRUE(g) << err;
+  for (size_t count : {size_t{1024}, size_t{4} << 20}) {  // one-shot, then two-shot, fresh comms
+    if (count != 1024) {
+      g.reset();
+      g = makeGroup(2, &cfg, count * 2, &err);
+      ASSERT_TRUE(g) << err;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum,
+                              g->comms[0], g->streams[0]),
+              tpcommSuccess);
+    cudaSetDevice(g->devs[0]);
+    ASSERT_EQ(cudaStreamSynchronize(g->streams[0]), cudaSuccess) << "the context must survive";
+    const double ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+    EXPECT_LT(ms, 300 + 2000) << "the kernel did not give up near its deadline";
+    EXPECT_GE(ms, 250) << "gave up before the deadline";
+    tpcommResult_t async = tpcommSuccess;
+    ASSERT_EQ(tpcommCommGetAsyncError(g->comms[0], &async), tpcommSuccess);
+    EXPECT_EQ(async, tpcommTimeout);
+    // Every later call fails fast with the reason.
+    EXPECT_EQ(tpcommAllReduce(g->send[0], g->recv[0], 16, tpcommBfloat16, tpcommSum, g->comms[0],
+                              g->streams[0]),
+              tpcommTimeout);
+    EXPECT_NE(std::string(tpcommGetLastError()).find("rank 1"), std::string::npos)
+        << tpcommGetLastError();
+  }
+}
+
+TEST(Failure, BadArgumentsGetClearErrors) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto);
+  std::string err;
+  auto g = makeGroup(2, &cfg, 1 << 16, &err);
+  ASSERT_TRUE(g) << err;
+  tpcommComm_t c = g->comms[0];
+  cudaStream_t s = g->streams[0];
+  void* b = g->send[0];
+  auto expect = [&](tpcommResult_t got, tpcommResult_t want, const char* word) {
+    EXPECT_EQ(got, want) << tpcommGetLastError();
+    EXPECT_NE(std::string(tpcommGetLastError()).find(word), std::string::npos)
+        << "message lacks '" << word << "': " << tpcommGetLastError();
+  };
+  expect(tpcommAllReduce(nullptr, b, 8, tpcommFloat32, tpcommSum, c, s), tpcommInvalidArgument,
+         "sendbuff");
+  expect(tpcommAllReduce(b, nullptr, 8, tpcommFloat32, tpcommSum, c, s), tpcommInvalidArgument,
+         "recvbuff");
+  expect(tpcommAllReduce(b, b, 0, tpcommFloat32, tpcommSum, c, s), tpcommInvalidArgument,
+         "count");
+  expect(tpcommAllReduce(b, b, 8, static_cast<tpcommDataType_t>(3), tpcommSum, c, s),
+         tpcommInvalidArgument, "datatype");
+  expect(tpcommAllReduce(b, b, 8, tpcommFloat32, static_cast<tpcommRedOp_t>(1), c, s),
+         tpcommInvalidArgument, "op");
+  expect(tpcommAllReduce(static_cast<char*>(b) + 1, b, 8, tpcommFloat16, tpcommSum, c, s),
+         tpcommInvalidArgument, "aligned");
+  if (g->distinctGpus()) {
+    expect(tpcommAllReduce(b, b, 8, tpcommFloat32, tpcommSum, c, g->streams[1]),
+           tpcommInvalidArgument, "stream");
+  }
+  tpcommConfig_t big = configFor(tpcommAlgoOneShot);
+  auto g1 = makeGroup(2, &big, 0, &err);
+  ASSERT_TRUE(g1) << err;
+  expect(tpcommAllReduce(b, b, size_t{64} << 20, tpcommFloat32, tpcommSum, g1->comms[0], s),
+         tpcommUnsupported, "TPCOMM_BUFFER_BYTES");
+  // A destroyed communicator is refused, not dereferenced.
+  tpcommComm_t dead = g1->comms[0];
+  ASSERT_EQ(tpcommCommDestroy(dead), tpcommSuccess);
+  g1->comms[0] = nullptr;
+  expect(tpcommAllReduce(b, b, 8, tpcommFloat32, tpcommSum, dead, s), tpcommInvalidUsage,
+         "not a live communicator");
+  expect(tpcommCommDestroy(dead), tpcommInvalidUsage, "not a live communicator");
+}
+
+TEST(Failure, BadConfigAndInit) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  tpcommComm_t comms[2];
+  tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
+  cfg.magic = 0;
+  EXPECT_EQ(tpcommCommInitAll(comms, 2, nullptr, &cfg), tpcommInvalidArgument);
+  cfg = TPCOMM_CONFIG_INITIALIZER;
+  cfg.algo = 42;
+  EXPECT_EQ(tpcommCommInitAll(comms, 2, nullptr, &cfg), tpcommInvalidArgument);
+  EXPECT_EQ(tpcommCommInitAll(comms, 9, nullptr, nullptr), tpcommInvalidArgument);
+  const int bad_dev[2] = {0, 99};
+  EXPECT_EQ(tpcommCommInitAll(comms, 2, bad_dev, nullptr), tpcommInvalidArgument);
+}
+
+TEST(Stats, LastCallAndCounters) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  std::string err;
+  auto g = makeGroup(2, nullptr, 8 << 20, &err);
+  ASSERT_TRUE(g) << err;
+  ASSERT_EQ(runCase(*g, Case{tpcommBfloat16, 1000, false, 0, 5}).result, tpcommSuccess);
+  ASSERT_EQ(runCase(*g, Case{tpcommBfloat16, 3u << 20, false, 0, 5}).result, tpcommSuccess);
+  tpcommStats_t st;
+  ASSERT_EQ(tpcommCommGetStats(g->comms[1], &st), tpcommSuccess);
+  EXPECT_EQ(st.calls[tpcommAlgoOneShot], 1u);
+  EXPECT_EQ(st.calls[tpcommAlgoTwoShot], 1u);
+  EXPECT_EQ(st.fallbacks, 0u);
+  tpcommCallInfo_t info;
+  ASSERT_EQ(tpcommCommGetLastCall(g->comms[1], &info), tpcommSuccess);
+  EXPECT_EQ(info.algo, tpcommAlgoTwoShot);
+  EXPECT_EQ(info.bytes, (3u << 20) * 2);
+  EXPECT_NE(std::string(info.reason).find("twoshot"), std::string::npos) << info.reason;
+  ASSERT_EQ(tpcommCommExplain(g->comms[0], 100, tpcommFloat32, &info), tpcommSuccess);
+  EXPECT_EQ(info.algo, tpcommAlgoOneShot) << info.reason;
+}
+
+// Run by tests/gpu/run_suite.sh against a build configured without sm_90 (TPCOMM_CUDA_ARCHS=80-real)
+// with TPCOMM_EXPECT_NO_IMAGE=1: init must fail clearly rather than at the first launch.
+TEST(Arch, MissingKernelImageIsAClearInitError) {
+  if (!getenv("TPCOMM_EXPECT_NO_IMAGE")) GTEST_SKIP() << "needs a build without this GPU's arch";
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  tpcommComm_t comms[2] = {nullptr, nullptr};
+  const int devs[2] = {0, visibleGpus() > 1 ? 1 : 0};
+  EXPECT_EQ(tpcommCommInitAll(comms, 2, devs, nullptr), tpcommNoKernelImage);
+  const std::string msg = tpcommGetLastError();
+  EXPECT_NE(msg.find("compute capability"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("TPCOMM_CUDA_ARCHS"), std::string::npos) << msg;
+  printf("init error as the user sees it: %s\n", msg.c_str());
+}
+
+}  // namespace
+}  // namespace tpcomm::test

@@ -1,0 +1,128 @@
+// Host-side data for GPU tests and the benchmark: deterministic random inputs per (seed, rank),
+// element conversions, and the independent reference (fp64 sum in rank order, then rounded to
+// the datatype) with a tolerance per datatype.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm::test {
+
+inline size_t elemSize(tpcommDataType_t dt) { return dt == tpcommFloat32 ? 4 : 2; }
+inline const char* dtypeName(tpcommDataType_t dt) {
+  return dt == tpcommFloat32 ? "float32" : dt == tpcommFloat16 ? "float16" : "bfloat16";
+}
+
+inline double toDouble(tpcommDataType_t dt, const void* p) {
+  switch (dt) {
+    case tpcommFloat32: {
+      float f;
+      memcpy(&f, p, 4);
+      return f;
+    }
+    case tpcommFloat16: {
+      __half h;
+      memcpy(&h, p, 2);
+      return __half2float(h);
+    }
+    default: {
+      __nv_bfloat16 b;
+      memcpy(&b, p, 2);
+      return __bfloat162float(b);
+    }
+  }
+}
+
+inline void fromDouble(tpcommDataType_t dt, double v, void* p) {
+  switch (dt) {
+    case tpcommFloat32: {
+      const float f = static_cast<float>(v);
+      memcpy(p, &f, 4);
+      break;
+    }
+    case tpcommFloat16: {
+      const __half h = __float2half_rn(static_cast<float>(v));
+      memcpy(p, &h, 2);
+      break;
+    }
+    default: {
+      const __nv_bfloat16 b = __float2bfloat16_rn(static_cast<float>(v));
+      memcpy(p, &b, 2);
+      break;
+    }
+  }
+}
+
+// splitmix64: fast, deterministic, good enough for test data.
+inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Values in [-4, 4) with a few exact small integers and signed zeros mixed in, never the
+// all-ones NaN (the tests that need it set it explicitly).
+inline std::vector<uint8_t> makeInput(tpcommDataType_t dt, size_t count, uint64_t seed, int rank) {
+  const size_t es = elemSize(dt);
+  std::vector<uint8_t> out(count * es);
+  uint64_t s = mix(seed * 1315423911ull + static_cast<uint64_t>(rank) * 2654435761ull + 17);
+  for (size_t i = 0; i < count; ++i) {
+    s = mix(s);
+    double v;
+    switch (s & 15) {
+      case 0: v = static_cast<double>(static_cast<int>((s >> 8) % 9) - 4); break;
+      case 1: v = ((s >> 8) & 1) ? -0.0 : 0.0; break;
+      default: v = (static_cast<double>((s >> 11) & ((1ull << 52) - 1)) / (1ull << 52)) * 8.0 - 4.0;
+    }
+    fromDouble(dt, v, out.data() + i * es);
+  }
+  return out;
+}
+
+// The reference: fp64 sum in rank order, rounded once to the datatype.
+inline std::vector<uint8_t> reference(tpcommDataType_t dt, size_t count,
+                                      const std::vector<std::vector<uint8_t>>& inputs) {
+  const size_t es = elemSize(dt);
+  std::vector<uint8_t> out(count * es);
+  for (size_t i = 0; i < count; ++i) {
+    double acc = 0;
+    for (const auto& in : inputs) acc += toDouble(dt, in.data() + i * es);
+    fromDouble(dt, acc, out.data() + i * es);
+  }
+  return out;
+}
+
+// Tolerance: the kernels sum in fp32 (fp32 inputs: world-1 roundings), then round once.
+inline double tolerance(tpcommDataType_t dt, double ref, int world) {
+  const double mag = std::fabs(ref) + 4.0 * world * 1e-3;
+  switch (dt) {
+    case tpcommFloat32: return mag * world * 1.2e-7;
+    case tpcommFloat16: return mag * 1.0e-3;
+    default: return mag * 8.0e-3;
+  }
+}
+
+// Number of elements of got outside the tolerance of ref; the first bad index in *first.
+inline size_t countWrong(tpcommDataType_t dt, size_t count, const uint8_t* got,
+                         const uint8_t* ref, int world, size_t* first = nullptr) {
+  const size_t es = elemSize(dt);
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const double g = toDouble(dt, got + i * es), r = toDouble(dt, ref + i * es);
+    if (!(std::fabs(g - r) <= tolerance(dt, r, world))) {
+      if (bad == 0 && first) *first = i;
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+}  // namespace tpcomm::test
