@@ -161,6 +161,12 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
                                tpcommDataType_t datatype, tpcommRedOp_t op, tpcommComm_t comm,
                                tpcommStream_t stream);
 
+/* When one thread drives several ranks (tpcommCommInitAll), wrap the calls of one collective
+ * across ranks in a group, as with NCCL: the NCCL fallback needs every rank's call before any of
+ * them can make progress. tpcomm's own kernels do not need it. Groups nest. */
+TPCOMM_API tpcommResult_t tpcommGroupStart(void);
+TPCOMM_API tpcommResult_t tpcommGroupEnd(void);
+
 /* ---- what ran ---- */
 
 typedef struct {

@@ -26,7 +26,7 @@ __device__ __forceinline__ WaitCtx makeWaitCtx(const DeviceComm& c) {
   return WaitCtx{globalTimerNs() + c.timeout_ns, false};
 }
 
-__device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer, unsigned long long step) {
+static __device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer, unsigned long long step) {
   atomicExch(&c.state->abort, 1u);
   // Only the first reporter's details are kept.
   if (atomicCAS(const_cast<int*>(&c.host_error->code), 0, static_cast<int>(tpcommTimeout)) == 0) {

@@ -6,9 +6,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "tpcomm/tpcomm.h"
@@ -68,22 +70,40 @@ inline uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Runs fn(begin, end) over [0, n) on all cores (large test inputs are built and checked on the
+// host; the GPU machines have many cores).
+template <typename Fn>
+void parallelFor(size_t n, Fn fn) {
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(),
+                                                              n / 65536 + 1));
+  if (threads == 1) return fn(size_t{0}, n);
+  std::vector<std::thread> pool;
+  const size_t chunk = (n + threads - 1) / threads;
+  for (size_t t = 0; t < threads; ++t) {
+    const size_t b = t * chunk, e = std::min(n, b + chunk);
+    if (b < e) pool.emplace_back(fn, b, e);
+  }
+  for (auto& th : pool) th.join();
+}
+
 // Values in [-4, 4) with a few exact small integers and signed zeros mixed in, never the
 // all-ones NaN (the tests that need it set it explicitly).
 inline std::vector<uint8_t> makeInput(tpcommDataType_t dt, size_t count, uint64_t seed, int rank) {
   const size_t es = elemSize(dt);
   std::vector<uint8_t> out(count * es);
-  uint64_t s = mix(seed * 1315423911ull + static_cast<uint64_t>(rank) * 2654435761ull + 17);
-  for (size_t i = 0; i < count; ++i) {
-    s = mix(s);
-    double v;
-    switch (s & 15) {
-      case 0: v = static_cast<double>(static_cast<int>((s >> 8) % 9) - 4); break;
-      case 1: v = ((s >> 8) & 1) ? -0.0 : 0.0; break;
-      default: v = (static_cast<double>((s >> 11) & ((1ull << 52) - 1)) / (1ull << 52)) * 8.0 - 4.0;
+  const uint64_t base = mix(seed * 1315423911ull + static_cast<uint64_t>(rank) * 2654435761ull);
+  parallelFor(count, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const uint64_t s = mix(base + i);  // a function of the index: any chunking gives the same data
+      double v;
+      switch (s & 15) {
+        case 0: v = static_cast<double>(static_cast<int>((s >> 8) % 9) - 4); break;
+        case 1: v = ((s >> 8) & 1) ? -0.0 : 0.0; break;
+        default: v = (static_cast<double>((s >> 11) & ((1ull << 52) - 1)) / (1ull << 52)) * 8.0 - 4.0;
+      }
+      fromDouble(dt, v, out.data() + i * es);
     }
-    fromDouble(dt, v, out.data() + i * es);
-  }
+  });
   return out;
 }
 
@@ -92,11 +112,13 @@ inline std::vector<uint8_t> reference(tpcommDataType_t dt, size_t count,
                                       const std::vector<std::vector<uint8_t>>& inputs) {
   const size_t es = elemSize(dt);
   std::vector<uint8_t> out(count * es);
-  for (size_t i = 0; i < count; ++i) {
-    double acc = 0;
-    for (const auto& in : inputs) acc += toDouble(dt, in.data() + i * es);
-    fromDouble(dt, acc, out.data() + i * es);
-  }
+  parallelFor(count, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      double acc = 0;
+      for (const auto& in : inputs) acc += toDouble(dt, in.data() + i * es);
+      fromDouble(dt, acc, out.data() + i * es);
+    }
+  });
   return out;
 }
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU suite in one command (run on a GPU machine, e.g. the lent H200s):
+#   tests/gpu/run_suite.sh [BUILD_DIR] [OUT_DIR] [all|tests|bench]
+# Runs the gtest GPU suite (correctness matrix, graphs, 100k calls, failures, multi-process),
+# a PDL-off pass, optional extra builds (an sm_80-only build must fail init clearly on sm_90),
+# and tpcomm-bench next to NCCL. Logs and JSON go to OUT_DIR; the last lines are a summary.
+set -u
+BUILD=${1:-build}
+OUT=${2:-gpu-results}
+WHAT=${3:-all}
+mkdir -p "$OUT"
+# NVLink multicast stays off (it can take a shared host down); tpcomm never uses it.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+summary=()
+step() {  # step NAME TIMEOUT_S CMD...: runs CMD, logs to OUT/NAME.log, records pass/fail
+  local name=$1 t=$2; shift 2
+  local start=$SECONDS
+  echo "=== $name: $*" >&2
+  timeout --kill-after=10 "$t" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-28s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS - start))" \
+    "$(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran|FAILED TEST' "$OUT/$name.log" | tr '\n' ' ' | cut -c1-150)")")
+  tail -n 3 "$OUT/$name.log" >&2
+  return $rc
+}
+
+nvidia-smi topo -m >"$OUT/topo.txt" 2>&1
+nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.sm,clocks.mem --format=csv \
+  >>"$OUT/topo.txt" 2>&1
+
+if [[ $WHAT == all || $WHAT == tests ]]; then
+  step gtest 400 "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_output="json:$OUT/gtest.json"
+  step gtest_pdl_off 90 env TPCOMM_PDL=0 "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+    --gtest_filter='Correctness.World2Auto:Graph.*:Correctness.SentinelPayloadAndNegativeZero'
+  for extra in "$BUILD"-sm80; do  # a build without this GPU's architecture
+    [[ -x $extra/tests/gpu/tpcomm_gpu_tests ]] &&
+      step arch_no_image 30 env TPCOMM_EXPECT_NO_IMAGE=1 "$extra/tests/gpu/tpcomm_gpu_tests" \
+        --gtest_filter='Arch.*'
+  done
+fi
+if [[ $WHAT == all || $WHAT == bench ]]; then
+  step bench 300 "$BUILD/bench/tpcomm-bench" --min 1K --max 64M --factor 4 \
+    --json "$OUT/bench.json"
+  step bench_blocks 200 "$BUILD/bench/tpcomm-bench" --backends auto --sweep-blocks 1,2,4,8,16,32,64 \
+    --mode graph --min 4K --max 64M --factor 4 --no-check --json "$OUT/bench_blocks.json"
+  step bench_nccl_p2p_off 120 env NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
+    --backends nccl --mode graph --min 1K --max 64M --factor 4 --json "$OUT/bench_nccl_p2p_off.json"
+fi
+echo
+echo "==== summary ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs))"
+printf '%s\n' "${summary[@]}"
