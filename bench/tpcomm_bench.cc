@@ -100,8 +100,7 @@ long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     CK(cudaSetDevice(ranks[i].dev));
     CK(cudaMemcpy(out.data(), ranks[i].recv, bytes, cudaMemcpyDeviceToHost));
-    wrong += static_cast<long>(test::countWrong(dt, count, out.data(), ref.data(),
-                                                static_cast<int>(ranks.size())));
+    wrong += static_cast<long>(test::countWrong(dt, count, out.data(), ref.data(), ins));
     if (i == 0) out0 = out;
     else if (memcmp(out.data(), out0.data(), bytes) != 0) wrong += 1;  // ranks disagree
   }
@@ -138,12 +137,17 @@ Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes
       CK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
     }
     for (int i = 0; i < a.iters && err.empty(); ++i) err = enqueueAll(b, ranks, res.count, a.dtype);
+    // End every capture before instantiating: in global capture mode cudaGraphInstantiate is
+    // refused while any stream of the process is still capturing.
+    std::vector<cudaGraph_t> graphs(ranks.size(), nullptr);
     for (size_t r = 0; r < ranks.size(); ++r) {
-      cudaGraph_t g = nullptr;
       CK(cudaSetDevice(ranks[r].dev));
-      CK(cudaStreamEndCapture(ranks[r].stream, &g));
-      if (err.empty()) CK(cudaGraphInstantiate(&execs[r], g, 0));
-      CK(cudaGraphDestroy(g));
+      CK(cudaStreamEndCapture(ranks[r].stream, &graphs[r]));
+    }
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      CK(cudaSetDevice(ranks[r].dev));
+      if (err.empty()) CK(cudaGraphInstantiate(&execs[r], graphs[r], 0));
+      CK(cudaGraphDestroy(graphs[r]));
     }
     if (!err.empty()) {
       res.note = "capture: " + err;

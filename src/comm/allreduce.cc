@@ -99,19 +99,22 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   TPCOMM_CHECK(validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype),
                                      static_cast<int>(op), &bytes));
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  int stream_dev = -1;
-  TPCOMM_CUDA_CHECK(cudaStreamGetDevice(s, &stream_dev));
   DeviceGuard guard(comm->device);
-  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) {
-    stream_dev = comm->device;  // the default streams follow the current device, set above
-  } else if (stream_dev != comm->device) {
-    return fail(tpcommInvalidArgument,
-                "tpcommAllReduce: the stream belongs to GPU %d, but rank %d's communicator is on "
-                "GPU %d",
-                stream_dev, comm->rank, comm->device);
-  }
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   TPCOMM_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
+  // The stream must be on the communicator's GPU. cudaStreamGetDevice is refused while a stream
+  // captures (cudaErrorStreamCaptureUnsupported), so captured calls rely on the launch itself,
+  // which fails on a stream of another device and thereby invalidates the capture.
+  const bool default_stream = s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
+  if (cap == cudaStreamCaptureStatusNone && !default_stream) {
+    int stream_dev = -1;
+    TPCOMM_CUDA_CHECK(cudaStreamGetDevice(s, &stream_dev));
+    if (stream_dev != comm->device)
+      return fail(tpcommInvalidArgument,
+                  "tpcommAllReduce: the stream belongs to GPU %d, but rank %d's communicator is "
+                  "on GPU %d",
+                  stream_dev, comm->rank, comm->device);
+  }
 
   const Decision& d = decide(comm, bytes, datatype);
   if (d.error != tpcommSuccess)

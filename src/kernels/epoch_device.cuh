@@ -22,26 +22,38 @@ __device__ __forceinline__ void pdlLaunchDependents() {
 }
 
 // Returns the call's first step epoch in every thread, or ~0ull if the communicator was aborted.
-// Must be called by all threads of the block (it synchronises the block).
-__device__ __forceinline__ unsigned long long beginCall(const DeviceComm& c,
-                                                        unsigned long long steps) {
+// Must be called by all threads of the block (it synchronises the block). Cheap on purpose: one
+// load; the bookkeeping that advances the epoch (endEpoch) runs after the pushes, off the path
+// between a call's start and its data reaching the peers.
+__device__ __forceinline__ unsigned long long readEpoch(const DeviceComm& c) {
   __shared__ unsigned long long s_epoch;
   if (threadIdx.x == 0) {
     volatile RankState* st = c.state;
     unsigned long long e = st->epoch;
     if (st->abort != 0u) e = ~0ull;
-    __threadfence();  // the epoch read is complete before this block counts itself in
-    const unsigned int arrived = atomicAdd(&c.state->arrive, 1u);
-    if (arrived == gridDim.x - 1) {
-      // Every block has read the epoch: advance it for the next call.
-      c.state->arrive = 0u;
-      if (e != ~0ull) st->epoch = e + steps;
-      __threadfence();
-    }
     s_epoch = e;
   }
   __syncthreads();
   return s_epoch;
+}
+
+// Advances the epoch by `steps` once every block has read it: thread 0 of each block counts
+// itself in after its read (program order plus a fence), and the last one writes. A one-block
+// grid needs no counter.
+__device__ __forceinline__ void endEpoch(const DeviceComm& c, unsigned long long epoch,
+                                         unsigned long long steps) {
+  if (threadIdx.x != 0 || epoch == ~0ull) return;
+  volatile RankState* st = c.state;
+  if (gridDim.x == 1) {
+    st->epoch = epoch + steps;
+    return;
+  }
+  __threadfence();
+  const unsigned int arrived = atomicAdd(&c.state->arrive, 1u);
+  if (arrived == gridDim.x - 1) {
+    st->arrive = 0u;
+    st->epoch = epoch + steps;
+  }
 }
 
 }  // namespace tpcomm

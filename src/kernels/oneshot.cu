@@ -21,32 +21,37 @@ template <typename T, bool kAligned>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
   pdlWait();
-  const unsigned long long epoch = beginCall(c, 1);
-  if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
-
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;
-  const size_t region = c.slot_bytes / kVecBytes / c.world;  // vectors per source rank
-  const size_t slot_off = (epoch % kNumSlots) * c.slot_bytes;
-  uint4* mine = reinterpret_cast<uint4*>(c.bufs[c.rank] + slot_off);
   const size_t per_block = (nvec + gridDim.x - 1) / gridDim.x;
   const size_t begin = blockIdx.x * per_block;
   const size_t end = min(begin + per_block, nvec);
+  // The thread's first vector is loaded before the epoch, so both loads are in flight together
+  // (decode-sized messages have one vector per thread).
+  const size_t v0 = begin + threadIdx.x;
+  const uint4 x0 = v0 < end ? canon<T>(loadVec<T, kAligned>(send, v0, count)) : uint4{};
+  const unsigned long long epoch = readEpoch(c);
+  if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
+
+  const size_t region = c.slot_bytes / kVecBytes / c.world;  // vectors per source rank
+  const size_t slot_off = (epoch % kNumSlots) * c.slot_bytes;
+  uint4* mine = reinterpret_cast<uint4*>(c.bufs[c.rank] + slot_off);
 
   // 1. Push: my vectors into my region of every peer's slot.
-  for (size_t v = begin + threadIdx.x; v < end; v += blockDim.x) {
-    const uint4 x = canon<T>(loadVec<T, kAligned>(send, v, count));
+  for (size_t v = v0; v < end; v += blockDim.x) {
+    const uint4 x = v == v0 ? x0 : canon<T>(loadVec<T, kAligned>(send, v, count));
     for (int p = 1; p < c.world; ++p) {
       const int peer = (c.rank + p) % c.world;
       uint4* dst = reinterpret_cast<uint4*>(c.bufs[peer] + slot_off) + c.rank * region + v;
       storeVec16(dst, x);
     }
   }
+  endEpoch(c, epoch, 1);
   pdlLaunchDependents();
 
   // 2. Reduce: all loads of a vector issued before the first wait, summed in rank order.
   WaitCtx ctx = makeWaitCtx(c);
-  for (size_t v = begin + threadIdx.x; v < end; v += blockDim.x) {
+  for (size_t v = v0; v < end; v += blockDim.x) {
     uint4 x[kMaxRanks];
 #pragma unroll
     for (int r = 0; r < kMaxRanks; ++r)
@@ -54,7 +59,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
     for (int r = 0; r < kMaxRanks; ++r) {
       if (r >= c.world) break;
-      if (r == c.rank) x[r] = canon<T>(loadVec<T, kAligned>(send, v, count));
+      if (r == c.rank) x[r] = v == v0 ? x0 : canon<T>(loadVec<T, kAligned>(send, v, count));
       else if (hasSentinel<T>(x[r])) x[r] = waitVec<T>(mine + r * region + v, ctx, c, r, epoch);
     }
     Acc<T> acc;

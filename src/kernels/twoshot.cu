@@ -28,8 +28,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;
   const size_t nsteps = (nvec + chunk_vecs - 1) / chunk_vecs;
-  const unsigned long long epoch0 = beginCall(c, nsteps);
+  const unsigned long long epoch0 = readEpoch(c);
   if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
+  endEpoch(c, epoch0, nsteps);
 
   const size_t seg_cap = c.slot_bytes / kVecBytes / (2 * c.world);  // vectors per area entry
   WaitCtx ctx = makeWaitCtx(c);

@@ -135,7 +135,7 @@ Outcome runCase(Group& g, const Case& c) {
     const char* out = (c.in_place ? g.send[r] : g.recv[r]) + off;
     cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost);
     size_t fw = 0;
-    const size_t w = countWrong(c.dtype, c.count, got.data(), ref.data(), g.world, &fw);
+    const size_t w = countWrong(c.dtype, c.count, got.data(), ref.data(), inputs, &fw);
     if (w && !o.wrong) o.first_wrong = fw;
     o.wrong += w;
     if (r == 0) first = got;

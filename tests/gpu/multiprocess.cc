@@ -65,7 +65,7 @@ int checkedAllReduce(tpcommComm_t comm, int rank, int nranks, tpcommDataType_t d
   std::vector<uint8_t> got(bytes);
   cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost);
   const std::vector<uint8_t> ref = reference(dt, count, inputs);
-  const size_t wrong = countWrong(dt, count, got.data(), ref.data(), nranks);
+  const size_t wrong = countWrong(dt, count, got.data(), ref.data(), inputs);
   if (wrong) {
     fprintf(stderr, "rank %d: %s count %zu: %zu wrong\n", rank, dtypeName(dt), count, wrong);
     rc = 1;

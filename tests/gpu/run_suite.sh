@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite in one command (run on a GPU machine, e.g. the lent H200s):
-#   tests/gpu/run_suite.sh [BUILD_DIR] [OUT_DIR] [all|tests|bench]
+#   tests/gpu/run_suite.sh [BUILD_DIR] [OUT_DIR] [all|tests|bench|quick]
 # Runs the gtest GPU suite (correctness matrix, graphs, 100k calls, failures, multi-process),
 # a PDL-off pass, optional extra builds (an sm_80-only build must fail init clearly on sm_90),
 # and tpcomm-bench next to NCCL. Logs and JSON go to OUT_DIR; the last lines are a summary.
@@ -28,8 +28,10 @@ nvidia-smi topo -m >"$OUT/topo.txt" 2>&1
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.sm,clocks.mem --format=csv \
   >>"$OUT/topo.txt" 2>&1
 
-if [[ $WHAT == all || $WHAT == tests ]]; then
+if [[ $WHAT == all || $WHAT == tests || $WHAT == quick ]]; then
   step gtest 400 "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_output="json:$OUT/gtest.json"
+fi
+if [[ $WHAT == all || $WHAT == tests ]]; then
   step gtest_pdl_off 90 env TPCOMM_PDL=0 "$BUILD/tests/gpu/tpcomm_gpu_tests" \
     --gtest_filter='Correctness.World2Auto:Graph.*:Correctness.SentinelPayloadAndNegativeZero'
   for extra in "$BUILD"-sm80; do  # a build without this GPU's architecture
@@ -37,8 +39,15 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
       step arch_no_image 30 env TPCOMM_EXPECT_NO_IMAGE=1 "$extra/tests/gpu/tpcomm_gpu_tests" \
         --gtest_filter='Arch.*'
   done
+  if command -v compute-sanitizer >/dev/null; then  # memory errors and races in the kernels
+    for tool in memcheck racecheck synccheck; do
+      step "sanitizer_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 --report-api-errors no \
+        "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+        --gtest_filter='Correctness.SentinelPayloadAndNegativeZero:Stats.*:Failure.BadArguments*'
+    done
+  fi
 fi
-if [[ $WHAT == all || $WHAT == bench ]]; then
+if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
   step bench 300 "$BUILD/bench/tpcomm-bench" --min 1K --max 64M --factor 4 \
     --json "$OUT/bench.json"
   step bench_blocks 200 "$BUILD/bench/tpcomm-bench" --backends auto --sweep-blocks 1,2,4,8,16,32,64 \
