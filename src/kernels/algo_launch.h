@@ -20,8 +20,10 @@ struct KernelSet {
   const void* unaligned[kNumDtypes];
 };
 
-KernelSet oneShotKernels();
-KernelSet twoShotKernels();
+// Kernels are built per world-size class (2, 4, 8 ranks) so per-peer registers fit the class.
+KernelSet oneShotKernels(int world);
+KernelSet twoShotKernels(int world);
+constexpr int kWorldClasses[] = {2, 4, 8};
 
 // Largest message (bytes) the one-shot kernel takes in one call.
 size_t oneShotCapacityBytes(const DeviceComm& c);

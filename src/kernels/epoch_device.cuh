@@ -22,38 +22,40 @@ __device__ __forceinline__ void pdlLaunchDependents() {
 }
 
 // Returns the call's first step epoch in every thread, or ~0ull if the communicator was aborted.
-// Must be called by all threads of the block (it synchronises the block). Cheap on purpose: one
-// load; the bookkeeping that advances the epoch (endEpoch) runs after the pushes, off the path
-// between a call's start and its data reaching the peers.
+// Must be called by all threads of the block (it synchronises the block). One acquire load: the
+// bookkeeping that advances the epoch runs later (arriveEpoch after the pushes, advanceEpoch at the
+// kernel's end), off the path between a call's start and its data reaching the peers.
 __device__ __forceinline__ unsigned long long readEpoch(const DeviceComm& c) {
   __shared__ unsigned long long s_epoch;
   if (threadIdx.x == 0) {
-    volatile RankState* st = c.state;
-    unsigned long long e = st->epoch;
-    if (st->abort != 0u) e = ~0ull;
+    unsigned long long e;
+    // Acquire: this block's later atomicAdd on `arrive` cannot be performed before this read, so
+    // the last block's advance (after all arrivals) can never be seen here.
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(e) : "l"(&c.state->epoch) : "memory");
+    if (*reinterpret_cast<volatile unsigned int*>(&c.state->abort) != 0u) e = ~0ull;
     s_epoch = e;
   }
   __syncthreads();
   return s_epoch;
 }
 
-// Advances the epoch by `steps` once every block has read it: thread 0 of each block counts
-// itself in after its read (program order plus a fence), and the last one writes. A one-block
-// grid needs no counter.
-__device__ __forceinline__ void endEpoch(const DeviceComm& c, unsigned long long epoch,
-                                         unsigned long long steps) {
-  if (threadIdx.x != 0 || epoch == ~0ull) return;
+// Counts the block in (thread 0, relaxed atomic, no fence: it must not wait for the block's remote
+// stores). True in the thread of the last block to arrive, which later calls advanceEpoch.
+__device__ __forceinline__ bool arriveEpoch(const DeviceComm& c) {
+  if (threadIdx.x != 0) return false;
+  if (gridDim.x == 1) return true;
+  return atomicAdd(&c.state->arrive, 1u) == gridDim.x - 1;
+}
+
+// Called at the end of the kernel by the thread arriveEpoch chose: every block has read the epoch.
+__device__ __forceinline__ void advanceEpoch(const DeviceComm& c, unsigned long long epoch,
+                                             unsigned long long steps) {
   volatile RankState* st = c.state;
-  if (gridDim.x == 1) {
-    st->epoch = epoch + steps;
-    return;
-  }
-  __threadfence();
-  const unsigned int arrived = atomicAdd(&c.state->arrive, 1u);
-  if (arrived == gridDim.x - 1) {
+  if (gridDim.x > 1) {
+    __threadfence();  // orders our arrival (and so every block's read) before the new epoch
     st->arrive = 0u;
-    st->epoch = epoch + steps;
   }
+  st->epoch = epoch + steps;
 }
 
 }  // namespace tpcomm

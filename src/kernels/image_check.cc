@@ -4,6 +4,7 @@
 
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -18,7 +19,11 @@ tpcommResult_t checkKernelImages(int device) {
   int major = 0, minor = 0;
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  const KernelSet sets[] = {oneShotKernels(), twoShotKernels()};
+  std::vector<KernelSet> sets;
+  for (int w : kWorldClasses) {
+    sets.push_back(oneShotKernels(w));
+    sets.push_back(twoShotKernels(w));
+  }
   bool jit = false;
   for (const KernelSet& set : sets) {
     for (int aligned = 0; aligned < 2; ++aligned) {

@@ -23,7 +23,8 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
   const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
                        (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
-  const KernelSet set = a.algo == tpcommAlgoOneShot ? oneShotKernels() : twoShotKernels();
+  const KernelSet set =
+      a.algo == tpcommAlgoOneShot ? oneShotKernels(c.world) : twoShotKernels(c.world);
   const void* fn = aligned ? set.aligned[di] : set.unaligned[di];
 
   DeviceComm dc = c;

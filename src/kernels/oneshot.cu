@@ -10,14 +10,13 @@
 // the "Lamport" scheme of TensorRT-LLM's one-shot kernels, with an all-ones NaN as the sentinel so
 // that -0.0 survives and one cleared state serves every datatype.
 #include "kernels/algo_launch.h"
+#include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
-#include "kernels/vec_device.cuh"
-#include "kernels/wait_device.cuh"
 
 namespace tpcomm {
 namespace {
 
-template <typename T, bool kAligned>
+template <typename T, bool kAligned, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
   pdlWait();
@@ -26,10 +25,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t per_block = (nvec + gridDim.x - 1) / gridDim.x;
   const size_t begin = blockIdx.x * per_block;
   const size_t end = min(begin + per_block, nvec);
-  // The thread's first vector is loaded before the epoch, so both loads are in flight together
-  // (decode-sized messages have one vector per thread).
+  const size_t stride = blockDim.x;
   const size_t v0 = begin + threadIdx.x;
-  const uint4 x0 = v0 < end ? canon<T>(loadVec<T, kAligned>(send, v0, count)) : uint4{};
+  // The first batch is loaded before the epoch, so both are in flight together.
+  uint4 x[kPushBatch];
+  loadBatch<T, kAligned>(send, v0, stride, end, count, x);
   const unsigned long long epoch = readEpoch(c);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
 
@@ -38,55 +38,49 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   uint4* mine = reinterpret_cast<uint4*>(c.bufs[c.rank] + slot_off);
 
   // 1. Push: my vectors into my region of every peer's slot.
-  for (size_t v = v0; v < end; v += blockDim.x) {
-    const uint4 x = v == v0 ? x0 : canon<T>(loadVec<T, kAligned>(send, v, count));
-    for (int p = 1; p < c.world; ++p) {
-      const int peer = (c.rank + p) % c.world;
-      uint4* dst = reinterpret_cast<uint4*>(c.bufs[peer] + slot_off) + c.rank * region + v;
-      storeVec16(dst, x);
+  for (size_t v = v0; v < end; v += stride * kPushBatch) {
+    if (v != v0) loadBatch<T, kAligned>(send, v, stride, end, count, x);
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u) {
+      const size_t vv = v + u * stride;
+      if (vv >= end) continue;
+      const uint4 y = canon<T>(x[u]);
+      for (int p = 1; p < c.world; ++p) {
+        const int peer = (c.rank + p) % c.world;
+        storeVec16(reinterpret_cast<uint4*>(c.bufs[peer] + slot_off) + c.rank * region + vv, y);
+      }
     }
   }
-  endEpoch(c, epoch, 1);
+  const bool advance = arriveEpoch(c);
   pdlLaunchDependents();
 
-  // 2. Reduce: all loads of a vector issued before the first wait, summed in rank order.
+  // 2. Reduce in rank order from my slot, write the output.
   WaitCtx ctx = makeWaitCtx(c);
-  for (size_t v = v0; v < end; v += blockDim.x) {
-    uint4 x[kMaxRanks];
+  for (size_t v = v0; v < end; v += stride * kReduceBatch) {
+    uint4 y[kReduceBatch];
+    if (!reduceBatch<T, kAligned, kW>(c, mine, region, v, stride, end, send, v, count, epoch, ctx, y))
+      return;  // timed out; no block-wide barrier follows, so returning alone is safe
 #pragma unroll
-    for (int r = 0; r < kMaxRanks; ++r)
-      if (r < c.world && r != c.rank) x[r] = loadVolatile(mine + r * region + v);
-#pragma unroll
-    for (int r = 0; r < kMaxRanks; ++r) {
-      if (r >= c.world) break;
-      if (r == c.rank) x[r] = v == v0 ? x0 : canon<T>(loadVec<T, kAligned>(send, v, count));
-      else if (hasSentinel<T>(x[r])) x[r] = waitVec<T>(mine + r * region + v, ctx, c, r, epoch);
-    }
-    Acc<T> acc;
-    acc.set(x[0]);
-#pragma unroll
-    for (int r = 1; r < kMaxRanks; ++r)
-      if (r < c.world) acc.add(x[r]);
-    if (ctx.failed) return;  // no block-wide barrier follows: returning alone is safe
-    storeVec<T, kAligned>(recv, v, count, acc.result());
-#pragma unroll
-    for (int r = 0; r < kMaxRanks; ++r)
-      if (r < c.world && r != c.rank) storeVec16(mine + r * region + v, sentinelVec());
+    for (int u = 0; u < kReduceBatch; ++u)
+      if (v + u * stride < end) storeVec<T, kAligned>(recv, v + u * stride, count, y[u]);
   }
+  if (advance) advanceEpoch(c, epoch, 1);
 }
 
-template <typename T, bool kAligned>
-const void* kernelFor() {
-  return reinterpret_cast<const void*>(&oneShotKernel<T, kAligned>);
+template <int kW>
+KernelSet kernelsFor() {
+  return KernelSet{{reinterpret_cast<const void*>(&oneShotKernel<float, true, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<__half, true, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<__nv_bfloat16, true, kW>)},
+                   {reinterpret_cast<const void*>(&oneShotKernel<float, false, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<__half, false, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<__nv_bfloat16, false, kW>)}};
 }
 
 }  // namespace
 
-KernelSet oneShotKernels() {
-  return KernelSet{{kernelFor<float, true>(), kernelFor<__half, true>(),
-                    kernelFor<__nv_bfloat16, true>()},
-                   {kernelFor<float, false>(), kernelFor<__half, false>(),
-                    kernelFor<__nv_bfloat16, false>()}};
+KernelSet oneShotKernels(int world) {
+  return world <= 2 ? kernelsFor<2>() : world <= 4 ? kernelsFor<4>() : kernelsFor<8>();
 }
 
 size_t oneShotCapacityBytes(const DeviceComm& c) {

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/device_comm.h"
 
@@ -15,21 +16,6 @@ template <typename T>
 struct VecTraits {
   static constexpr int kElems = kVecBytes / sizeof(T);
 };
-
-// ---- element <-> fp32 ----
-__device__ __forceinline__ float toFloat(float x) { return x; }
-__device__ __forceinline__ float toFloat(__half x) { return __half2float(x); }
-__device__ __forceinline__ float toFloat(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T fromFloat(float x);
-template <>
-__device__ __forceinline__ float fromFloat<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half fromFloat<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
 
 // ---- sentinel ----
 // True when any element of v still holds the sentinel (its data has not arrived).
@@ -68,6 +54,62 @@ __device__ __forceinline__ uint4 sentinelVec() {
   return make_uint4(kSentinelWord, kSentinelWord, kSentinelWord, kSentinelWord);
 }
 
+// ---- lanes of a vector, by bit operations (no unions or pointer casts: those put the vector in
+// local memory, seen as stack frames in the ptxas report) ----
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ void setWord(uint4& v, int i, uint32_t w) {
+  if (i == 0) v.x = w;
+  else if (i == 1) v.y = w;
+  else if (i == 2) v.z = w;
+  else v.w = w;
+}
+// Bits of element i (compile-time after unrolling) of a vector of T, in the low bits.
+template <typename T>
+__device__ __forceinline__ uint32_t laneBits(const uint4& v, int i) {
+  if constexpr (sizeof(T) == 4) return word(v, i);
+  else return (word(v, i >> 1) >> ((i & 1) * 16)) & 0xFFFFu;
+}
+template <typename T>
+__device__ __forceinline__ void setLaneBits(uint4& v, int i, uint32_t bits) {
+  if constexpr (sizeof(T) == 4) {
+    setWord(v, i, bits);
+  } else {
+    const int sh = (i & 1) * 16;
+    setWord(v, i >> 1, (word(v, i >> 1) & ~(0xFFFFu << sh)) | (bits << sh));
+  }
+}
+template <typename T>
+__device__ __forceinline__ float bitsToFloat(uint32_t b);
+template <>
+__device__ __forceinline__ float bitsToFloat<float>(uint32_t b) { return __uint_as_float(b); }
+template <>
+__device__ __forceinline__ float bitsToFloat<__half>(uint32_t b) {
+  // cvt on the raw bits: the __half class wrappers put vectors in local memory.
+  float f;
+  asm("{.reg .b16 h; cvt.u16.u32 h, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(b));
+  return f;
+}
+template <>
+__device__ __forceinline__ float bitsToFloat<__nv_bfloat16>(uint32_t b) {
+  return __uint_as_float(b << 16);  // bf16 is the top half of an fp32
+}
+template <typename T>
+__device__ __forceinline__ uint32_t floatToBits(float f);
+template <>
+__device__ __forceinline__ uint32_t floatToBits<float>(float f) { return __float_as_uint(f); }
+template <>
+__device__ __forceinline__ uint32_t floatToBits<__half>(float f) {
+  uint32_t b;
+  asm("{.reg .b16 h; cvt.rn.f16.f32 h, %1; cvt.u32.u16 %0, h;}" : "=r"(b) : "f"(f));
+  return b;
+}
+template <>
+__device__ __forceinline__ uint32_t floatToBits<__nv_bfloat16>(float f) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
 // ---- user memory ----
 // Vector v of a T array of `count` elements. Aligned: base is 16-byte aligned, so a full vector is
 // one 16-byte load. The partial last vector and unaligned bases go element by element, never
@@ -77,15 +119,13 @@ __device__ __forceinline__ uint4 loadVec(const T* base, size_t v, size_t count) 
   constexpr int E = VecTraits<T>::kElems;
   const size_t first = v * E;
   if (kAligned && first + E <= count) return *reinterpret_cast<const uint4*>(base + first);
-  union {
-    uint4 u;
-    T e[E];
-  } out;
-  out.u = make_uint4(0, 0, 0, 0);
+  using Bits = typename std::conditional<sizeof(T) == 4, uint32_t, unsigned short>::type;
+  const Bits* b = reinterpret_cast<const Bits*>(base);
+  uint4 out = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int i = 0; i < E; ++i)
-    if (first + i < count) out.e[i] = base[first + i];
-  return out.u;
+    if (first + i < count) setLaneBits<T>(out, i, b[first + i]);
+  return out;
 }
 
 template <typename T, bool kAligned>
@@ -96,14 +136,11 @@ __device__ __forceinline__ void storeVec(T* base, size_t v, size_t count, const 
     *reinterpret_cast<uint4*>(base + first) = val;
     return;
   }
-  union {
-    uint4 u;
-    T e[E];
-  } in;
-  in.u = val;
+  using Bits = typename std::conditional<sizeof(T) == 4, uint32_t, unsigned short>::type;
+  Bits* b = reinterpret_cast<Bits*>(base);
 #pragma unroll
   for (int i = 0; i < E; ++i)
-    if (first + i < count) base[first + i] = in.e[i];
+    if (first + i < count) b[first + i] = static_cast<Bits>(laneBits<T>(val, i));
 }
 
 // ---- reduction: acc = x (first rank) or acc += x, in fp32 ----
@@ -112,24 +149,19 @@ struct Acc {
   float f[VecTraits<T>::kElems];
 
   __device__ __forceinline__ void set(const uint4& v) {
-    const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
-    for (int i = 0; i < VecTraits<T>::kElems; ++i) f[i] = toFloat(e[i]);
+    for (int i = 0; i < VecTraits<T>::kElems; ++i) f[i] = bitsToFloat<T>(laneBits<T>(v, i));
   }
   __device__ __forceinline__ void add(const uint4& v) {
-    const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
-    for (int i = 0; i < VecTraits<T>::kElems; ++i) f[i] += toFloat(e[i]);
+    for (int i = 0; i < VecTraits<T>::kElems; ++i) f[i] += bitsToFloat<T>(laneBits<T>(v, i));
   }
   // Rounded back to T and canonicalised (a sum can round to the sentinel NaN's bits).
   __device__ __forceinline__ uint4 result() const {
-    union {
-      uint4 u;
-      T e[VecTraits<T>::kElems];
-    } out;
+    uint4 out = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int i = 0; i < VecTraits<T>::kElems; ++i) out.e[i] = fromFloat<T>(f[i]);
-    return canon<T>(out.u);
+    for (int i = 0; i < VecTraits<T>::kElems; ++i) setLaneBits<T>(out, i, floatToBits<T>(f[i]));
+    return canon<T>(out);
   }
 };
 

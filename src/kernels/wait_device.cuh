@@ -36,27 +36,31 @@ static __device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer,
   __threadfence_system();
 }
 
+// Called in a spin loop: every 256 spins checks the abort flag and the deadline. Returns false
+// (and marks ctx failed, reporting a timeout naming `peer`) when the thread must stop waiting.
+__device__ __forceinline__ bool keepWaiting(WaitCtx& ctx, unsigned& spins, const DeviceComm& c,
+                                            int peer, unsigned long long step) {
+  if ((++spins & 255u) != 0) return true;
+  if (*reinterpret_cast<volatile unsigned int*>(&c.state->abort) != 0u) {
+    ctx.failed = true;
+  } else if (globalTimerNs() > ctx.deadline) {
+    reportTimeout(c, peer, step);
+    ctx.failed = true;
+  }
+  return !ctx.failed;
+}
+
 // Waits until the vector at p holds data (no sentinel element), then returns it. On timeout or
 // once another thread has aborted the communicator, returns zeros with ctx.failed set.
 template <typename T>
 __device__ __forceinline__ uint4 waitVec(const uint4* p, WaitCtx& ctx, const DeviceComm& c,
                                           int peer, unsigned long long step) {
-  uint4 v = loadVolatile(p);
-  if (!hasSentinel<T>(v)) return v;
-  if (ctx.failed) return make_uint4(0, 0, 0, 0);
-  for (unsigned spins = 1;; ++spins) {
-    v = loadVolatile(p);
+  unsigned spins = 0;
+  for (;;) {
+    const uint4 v = loadVolatile(p);
     if (!hasSentinel<T>(v)) return v;
-    if ((spins & 255u) == 0) {
-      if (*reinterpret_cast<volatile unsigned int*>(&c.state->abort) != 0u) break;
-      if (globalTimerNs() > ctx.deadline) {
-        reportTimeout(c, peer, step);
-        break;
-      }
-    }
+    if (ctx.failed || !keepWaiting(ctx, spins, c, peer, step)) return make_uint4(0, 0, 0, 0);
   }
-  ctx.failed = true;
-  return make_uint4(0, 0, 0, 0);
 }
 
 }  // namespace tpcomm

@@ -146,20 +146,22 @@ Decision choose(const PolicyInput& in) {
 
 int gridFor(int algo, size_t bytes, int world, int max_blocks) {
   const size_t vecs = (bytes + 15) / 16;
+  // A thread keeps kPushBatch (4) vectors in flight, so 2048 vectors (32 KiB) fill a block of 512
+  // threads: decode-sized messages get one block (no cross-block bookkeeping), larger ones enough
+  // blocks to keep the link busy.
+  constexpr size_t kVecsPerBlock = 2048;
   size_t blocks = 1;
   int cap = 64;
   switch (algo) {
     case tpcommAlgoOneShot:
     case tpcommAlgoHostOneShot:
-      // ~16 KiB per block: one block for decode-sized messages (launch latency dominates), more
-      // as the pushes grow, so enough stores are in flight to fill the link.
-      blocks = (vecs + 1023) / 1024;
-      cap = 32;
+      blocks = (vecs + kVecsPerBlock - 1) / kVecsPerBlock;
+      cap = 64;
       break;
     default:
-      // Two-shot: each block owns a sub-range of every segment; ~32 KiB of segment per block.
-      blocks = (vecs / static_cast<size_t>(std::max(world, 1)) + 2047) / 2048;
-      cap = 64;
+      // Two-shot: each block owns a sub-range of every segment (1/world of the vectors).
+      blocks = (vecs / static_cast<size_t>(std::max(world, 1)) + kVecsPerBlock - 1) / kVecsPerBlock;
+      cap = 128;
       break;
   }
   if (max_blocks > 0) cap = std::min(cap, max_blocks);

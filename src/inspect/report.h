@@ -1,0 +1,31 @@
+// Renders inspector results: a table for people, JSON for scripts (`tpcomm inspect --json`,
+// `tpcomm doctor --json`). Both list every image of every file, a summary of the native and PTX
+// targets, and one verdict per requested compute capability.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/json.h"
+#include "inspect/inspect.h"
+
+namespace tpcomm::inspect {
+
+using CcList = std::vector<std::pair<int, int>>;  // (major, minor) pairs
+
+std::string humanReport(const std::vector<FileReport>& files, const CcList& ccs);
+
+// {"files": [{"path", "elf_type", "errors": [...], "containers": [{"section", "offset", "size",
+//   "entries": [{"kind", "target", "sm", "variant", "compressed", "stored_size", "size",
+//   "header_size", "flags", "kernels"}]}], "native": [...], "ptx": [...], "lto_ir": [...],
+//   "verdicts": [{"cc", "verdict", "can_run", "detail"}]}], "all_can_run": bool}
+// kind: SASS | PTX | LTO-IR | unknown; variant: "" | "a" | "f"; kernels: -1 when unknown;
+// verdict: native | ptx-jit | no-image | no-device-code. jsonValue() for embedding (doctor).
+json::Value jsonValue(const std::vector<FileReport>& files, const CcList& ccs);
+std::string jsonReport(const std::vector<FileReport>& files, const CcList& ccs);
+
+// True when every file can run on every cc (kNative, kPtxJit or kNoDeviceCode).
+bool allCanRun(const std::vector<FileReport>& files, const CcList& ccs);
+
+}  // namespace tpcomm::inspect

@@ -1,0 +1,193 @@
+#include "inspect/verdict.h"
+
+#include <set>
+
+#include "inspect/inspect.h"
+
+namespace tpcomm::inspect {
+
+namespace {
+
+std::string ccName(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// A container matters when it may hold a kernel: unless every image is a cubin we could open and
+// found without kernels (a translation unit with no __global__, nvcc's device-link stub), assume
+// it does. Checked on an H200 (cc 9.0): a program whose kernel-free container has only sm_80
+// SASS loads and launches its PTX-JIT kernels with CUDA_MODULE_LOADING=EAGER and LAZY alike.
+bool holdsKernels(const FatbinContainer& c) {
+  for (const FatbinEntry& e : c.entries)
+    if (e.kind != ImageKind::kCubin || e.kernels != 0) return true;
+  return false;
+}
+
+// Ranking among images that all run: the newest SM first (what the driver picks: the closest
+// cubin, which ptxas tuned for the most similar hardware), then a over f over plain at equal SM.
+bool better(const FatbinEntry& a, const FatbinEntry* b) {
+  if (!b) return true;
+  if (a.sm != b->sm) return a.sm > b->sm;
+  return static_cast<int>(a.variant) > static_cast<int>(b->variant);
+}
+
+struct Choice {
+  const FatbinEntry* cubin = nullptr;  // best native cubin, if any
+  const FatbinEntry* ptx = nullptr;    // best PTX to JIT, if any
+};
+
+Choice choose(const FatbinContainer& c, int major, int minor) {
+  Choice ch;
+  for (const FatbinEntry& e : c.entries) {
+    const Compat k = entryCompat(e, major, minor);
+    if (k == Compat::kNative && better(e, ch.cubin)) ch.cubin = &e;
+    if (k == Compat::kJit && better(e, ch.ptx)) ch.ptx = &e;
+  }
+  return ch;
+}
+
+std::string describeImages(const FatbinContainer& c) {
+  std::string s;
+  for (const FatbinEntry& e : c.entries) {
+    if (!s.empty()) s += ", ";
+    s += targetName(e) + " " + kindName(e.kind);
+  }
+  return s.empty() ? "no images" : s;
+}
+
+std::string joinNames(const std::set<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : " + ") + n;
+  return s;
+}
+
+// Names the failing container a reader can act on: one known to hold kernels if there is one
+// (a kernel-free stub that merely cannot be ruled out is a poor example), numbered as the report
+// numbers containers.
+std::string noImageDetail(const FileReport& report, size_t used,
+                          const std::vector<const FatbinContainer*>& failed,
+                          const std::string& cc) {
+  auto known_kernels = [](const FatbinContainer* c) {
+    for (const FatbinEntry& e : c->entries)
+      if (e.kernels > 0) return true;
+    return false;
+  };
+  const FatbinContainer* shown = failed.front();
+  for (const FatbinContainer* c : failed)
+    if (known_kernels(c)) {
+      shown = c;
+      break;
+    }
+  std::string d = "no image for " + cc + ": ";
+  if (used > 1)
+    d += "container " + std::to_string(shown - report.containers.data() + 1) + " (" +
+         shown->section + ") has ";
+  d += "only " + describeImages(*shown);
+  bool lto_only = true;
+  for (const FatbinEntry& e : shown->entries) lto_only &= e.kind == ImageKind::kLtoIr;
+  if (lto_only) d += " (LTO IR runs only after a device link with -dlto)";
+  if (failed.size() > 1)
+    d += "; " + std::to_string(failed.size()) + " of " + std::to_string(used) +
+         " containers have no image";
+  return d;
+}
+
+}  // namespace
+
+Compat entryCompat(const FatbinEntry& e, int cc_major, int cc_minor) {
+  const int major = e.sm / 10, minor = e.sm % 10;
+  const bool same_major = major == cc_major;
+  const bool exact = same_major && minor == cc_minor;
+  const bool family = same_major && minor <= cc_minor;
+  switch (e.kind) {
+    case ImageKind::kCubin:
+      // Binary compatibility never crosses a major version; `a` cubins not even a minor one.
+      if (e.variant == ArchVariant::kArchSpecific) return exact ? Compat::kNative : Compat::kNone;
+      return family ? Compat::kNative : Compat::kNone;
+    case ImageKind::kPtx:
+      if (e.variant == ArchVariant::kArchSpecific) return exact ? Compat::kJit : Compat::kNone;
+      if (e.variant == ArchVariant::kFamilySpecific) return family ? Compat::kJit : Compat::kNone;
+      return (major < cc_major || family) ? Compat::kJit : Compat::kNone;
+    default:
+      return Compat::kNone;  // LTO IR needs nvlink; unknown kinds are not loadable images
+  }
+}
+
+const char* verdictName(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::kNative:
+      return "native";
+    case VerdictKind::kPtxJit:
+      return "ptx-jit";
+    case VerdictKind::kNoImage:
+      return "no-image";
+    default:
+      return "no-device-code";
+  }
+}
+
+Verdict verdictFor(const FileReport& report, int cc_major, int cc_minor) {
+  if (!report.errors.empty()) {  // what was not read could be exactly the missing kernel
+    Verdict v;
+    v.kind = VerdictKind::kNoImage;
+    v.detail = "unknown: the file could not be read (" + report.errors.front() + ")";
+    return v;
+  }
+  // The driver loads .nv_fatbin; __nv_relfatbin only feeds a later device link, so it decides
+  // only for relocatable objects that have nothing else.
+  bool has_loadable = false;
+  for (const FatbinContainer& c : report.containers)
+    if (c.section == ".nv_fatbin") has_loadable = true;
+  const char* section = has_loadable ? ".nv_fatbin" : "__nv_relfatbin";
+
+  std::vector<const FatbinContainer*> used;
+  bool any = false;
+  for (const FatbinContainer& c : report.containers) {
+    if (c.section != section) continue;
+    any = true;
+    if (holdsKernels(c)) used.push_back(&c);
+  }
+  Verdict v;
+  if (used.empty()) {
+    v.kind = VerdictKind::kNoDeviceCode;
+    v.detail = any ? "device code holds no kernels: nothing to run on the GPU"
+                   : "no device code: nothing to run on the GPU";
+    return v;
+  }
+
+  std::set<std::string> cubins, ptxs;
+  size_t jit_containers = 0;
+  std::vector<const FatbinContainer*> failed;
+  for (const FatbinContainer* c : used) {
+    const Choice ch = choose(*c, cc_major, cc_minor);
+    if (ch.cubin) {
+      cubins.insert(targetName(*ch.cubin));
+    } else if (ch.ptx) {
+      ptxs.insert(targetName(*ch.ptx));
+      ++jit_containers;
+    } else {
+      failed.push_back(c);
+    }
+  }
+  if (!failed.empty()) {
+    v.kind = VerdictKind::kNoImage;
+    v.detail = noImageDetail(report, used.size(), failed, ccName(cc_major, cc_minor));
+    return v;
+  }
+  const std::string where = has_loadable ? "" : " (relocatable device code, __nv_relfatbin)";
+  if (ptxs.empty()) {
+    v.kind = VerdictKind::kNative;
+    v.detail = joinNames(cubins) + (cubins.size() > 1 ? " cubins" : " cubin") + where;
+    return v;
+  }
+  v.kind = VerdictKind::kPtxJit;
+  v.detail = "PTX " + joinNames(ptxs) + " JIT (compiled by the driver at first launch; no " +
+             "features beyond " + joinNames(ptxs) + ")";
+  if (jit_containers < used.size())
+    v.detail += "; " + std::to_string(used.size() - jit_containers) + " of " +
+                std::to_string(used.size()) + " containers run " + joinNames(cubins) +
+                " cubins natively";
+  v.detail += where;
+  return v;
+}
+
+}  // namespace tpcomm::inspect

@@ -1,0 +1,88 @@
+// Batches of vectors per thread, so that several loads are in flight before the first use: a
+// thread that loads, stores, loads again pays one memory latency per vector; a batch pays one.
+#pragma once
+
+#include "kernels/vec_device.cuh"
+#include "kernels/wait_device.cuh"
+
+namespace tpcomm {
+
+constexpr int kPushBatch = 4;    // vectors per thread per push round
+constexpr int kReduceBatch = 2;  // vectors per thread per reduce round (x world registers each)
+
+// A value select. `cond ? a[i] : b[j]` on arrays selects an address, which sends both arrays to
+// local memory; selecting values keeps them in registers.
+__device__ __forceinline__ uint4 pick(bool cond, uint4 a, uint4 b) {
+  return make_uint4(cond ? a.x : b.x, cond ? a.y : b.y, cond ? a.z : b.z, cond ? a.w : b.w);
+}
+
+// Raw (not canonicalised) user vectors v + u*stride, u < U; zeros at or past end.
+template <typename T, bool kAligned, int U>
+__device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride, size_t end,
+                                          size_t count, uint4 (&x)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const size_t vv = v + u * stride;
+    x[u] = vv < end ? loadVec<T, kAligned>(src, vv, count) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// kW: the world-size class the kernel was built for (2, 4 or 8 >= c.world), so the per-peer
+// registers are sized for it rather than for 8 ranks.
+// Sums, in rank order, R vectors at slot offsets o + u*stride (< o_end): every peer r's vector
+// from slot + r*src_stride (waiting for it to arrive), and this rank's own input vector
+// own_v + u*stride. Puts the sentinel back in the peers' vectors. False on timeout or abort.
+template <typename T, bool kAligned, int kW, int R>
+__device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, size_t src_stride,
+                                            size_t o, size_t stride, size_t o_end, const T* send,
+                                            size_t own_v, size_t count, unsigned long long step,
+                                            WaitCtx& ctx, uint4 (&y)[R]) {
+  // Own vectors are kept apart from the peers' (x[u][rank] would be indexed by the run-time rank,
+  // which sends the whole array to local memory).
+  uint4 x[R][kW], own[R];
+#pragma unroll
+  for (int u = 0; u < R; ++u) {  // every load of the batch first...
+    own[u] = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int r = 0; r < kW; ++r) x[u][r] = make_uint4(0, 0, 0, 0);
+    if (o + u * stride >= o_end) continue;
+    own[u] = loadVec<T, kAligned>(send, own_v + u * stride, count);
+#pragma unroll
+    for (int r = 0; r < kW; ++r)
+      if (r < c.world && r != c.rank) x[u][r] = loadVolatile(slot + r * src_stride + o + u * stride);
+  }
+#pragma unroll
+  for (int u = 0; u < R; ++u) {  // ...then the waits and the sums
+    if (o + u * stride >= o_end) continue;
+    own[u] = canon<T>(own[u]);
+    // Re-poll only the peers still missing; indices stay compile-time (registers, no stack).
+    unsigned spins = 0;
+    for (int missing = 1; missing >= 0 && !ctx.failed;) {
+      missing = -1;
+#pragma unroll
+      for (int r = 0; r < kW; ++r) {
+        if (r < c.world && r != c.rank && hasSentinel<T>(x[u][r])) {
+          missing = r;
+          x[u][r] = loadVolatile(slot + r * src_stride + o + u * stride);
+        }
+      }
+      if (missing >= 0) keepWaiting(ctx, spins, c, missing, step);
+    }
+    Acc<T> acc;
+    acc.set(pick(c.rank == 0, own[u], x[u][0]));
+#pragma unroll
+    for (int r = 1; r < kW; ++r)
+      if (r < c.world) acc.add(pick(r == c.rank, own[u], x[u][r]));
+    y[u] = acc.result();
+  }
+  if (ctx.failed) return false;
+#pragma unroll
+  for (int u = 0; u < R; ++u)
+#pragma unroll
+    for (int r = 0; r < kW; ++r)
+      if (r < c.world && r != c.rank && o + u * stride < o_end)
+        storeVec16(slot + r * src_stride + o + u * stride, sentinelVec());
+  return true;
+}
+
+}  // namespace tpcomm
