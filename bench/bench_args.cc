@@ -20,7 +20,8 @@ void usage(FILE* f) {
           "  --backends LIST      of auto,oneshot,twoshot,nccl (default all)\n"
           "  --iters 50 --reps 9 --warmup 5\n"
           "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
-          "  --sweep-blocks LIST  also time oneshot/twoshot with each of these grid bounds\n"
+          "  --sweep-knobs        also time oneshot/twoshot with several grid shapes (bytes per\n"
+          "                       block 1K..16K, push batch 1 and 4, and without PDL)\n"
           "  --no-check           skip the correctness check of every backend\n"
           "  --json FILE          write every measurement as JSON\n");
 }
@@ -63,6 +64,8 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       return false;
     } else if (k == "--no-check") {
       a->check = false;
+    } else if (k == "--sweep-knobs") {
+      a->sweep_knobs = true;
     } else if (!(v = val())) {
       ok = false;
     } else if (k == "--ranks") {
@@ -103,8 +106,6 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       ok = a->warmup >= 0;
     } else if (k == "--max-blocks") {
       a->max_blocks = atoi(v);
-    } else if (k == "--sweep-blocks") {
-      for (const auto& b : split(v)) a->sweep_blocks.push_back(atoi(b.c_str()));
     } else if (k == "--json") {
       a->json = v;
     } else {

@@ -22,7 +22,7 @@ struct Args {
   int reps = 9;                     // repetitions; the median is reported
   int warmup = 5;
   int max_blocks = 0;
-  std::vector<int> sweep_blocks;    // extra tpcomm comms with these maxBlocks (tuning aid)
+  bool sweep_knobs = false;         // also time oneshot/twoshot over grid and batch variants
   bool check = true;                // verify each backend's output against the fp64 reference
   std::string json;                 // write results here
 };

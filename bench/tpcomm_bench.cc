@@ -12,6 +12,7 @@
 
 #include "bench/bench_args.h"
 #include "bench/bench_report.h"
+#include "comm/knobs.h"
 #include "common/env.h"
 #include "support/host_data.h"
 #include "transport/nccl_loader.h"
@@ -268,17 +269,34 @@ int main(int argc, char** argv) {
     labels.push_back(b.label);
     backends.push_back(std::move(b));
   }
-  for (int mb : a.sweep_blocks) {
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot}) {
-      Backend b;
-      b.label = std::string(tpcommAlgoName(algo)) + "/b" + std::to_string(mb);
-      b.algo = algo;
-      initTpcomm(b, devlist, algo, mb);
-      labels.push_back(b.label);
-      backends.push_back(std::move(b));
-    }
+  if (a.sweep_knobs) {
+    // Grid shapes for the defaults in plan/grid.h: labels are algo/bytes-per-block/push-batch.
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot})
+      for (int bb : {1024, 2048, 4096, 8192, 16384})
+        for (int pb : {1, 4}) {
+          Backend b;
+          b.label = std::string(algo == tpcommAlgoOneShot ? "o" : "t") + "/" +
+                    std::to_string(bb / 1024) + "K/p" + std::to_string(pb);
+          b.algo = algo;
+          initTpcomm(b, devlist, algo, a.max_blocks);
+          LaunchKnobs k;
+          getLaunchKnobs(b.comms[0], &k);
+          k.block_bytes = bb;
+          k.push_batch = pb;
+          for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
+          labels.push_back(b.label);
+          backends.push_back(std::move(b));
+        }
+    Backend b;  // the default shape without programmatic dependent launch
+    b.label = "auto/nopdl";
+    initTpcomm(b, devlist, tpcommAlgoAuto, a.max_blocks);
+    LaunchKnobs k;
+    getLaunchKnobs(b.comms[0], &k);
+    k.pdl = false;
+    for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
+    labels.push_back(b.label);
+    backends.push_back(std::move(b));
   }
-
   std::vector<size_t> sizes;
   for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor)) sizes.push_back(s);
   std::vector<Result> results;

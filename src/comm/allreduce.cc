@@ -33,10 +33,14 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
   in.two_islands = c->two_islands;
   in.nccl_available = c->nccl != nullptr;
   in.host_transport = false;
-  in.oneshot_capacity = c->fabric == Fabric::kHost ? 0 : c->oneshot_capacity;
   in.forced_algo = c->settings.algo;
   in.strict = c->settings.strict;
   return in;
+}
+
+GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
+  const size_t step = algo == tpcommAlgoOneShot ? c->oneshot_step_bytes : c->chunk_vecs * kVecBytes;
+  return planGrid(algo, bytes, step, c->world, c->knobs);
 }
 
 const Decision& decide(tpcommComm* c, size_t bytes, tpcommDataType_t dt) {
@@ -124,8 +128,10 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   if (d.algo == tpcommAlgoNccl) {
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
   } else if (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot) {
-    blocks = gridFor(d.algo, bytes, comm->world, comm->settings.max_blocks);
-    LaunchArgs a{d.algo, blocks, comm->pdl, sendbuff, recvbuff, count, datatype, comm->chunk_vecs};
+    const GridPlan g = gridOf(comm, d.algo, bytes);
+    blocks = g.blocks;
+    LaunchArgs a{d.algo,   g.blocks, g.threads, comm->knobs.pdl, sendbuff, recvbuff,
+                 count,    datatype, comm->chunk_vecs};
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
     return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",
@@ -150,7 +156,7 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
   info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);
   info->blocks = (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot)
-                     ? gridFor(d.algo, bytes, comm->world, comm->settings.max_blocks)
+                     ? gridOf(comm, d.algo, bytes).blocks
                      : 0;
   strncpy(info->reason, d.reason.c_str(), sizeof(info->reason) - 1);
   return d.error;

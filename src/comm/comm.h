@@ -10,6 +10,7 @@
 #include "comm/config.h"
 #include "comm/rank_info.h"
 #include "kernels/device_comm.h"
+#include "plan/grid.h"
 #include "plan/policy.h"
 #include "transport/p2p_staging.h"
 
@@ -40,9 +41,9 @@ struct tpcommComm {
   tpcomm::Fabric fabric = tpcomm::Fabric::kNvlink;
   bool ranks_share_gpu = false;
   bool two_islands = false;
-  bool pdl = false;               // launch with programmatic dependent launch (sm_90+)
-  size_t oneshot_capacity = 0;
-  size_t chunk_vecs = 0;
+  tpcomm::LaunchKnobs knobs;      // grid shape and launch options (plan/grid.h)
+  size_t oneshot_step_bytes = 0;  // bytes per one-shot step (a peer region of a slot)
+  size_t chunk_vecs = 0;          // vectors per two-shot step
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;

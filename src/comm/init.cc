@@ -89,14 +89,16 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
     }
   }
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
-  c->oneshot_capacity = oneShotCapacityBytes(d);
+  c->oneshot_step_bytes = oneShotStepBytes(d);
   c->chunk_vecs = twoShotChunkVecs(d);
-  c->pdl = c->settings.pdl && c->cc_major >= 9;
+  c->knobs.max_blocks = c->settings.max_blocks;
+  c->knobs.pdl = c->settings.pdl && c->cc_major >= 9;
+  d.push_batch = c->knobs.push_batch;
   TPCOMM_INFO(INIT,
-              "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot up to %zu bytes, "
+              "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot step %zu bytes, "
               "two-shot chunk %zu bytes",
               c->rank, c->world, c->device, all[c->rank].pci_bus_id, c->cc_major, c->cc_minor,
-              fabricName(c->fabric), c->oneshot_capacity, c->chunk_vecs * kVecBytes);
+              fabricName(c->fabric), c->oneshot_step_bytes, c->chunk_vecs * kVecBytes);
   return tpcommSuccess;
 }
 

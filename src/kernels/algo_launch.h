@@ -25,8 +25,8 @@ KernelSet oneShotKernels(int world);
 KernelSet twoShotKernels(int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
-// Largest message (bytes) the one-shot kernel takes in one call.
-size_t oneShotCapacityBytes(const DeviceComm& c);
+// Bytes one step of the one-shot kernel takes (a peer region of a slot); larger calls take steps.
+size_t oneShotStepBytes(const DeviceComm& c);
 // Vectors per two-shot step (a chunk), the most the slot layout allows.
 size_t twoShotChunkVecs(const DeviceComm& c);
 
@@ -36,6 +36,7 @@ size_t dtypeSize(tpcommDataType_t dt);
 struct LaunchArgs {
   int algo;  // tpcommAlgoOneShot or tpcommAlgoTwoShot
   int blocks;
+  int threads;
   bool pdl;  // programmatic dependent launch attribute (sm_90+)
   const void* send;
   void* recv;

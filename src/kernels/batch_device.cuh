@@ -16,14 +16,15 @@ __device__ __forceinline__ uint4 pick(bool cond, uint4 a, uint4 b) {
   return make_uint4(cond ? a.x : b.x, cond ? a.y : b.y, cond ? a.z : b.z, cond ? a.w : b.w);
 }
 
-// Raw (not canonicalised) user vectors v + u*stride, u < U; zeros at or past end.
+// Raw (not canonicalised) user vectors v + u*stride for u < n (n <= U, a run-time batch size);
+// zeros past end or past n.
 template <typename T, bool kAligned, int U>
 __device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride, size_t end,
-                                          size_t count, uint4 (&x)[U]) {
+                                          size_t count, int n, uint4 (&x)[U]) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const size_t vv = v + u * stride;
-    x[u] = vv < end ? loadVec<T, kAligned>(src, vv, count) : make_uint4(0, 0, 0, 0);
+    x[u] = (u < n && vv < end) ? loadVec<T, kAligned>(src, vv, count) : make_uint4(0, 0, 0, 0);
   }
 }
 

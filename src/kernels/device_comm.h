@@ -39,6 +39,7 @@ struct DeviceComm {
   char* bufs[kMaxRanks];        // every rank's staging base as seen from this rank's device
   RankState* state;
   HostError* host_error;
+  int push_batch;               // 1..kPushBatch vectors loaded per thread before they are pushed
 };
 
 }  // namespace tpcomm

@@ -7,6 +7,10 @@
 
 namespace tpcomm {
 
+size_t oneShotStepBytes(const DeviceComm& c) {
+  return c.slot_bytes / kVecBytes / c.world * kVecBytes;
+}
+
 int dtypeIndex(tpcommDataType_t dt) {
   switch (dt) {
     case tpcommFloat32: return 0;
@@ -36,7 +40,7 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(a.blocks));
-  cfg.blockDim = dim3(kThreadsPerBlock);
+  cfg.blockDim = dim3(static_cast<unsigned>(a.threads));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = s;
   cudaLaunchAttribute attr[1];

@@ -1,5 +1,7 @@
-// One-shot push all-reduce (latency path). Each rank writes its whole input into a region of every
-// peer's current slot, then sums every rank's vector from its own memory in rank order. A peer's
+// One-shot push all-reduce. Each rank writes its input into a region of every peer's current
+// slot, then sums every rank's vector from its own memory in rank order. A message larger than a
+// region goes in steps, one slot per step (at world 2 this moves the same bytes as two-shot with
+// one wait per step instead of two). A peer's
 // vector has arrived when none of its elements holds the sentinel: no flag, no barrier round trip.
 // The reader puts the sentinel back right after reading, so a slot is clean whenever no call uses
 // it; three slots rotated by step epoch keep a rank that runs ahead from writing into the slot its
@@ -22,49 +24,67 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   pdlWait();
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;
-  const size_t per_block = (nvec + gridDim.x - 1) / gridDim.x;
-  const size_t begin = blockIdx.x * per_block;
-  const size_t end = min(begin + per_block, nvec);
+  const size_t region = c.slot_bytes / kVecBytes / c.world;  // vectors per source rank and step
+  const size_t nsteps = (nvec + region - 1) / region;
   const size_t stride = blockDim.x;
-  const size_t v0 = begin + threadIdx.x;
+  const int pb = c.push_batch;
+
+  // This block's share of step s: vectors [first(s), last(s)) of the message.
+  auto share = [&](size_t s, size_t* first, size_t* last) {
+    const size_t base = s * region, len = min(region, nvec - base);
+    const size_t per = (len + gridDim.x - 1) / gridDim.x;
+    *first = base + min(len, blockIdx.x * per);
+    *last = base + min(len, blockIdx.x * per + per);
+  };
+  size_t first, last;
+  share(0, &first, &last);
   // The first batch is loaded before the epoch, so both are in flight together.
   uint4 x[kPushBatch];
-  loadBatch<T, kAligned>(send, v0, stride, end, count, x);
+  loadBatch<T, kAligned>(send, first + threadIdx.x, stride, last, count, pb, x);
   const unsigned long long epoch = readEpoch(c);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
+  bool advance = false;
+  WaitCtx ctx = makeWaitCtx(c);
 
-  const size_t region = c.slot_bytes / kVecBytes / c.world;  // vectors per source rank
-  const size_t slot_off = (epoch % kNumSlots) * c.slot_bytes;
-  uint4* mine = reinterpret_cast<uint4*>(c.bufs[c.rank] + slot_off);
+  for (size_t s = 0; s < nsteps; ++s) {
+    const unsigned long long e = epoch + s;
+    const size_t slot_off = (e % kNumSlots) * c.slot_bytes;
+    uint4* mine = reinterpret_cast<uint4*>(c.bufs[c.rank] + slot_off);
+    const size_t base = s * region;  // message vector v sits at slot index v - base
+    if (s > 0) share(s, &first, &last);
 
-  // 1. Push: my vectors into my region of every peer's slot.
-  for (size_t v = v0; v < end; v += stride * kPushBatch) {
-    if (v != v0) loadBatch<T, kAligned>(send, v, stride, end, count, x);
+    // 1. Push: my vectors into my region of every peer's slot (slot index = v - step base).
+    for (size_t v = first + threadIdx.x; v < last; v += stride * pb) {
+      if (s > 0 || v != first + threadIdx.x)
+        loadBatch<T, kAligned>(send, v, stride, last, count, pb, x);
 #pragma unroll
-    for (int u = 0; u < kPushBatch; ++u) {
-      const size_t vv = v + u * stride;
-      if (vv >= end) continue;
-      const uint4 y = canon<T>(x[u]);
-      for (int p = 1; p < c.world; ++p) {
-        const int peer = (c.rank + p) % c.world;
-        storeVec16(reinterpret_cast<uint4*>(c.bufs[peer] + slot_off) + c.rank * region + vv, y);
+      for (int u = 0; u < kPushBatch; ++u) {
+        const size_t vv = v + u * stride;
+        if (u >= pb || vv >= last) continue;
+        const uint4 y = canon<T>(x[u]);
+        for (int p = 1; p < c.world; ++p) {
+          const int peer = (c.rank + p) % c.world;
+          uint4* dst = reinterpret_cast<uint4*>(c.bufs[peer] + slot_off);
+          storeVec16(dst + c.rank * region + (vv - base), y);
+        }
       }
     }
-  }
-  const bool advance = arriveEpoch(c);
-  pdlLaunchDependents();
+    if (s == 0) advance = arriveEpoch(c);
+    if (s + 1 == nsteps) pdlLaunchDependents();
 
-  // 2. Reduce in rank order from my slot, write the output.
-  WaitCtx ctx = makeWaitCtx(c);
-  for (size_t v = v0; v < end; v += stride * kReduceBatch) {
-    uint4 y[kReduceBatch];
-    if (!reduceBatch<T, kAligned, kW>(c, mine, region, v, stride, end, send, v, count, epoch, ctx, y))
-      return;  // timed out; no block-wide barrier follows, so returning alone is safe
+    // 2. Reduce in rank order from my slot, write the output.
+    constexpr int R = kW <= 4 ? kReduceBatch : 1;  // 8 ranks' vectors per entry: batch of one
+    for (size_t v = first + threadIdx.x; v < last; v += stride * R) {
+      uint4 y[R];
+      if (!reduceBatch<T, kAligned, kW>(c, mine, region, v - base, stride, last - base, send, v,
+                                        count, e, ctx, y))
+        return;  // timed out; no block-wide barrier follows, so returning alone is safe
 #pragma unroll
-    for (int u = 0; u < kReduceBatch; ++u)
-      if (v + u * stride < end) storeVec<T, kAligned>(recv, v + u * stride, count, y[u]);
+      for (int u = 0; u < R; ++u)
+        if (v + u * stride < last) storeVec<T, kAligned>(recv, v + u * stride, count, y[u]);
+    }
   }
-  if (advance) advanceEpoch(c, epoch, 1);
+  if (advance) advanceEpoch(c, epoch, nsteps);
 }
 
 template <int kW>
@@ -83,8 +103,5 @@ KernelSet oneShotKernels(int world) {
   return world <= 2 ? kernelsFor<2>() : world <= 4 ? kernelsFor<4>() : kernelsFor<8>();
 }
 
-size_t oneShotCapacityBytes(const DeviceComm& c) {
-  return c.slot_bytes / kVecBytes / c.world * kVecBytes;
-}
 
 }  // namespace tpcomm

@@ -54,12 +54,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const size_t end = min(o1, segLen(seg, len, d));
       uint4* dst = reinterpret_cast<uint4*>(c.bufs[d] + slot_off) + c.rank * seg_cap;
       const size_t first = base + d * seg;  // vector index of segment d's start
-      for (size_t o = o0; o < end; o += stride * kPushBatch) {
+      for (size_t o = o0; o < end; o += stride * c.push_batch) {
         uint4 x[kPushBatch];
-        loadBatch<T, kAligned>(send, first + o, stride, first + end, count, x);
+        loadBatch<T, kAligned>(send, first + o, stride, first + end, count, c.push_batch, x);
 #pragma unroll
         for (int u = 0; u < kPushBatch; ++u)
-          if (o + u * stride < end) storeVec16(dst + o + u * stride, canon<T>(x[u]));
+          if (u < c.push_batch && o + u * stride < end)
+            storeVec16(dst + o + u * stride, canon<T>(x[u]));
       }
     }
 
@@ -92,14 +93,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const int d = (c.rank + p) % c.world;
       const size_t end = min(o1, segLen(seg, len, d));
       uint4* src = my_ag + d * seg_cap;
-      for (size_t o = o0; o < end; o += stride * kPushBatch) {
+      for (size_t o = o0; o < end; o += stride * c.push_batch) {
         uint4 y[kPushBatch];
 #pragma unroll
         for (int u = 0; u < kPushBatch; ++u)
-          if (o + u * stride < end) y[u] = loadVolatile(src + o + u * stride);
+          if (u < c.push_batch && o + u * stride < end) y[u] = loadVolatile(src + o + u * stride);
 #pragma unroll
         for (int u = 0; u < kPushBatch; ++u) {
-          if (o + u * stride >= end) continue;
+          if (u >= c.push_batch || o + u * stride >= end) continue;
           if (hasSentinel<T>(y[u])) y[u] = waitVec<T>(src + o + u * stride, ctx, c, d, e);
           if (ctx.failed) return;
           storeVec<T, kAligned>(recv, base + d * seg + o + u * stride, count, y[u]);

@@ -33,9 +33,6 @@ std::string unavailable(const PolicyInput& in, int a) {
   if (a == tpcommAlgoNccl && !in.nccl_available)
     return "no NCCL communicator (libnccl not found, TPCOMM_NCCL=off, or ranks share a GPU)";
   if (a == tpcommAlgoIsland && !in.two_islands) return "the GPUs do not form two equal islands";
-  if (a == tpcommAlgoOneShot && in.bytes > in.oneshot_capacity)
-    return "the message exceeds the one-shot capacity of " + fmtBytes(in.oneshot_capacity) +
-           " (staging slot / world size; raise TPCOMM_BUFFER_BYTES)";
   if (a == tpcommAlgoHostOneShot && in.bytes > in.host_oneshot_capacity)
     return "the message exceeds the host one-shot capacity of " +
            fmtBytes(in.host_oneshot_capacity);
@@ -142,30 +139,6 @@ Decision choose(const PolicyInput& in) {
   d.algo = a;
   d.reason = std::string(tpcommAlgoName(a)) + " by " + d.reason;
   return d;
-}
-
-int gridFor(int algo, size_t bytes, int world, int max_blocks) {
-  const size_t vecs = (bytes + 15) / 16;
-  // A thread keeps kPushBatch (4) vectors in flight, so 2048 vectors (32 KiB) fill a block of 512
-  // threads: decode-sized messages get one block (no cross-block bookkeeping), larger ones enough
-  // blocks to keep the link busy.
-  constexpr size_t kVecsPerBlock = 2048;
-  size_t blocks = 1;
-  int cap = 64;
-  switch (algo) {
-    case tpcommAlgoOneShot:
-    case tpcommAlgoHostOneShot:
-      blocks = (vecs + kVecsPerBlock - 1) / kVecsPerBlock;
-      cap = 64;
-      break;
-    default:
-      // Two-shot: each block owns a sub-range of every segment (1/world of the vectors).
-      blocks = (vecs / static_cast<size_t>(std::max(world, 1)) + kVecsPerBlock - 1) / kVecsPerBlock;
-      cap = 128;
-      break;
-  }
-  if (max_blocks > 0) cap = std::min(cap, max_blocks);
-  return static_cast<int>(std::max<size_t>(1, std::min<size_t>(blocks, static_cast<size_t>(cap))));
 }
 
 }  // namespace tpcomm

@@ -34,8 +34,7 @@ struct PolicyInput {
   bool two_islands = false;        // PCIe box with two sockets / switch islands of equal size
   bool nccl_available = false;     // an NCCL communicator exists
   bool host_transport = false;     // the host shared-memory transport is set up
-  size_t oneshot_capacity = 0;     // bytes the one-shot kernels take (staging slot / world)
-  size_t host_oneshot_capacity = 0;
+  size_t host_oneshot_capacity = 0;  // bytes the host one-shot takes in one call
   int forced_algo = -1;            // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;             // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
@@ -52,9 +51,5 @@ struct Decision {
 const SizeTable& defaultTable(Fabric fabric, int world);
 
 Decision choose(const PolicyInput& in);
-
-// Grid size for a call: a pure function of the call (identical on every rank), bounded by
-// max_blocks (0: built-in bound).
-int gridFor(int algo, size_t bytes, int world, int max_blocks);
 
 }  // namespace tpcomm

@@ -50,8 +50,8 @@ fi
 if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
   step bench 300 "$BUILD/bench/tpcomm-bench" --min 1K --max 64M --factor 4 \
     --json "$OUT/bench.json"
-  step bench_blocks 200 "$BUILD/bench/tpcomm-bench" --backends auto --sweep-blocks 1,2,4,8,16,32,64 \
-    --mode graph --min 4K --max 64M --factor 4 --no-check --json "$OUT/bench_blocks.json"
+  step bench_knobs 240 "$BUILD/bench/tpcomm-bench" --backends auto,nccl --sweep-knobs \
+    --mode graph --min 1K --max 64M --factor 4 --no-check --json "$OUT/bench_knobs.json"
   step bench_nccl_p2p_off 120 env NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
     --backends nccl --mode graph --min 1K --max 64M --factor 4 --json "$OUT/bench_nccl_p2p_off.json"
 fi

@@ -1,0 +1,28 @@
+#include "plan/grid.h"
+
+#include <algorithm>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k) {
+  const size_t step_bytes = std::min(bytes, std::max<size_t>(chunk_bytes, 16));
+  // Two-shot: a block owns a sub-range of every segment; a segment is 1/world of the step.
+  const bool twoshot = algo == tpcommAlgoTwoShot || algo == tpcommAlgoHostTwoShot;
+  const size_t share = twoshot ? (step_bytes + world - 1) / std::max(world, 1) : step_bytes;
+  const size_t per_block_target = static_cast<size_t>(std::max(k.block_bytes, 16));
+  const int cap = k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks;
+  GridPlan g;
+  g.blocks = static_cast<int>(std::min<size_t>(
+      static_cast<size_t>(cap), std::max<size_t>(1, (share + per_block_target - 1) / per_block_target)));
+  // One vector (16 bytes) per thread per batch; whole warps; at most max_threads.
+  const size_t vecs_per_block = ((share + 15) / 16 + g.blocks - 1) / g.blocks;
+  const size_t batch = static_cast<size_t>(std::clamp(k.push_batch, 1, 4));
+  size_t threads = (vecs_per_block + batch - 1) / batch;
+  threads = (threads + 31) / 32 * 32;
+  g.threads = static_cast<int>(std::clamp<size_t>(threads, 32, static_cast<size_t>(k.max_threads)));
+  return g;
+}
+
+}  // namespace tpcomm

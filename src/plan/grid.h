@@ -1,0 +1,32 @@
+// How many blocks and threads a call launches: a pure function of the call and the
+// communicator's launch knobs, identical on every rank (ranks' blocks pair up by index).
+//
+// Measured on 2x H200 (docs/BENCHMARKS.md): one SM pushes only ~9.4 GB/s into a peer's memory,
+// so latency and bandwidth both come from spreading a message over many SMs: a block is given
+// about `block_bytes` of the message (per step), not a fixed share of threads.
+#pragma once
+
+#include <cstddef>
+
+namespace tpcomm {
+
+struct LaunchKnobs {
+  int block_bytes = 2048;  // target message bytes per block (per step; two-shot: per segment)
+  int max_blocks = 0;      // 0: kDefaultMaxBlocks
+  int max_threads = 512;   // threads per block at most (the kernels' launch bound)
+  int push_batch = 1;      // vectors a thread loads before storing them (1..4)
+  bool pdl = true;         // programmatic dependent launch (sm_90+)
+};
+
+constexpr int kDefaultMaxBlocks = 128;
+
+struct GridPlan {
+  int blocks = 1;
+  int threads = 32;
+};
+
+// chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the
+// slot; two-shot: a chunk). world: ranks.
+GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k);
+
+}  // namespace tpcomm
