@@ -130,8 +130,8 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   } else if (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot) {
     const GridPlan g = gridOf(comm, d.algo, bytes);
     blocks = g.blocks;
-    LaunchArgs a{d.algo,   g.blocks, g.threads, comm->knobs.pdl, sendbuff, recvbuff,
-                 count,    datatype, comm->chunk_vecs};
+    LaunchArgs a{d.algo,    g.blocks, g.threads, g.push_batch,    comm->knobs.pdl,
+                 sendbuff,  recvbuff, count,     datatype,        comm->chunk_vecs};
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
     return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",

@@ -37,7 +37,8 @@ struct LaunchArgs {
   int algo;  // tpcommAlgoOneShot or tpcommAlgoTwoShot
   int blocks;
   int threads;
-  bool pdl;  // programmatic dependent launch attribute (sm_90+)
+  int push_batch;  // vectors per thread per push round (1..4)
+  bool pdl;        // programmatic dependent launch attribute (sm_90+)
   const void* send;
   void* recv;
   size_t count;

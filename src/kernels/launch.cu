@@ -32,6 +32,7 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   const void* fn = aligned ? set.aligned[di] : set.unaligned[di];
 
   DeviceComm dc = c;
+  dc.push_batch = a.push_batch;
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;

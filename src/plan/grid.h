@@ -14,15 +14,20 @@ struct LaunchKnobs {
   int block_bytes = 2048;  // target message bytes per block (per step; two-shot: per segment)
   int max_blocks = 0;      // 0: kDefaultMaxBlocks
   int max_threads = 512;   // threads per block at most (the kernels' launch bound)
-  int push_batch = 1;      // vectors a thread loads before storing them (1..4)
+  int push_batch = 0;      // vectors a thread loads before storing them (1..4; 0: by size)
   bool pdl = true;         // programmatic dependent launch (sm_90+)
 };
 
 constexpr int kDefaultMaxBlocks = 128;
 
+// Measured (docs/BENCHMARKS.md): a batch of 4 loads per thread wins at 16 MiB and above (the
+// link is saturated and the reloads between steps cost), a batch of 1 below (latency).
+constexpr size_t kBatchFromBytes = 8u << 20;
+
 struct GridPlan {
   int blocks = 1;
   int threads = 32;
+  int push_batch = 1;
 };
 
 // chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the

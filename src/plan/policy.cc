@@ -61,13 +61,17 @@ const char* fabricName(Fabric f) {
   return "?";
 }
 
-// Defaults. NVLink: one-shot wins while one round of pushes is cheaper than two-shot's two hops;
-// at world 2 both move the same bytes, so one-shot is kept up to a larger size. PCIe: posted
-// writes but far less bandwidth, so two-shot starts earlier. Host: every byte crosses PCIe twice
-// (GPU->host, host->GPU). Measured on 2x H200 (docs/BENCHMARKS.md); PCIe and host rows are
-// estimates until measured by `tpcomm tune` on such a machine.
+// Defaults, measured on 2x H200 NVLink, bf16, CUDA graphs (docs/BENCHMARKS.md, 2026-11-30):
+// world 2: one-shot up to 1 MiB (7.0 us vs two-shot 7.5), two-shot from 4 MiB to 16 MiB (16.7 vs
+// 17.7 us at 4 MiB), one-shot again above (its single wait per step wins at 64 MiB: 232 vs 241
+// us). Worlds 3..8 were measured with ranks sharing GPUs only (correctness, not speed): one-shot
+// moves (world-1)x the bytes, so two-shot takes over earlier. PCIe: posted writes but much less
+// bandwidth, so two-shot earlier still. Host: the host-memory kernels up to where NCCL's own
+// host path (NCCL_P2P_DISABLE=1) is not slower. `tpcomm tune` replaces these per machine.
 const SizeTable& defaultTable(Fabric fabric, int world) {
-  static const SizeTable nvlink2 = {{1 * MiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
+  static const SizeTable nvlink2 = {{1 * MiB, tpcommAlgoOneShot},
+                                    {16 * MiB, tpcommAlgoTwoShot},
+                                    {kInf, tpcommAlgoOneShot}};
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
