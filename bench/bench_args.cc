@@ -1,5 +1,7 @@
 #include "bench/bench_args.h"
 
+#include "common/env.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +19,8 @@ void usage(FILE* f) {
           "  --factor 4           size step factor\n"
           "  --dtype bf16         bf16 | fp16 | fp32\n"
           "  --mode both          eager | graph | both\n"
-          "  --backends LIST      of auto,oneshot,twoshot,nccl (default all)\n"
+          "  --backends LIST      of auto,oneshot,twoshot,host_oneshot,host_twoshot,nccl\n"
+          "                       (default auto,oneshot,twoshot,nccl)\n"
           "  --iters 50 --reps 9 --warmup 5\n"
           "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
           "  --sweep-knobs        also time oneshot/twoshot with several grid shapes (bytes per\n"
@@ -94,7 +97,7 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
     } else if (k == "--backends") {
       a->backends = split(v);
       for (const auto& b : a->backends)
-        ok = ok && (b == "auto" || b == "oneshot" || b == "twoshot" || b == "nccl");
+        ok = ok && (b == "nccl" || parseAlgoName(b) >= 0);
     } else if (k == "--iters") {
       a->iters = atoi(v);
       ok = a->iters >= 1;

@@ -270,13 +270,15 @@ int main(int argc, char** argv) {
     backends.push_back(std::move(b));
   }
   if (a.sweep_knobs) {
-    // Grid shapes for the defaults in plan/grid.h: labels are algo/bytes-per-block/push-batch.
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot})
+    // Grid shapes for the defaults in plan/grid.h, for each kernel algorithm among --backends:
+    // labels are algo/bytes-per-block/push-batch.
+    for (const std::string& name : a.backends) {
+      const int algo = parseAlgoName(name);
+      if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
       for (int bb : {1024, 2048, 4096, 8192, 16384})
         for (int pb : {1, 4}) {
           Backend b;
-          b.label = std::string(algo == tpcommAlgoOneShot ? "o" : "t") + "/" +
-                    std::to_string(bb / 1024) + "K/p" + std::to_string(pb);
+          b.label = name + "/" + std::to_string(bb / 1024) + "K/p" + std::to_string(pb);
           b.algo = algo;
           initTpcomm(b, devlist, algo, a.max_blocks);
           LaunchKnobs k;
@@ -287,6 +289,7 @@ int main(int argc, char** argv) {
           labels.push_back(b.label);
           backends.push_back(std::move(b));
         }
+    }
     Backend b;  // the default shape without programmatic dependent launch
     b.label = "auto/nopdl";
     initTpcomm(b, devlist, tpcommAlgoAuto, a.max_blocks);

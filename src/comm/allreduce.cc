@@ -32,14 +32,26 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
   in.fabric = c->fabric;
   in.two_islands = c->two_islands;
   in.nccl_available = c->nccl != nullptr;
-  in.host_transport = false;
+  in.host_transport = c->host_seg.dev != nullptr;
   in.forced_algo = c->settings.algo;
   in.strict = c->settings.strict;
   return in;
 }
 
+bool isKernelAlgo(int a) {
+  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoHostOneShot ||
+         a == tpcommAlgoHostTwoShot;
+}
+
+// Vectors per two-shot step of the algorithm's transport.
+size_t chunkOf(const tpcommComm* c, int algo) {
+  return algo == tpcommAlgoHostTwoShot ? c->host_chunk_vecs : c->chunk_vecs;
+}
+
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
-  const size_t step = algo == tpcommAlgoOneShot ? c->oneshot_step_bytes : c->chunk_vecs * kVecBytes;
+  const size_t step = algo == tpcommAlgoOneShot       ? c->oneshot_step_bytes
+                      : algo == tpcommAlgoHostOneShot ? c->host_step_bytes
+                                                      : chunkOf(c, algo) * kVecBytes;
   return planGrid(algo, bytes, step, c->world, c->knobs);
 }
 
@@ -127,11 +139,11 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   int blocks = 0;
   if (d.algo == tpcommAlgoNccl) {
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
-  } else if (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot) {
+  } else if (isKernelAlgo(d.algo)) {
     const GridPlan g = gridOf(comm, d.algo, bytes);
     blocks = g.blocks;
-    LaunchArgs a{d.algo,    g.blocks, g.threads, g.push_batch,    comm->knobs.pdl,
-                 sendbuff,  recvbuff, count,     datatype,        comm->chunk_vecs};
+    LaunchArgs a{d.algo,   g.blocks, g.threads, g.push_batch, comm->knobs.pdl,
+                 sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo)};
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
     return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",
@@ -155,9 +167,7 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
   info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;
   info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);
-  info->blocks = (d.algo == tpcommAlgoOneShot || d.algo == tpcommAlgoTwoShot)
-                     ? gridOf(comm, d.algo, bytes).blocks
-                     : 0;
+  info->blocks = isKernelAlgo(d.algo) ? gridOf(comm, d.algo, bytes).blocks : 0;
   strncpy(info->reason, d.reason.c_str(), sizeof(info->reason) - 1);
   return d.error;
 }

@@ -12,6 +12,7 @@
 #include "kernels/device_comm.h"
 #include "plan/grid.h"
 #include "plan/policy.h"
+#include "transport/host_shm.h"
 #include "transport/p2p_staging.h"
 
 struct ncclComm;
@@ -44,6 +45,9 @@ struct tpcommComm {
   tpcomm::LaunchKnobs knobs;      // grid shape and launch options (plan/grid.h)
   size_t oneshot_step_bytes = 0;  // bytes per one-shot step (a peer region of a slot)
   size_t chunk_vecs = 0;          // vectors per two-shot step
+  tpcomm::HostSegment host_seg;   // host-memory transport (mapped only when used)
+  size_t host_step_bytes = 0;     // bytes per host one-shot step
+  size_t host_chunk_vecs = 0;     // vectors per host two-shot step
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;

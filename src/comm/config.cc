@@ -1,5 +1,7 @@
 #include "comm/config.h"
 
+#include <algorithm>
+
 #include "common/env.h"
 #include "common/error.h"
 
@@ -67,6 +69,9 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
     if (config->maxBlocks > 0) s.max_blocks = config->maxBlocks;
   }
   s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size
+  // Host inboxes are a quarter of the device slots: the host path is latency-bound (LL packets)
+  // and every rank's inbox lives in one shared segment of host memory.
+  s.host_slot_bytes = std::max<size_t>(64u << 10, s.slot_bytes / 4 / 256 * 256);
   *out = s;
   return tpcommSuccess;
 }

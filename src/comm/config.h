@@ -12,6 +12,7 @@ constexpr size_t kDefaultSlotBytes = 16u << 20;  // 16 MiB a slot, 48 MiB a rank
 
 struct Settings {
   size_t slot_bytes = kDefaultSlotBytes;
+  size_t host_slot_bytes = kDefaultSlotBytes / 4;  // host inbox slot (pinned host memory)
   int timeout_ms = 5000;
   bool strict = false;
   int algo = -1;  // -1 auto

@@ -3,6 +3,7 @@
 // settings, self-check kernel images, create the NCCL fallback) -> Destroy.
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -53,6 +54,43 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
+  if (rank == 0 && nranks > 1) {
+    // Whether the host transport is needed is known only once every rank's GPU is known (End),
+    // so rank 0 always offers a segment; End attaches to it or removes it.
+    HostSegment seg;
+    TPCOMM_CHECK(hostSegmentCreate(nranks, s.host_slot_bytes, &seg));
+    snprintf(c->self.host_shm, sizeof(c->self.host_shm), "%s", seg.name.c_str());
+  }
+  return tpcommSuccess;
+}
+
+bool wantsHostTransport(const tpcommComm* c) {
+  return c->world > 1 &&
+         (c->fabric == Fabric::kHost || c->settings.algo == tpcommAlgoHostOneShot ||
+          c->settings.algo == tpcommAlgoHostTwoShot);
+}
+
+// Attaches to rank 0's host segment when this communicator uses the host transport; otherwise
+// rank 0 removes it (every rank decides the same from the same facts).
+tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
+  const std::string name = all[0].host_shm;
+  if (name.empty()) return tpcommSuccess;
+  if (!wantsHostTransport(c)) {
+    if (c->rank == 0) {
+      HostSegment unused;
+      unused.name = name;
+      hostSegmentRelease(&unused, /*unlink=*/true);
+    }
+    return tpcommSuccess;
+  }
+  TPCOMM_CHECK(hostSegmentAttach(name, c->world, c->settings.host_slot_bytes, &c->host_seg));
+  for (int p = 0; p < c->world; ++p)
+    c->dev.hbufs[p] = hostInbox(c->host_seg, p, c->settings.host_slot_bytes);
+  c->dev.host_slot_bytes = c->settings.host_slot_bytes;
+  c->host_step_bytes = hostOneShotStepBytes(c->dev);
+  c->host_chunk_vecs = hostTwoShotChunkVecs(c->dev);
+  TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank,
+              c->settings.host_slot_bytes);
   return tpcommSuccess;
 }
 
@@ -89,6 +127,7 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
     }
   }
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
+  TPCOMM_CHECK(setupHostTransport(c, all));
   c->oneshot_step_bytes = oneShotStepBytes(d);
   c->chunk_vecs = twoShotChunkVecs(d);
   c->knobs.max_blocks = c->settings.max_blocks;
@@ -110,6 +149,7 @@ void destroyComm(tpcommComm* c) {
     cudaDeviceSynchronize();  // no kernel of ours may still write into a peer or read our slots
   }
   for (char* p : c->ipc_mapped) stagingClosePeer(p);
+  hostSegmentRelease(&c->host_seg, /*unlink=*/false);
   ncclFallbackDestroy(c);
   stagingDestroy(&c->staging);
   cudaGetLastError();

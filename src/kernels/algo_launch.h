@@ -20,21 +20,28 @@ struct KernelSet {
   const void* unaligned[kNumDtypes];
 };
 
-// Kernels are built per world-size class (2, 4, 8 ranks) so per-peer registers fit the class.
+// Kernels are built per world-size class (2, 4, 8 ranks) so per-peer registers fit the class,
+// and per transport: peer memory (sentinel protocol) or host memory (LL protocol).
 KernelSet oneShotKernels(int world);
 KernelSet twoShotKernels(int world);
+KernelSet hostOneShotKernels(int world);
+KernelSet hostTwoShotKernels(int world);
+// The kernels of an algorithm (one of the four above); all zero for other algorithms.
+KernelSet kernelsOf(int algo, int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
 // Bytes one step of the one-shot kernel takes (a peer region of a slot); larger calls take steps.
 size_t oneShotStepBytes(const DeviceComm& c);
 // Vectors per two-shot step (a chunk), the most the slot layout allows.
 size_t twoShotChunkVecs(const DeviceComm& c);
+size_t hostTwoShotChunkVecs(const DeviceComm& c);
+size_t hostOneShotStepBytes(const DeviceComm& c);
 
 int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
 size_t dtypeSize(tpcommDataType_t dt);
 
 struct LaunchArgs {
-  int algo;  // tpcommAlgoOneShot or tpcommAlgoTwoShot
+  int algo;  // one of the kernel algorithms (oneshot, twoshot, host_oneshot, host_twoshot)
   int blocks;
   int threads;
   int push_batch;  // vectors per thread per push round (1..4)

@@ -2,6 +2,7 @@
 // thread that loads, stores, loads again pays one memory latency per vector; a batch pays one.
 #pragma once
 
+#include "kernels/proto_device.cuh"
 #include "kernels/vec_device.cuh"
 #include "kernels/wait_device.cuh"
 
@@ -30,27 +31,30 @@ __device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride,
 
 // kW: the world-size class the kernel was built for (2, 4 or 8 >= c.world), so the per-peer
 // registers are sized for it rather than for 8 ranks.
-// Sums, in rank order, R vectors at slot offsets o + u*stride (< o_end): every peer r's vector
-// from slot + r*src_stride (waiting for it to arrive), and this rank's own input vector
-// own_v + u*stride. Puts the sentinel back in the peers' vectors. False on timeout or abort.
-template <typename T, bool kAligned, int kW, int R>
+// Sums, in rank order, R vectors at slot indices o + u*stride (< o_end): every peer r's vector
+// from entry (r*src_stride + index) of `slot` (waiting for it to arrive), and this rank's own
+// input vector own_v + u*stride. Clears the peers' entries (Proto). False on timeout or abort.
+template <typename Proto, typename T, bool kAligned, int kW, int R>
 __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, size_t src_stride,
                                             size_t o, size_t stride, size_t o_end, const T* send,
                                             size_t own_v, size_t count, unsigned long long step,
                                             WaitCtx& ctx, uint4 (&y)[R]) {
+  constexpr int K = Proto::kEntry;
+  const uint32_t flag = stepFlag(step);
   // Own vectors are kept apart from the peers' (x[u][rank] would be indexed by the run-time rank,
   // which sends the whole array to local memory).
-  uint4 x[R][kW], own[R];
+  typename Proto::Raw x[R][kW];
+  uint4 own[R];
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // every load of the batch first...
     own[u] = make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int r = 0; r < kW; ++r) x[u][r] = make_uint4(0, 0, 0, 0);
+    for (int r = 0; r < kW; ++r) x[u][r] = typename Proto::Raw{};
     if (o + u * stride >= o_end) continue;
     own[u] = loadVec<T, kAligned>(send, own_v + u * stride, count);
 #pragma unroll
     for (int r = 0; r < kW; ++r)
-      if (r < c.world && r != c.rank) x[u][r] = loadVolatile(slot + r * src_stride + o + u * stride);
+      if (r < c.world && r != c.rank) x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
   }
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // ...then the waits and the sums
@@ -62,18 +66,18 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
       missing = -1;
 #pragma unroll
       for (int r = 0; r < kW; ++r) {
-        if (r < c.world && r != c.rank && hasSentinel<T>(x[u][r])) {
+        if (r < c.world && r != c.rank && !Proto::template arrived<T>(x[u][r], flag)) {
           missing = r;
-          x[u][r] = loadVolatile(slot + r * src_stride + o + u * stride);
+          x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
         }
       }
       if (missing >= 0) keepWaiting(ctx, spins, c, missing, step);
     }
     Acc<T> acc;
-    acc.set(pick(c.rank == 0, own[u], x[u][0]));
+    acc.set(pick(c.rank == 0, own[u], Proto::data(x[u][0])));
 #pragma unroll
     for (int r = 1; r < kW; ++r)
-      if (r < c.world) acc.add(pick(r == c.rank, own[u], x[u][r]));
+      if (r < c.world) acc.add(pick(r == c.rank, own[u], Proto::data(x[u][r])));
     y[u] = acc.result();
   }
   if (ctx.failed) return false;
@@ -82,7 +86,7 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
 #pragma unroll
     for (int r = 0; r < kW; ++r)
       if (r < c.world && r != c.rank && o + u * stride < o_end)
-        storeVec16(slot + r * src_stride + o + u * stride, sentinelVec());
+        Proto::clear(slot + (r * src_stride + o + u * stride) * K);
   return true;
 }
 

@@ -20,10 +20,10 @@ tpcommResult_t checkKernelImages(int device) {
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   std::vector<KernelSet> sets;
-  for (int w : kWorldClasses) {
-    sets.push_back(oneShotKernels(w));
-    sets.push_back(twoShotKernels(w));
-  }
+  for (int w : kWorldClasses)
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
+                     tpcommAlgoHostTwoShot})
+      sets.push_back(kernelsOf(algo, w));
   bool jit = false;
   for (const KernelSet& set : sets) {
     for (int aligned = 0; aligned < 2; ++aligned) {

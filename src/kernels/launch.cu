@@ -7,8 +7,29 @@
 
 namespace tpcomm {
 
+// Slot geometry, mirrored from the kernels (proto_device.cuh): a vector takes 1 entry of 16
+// bytes over peer memory, 2 over host memory (LL: a flag with every 4 data bytes).
 size_t oneShotStepBytes(const DeviceComm& c) {
   return c.slot_bytes / kVecBytes / c.world * kVecBytes;
+}
+size_t hostOneShotStepBytes(const DeviceComm& c) {
+  return c.host_slot_bytes / kVecBytes / 2 / c.world * kVecBytes;
+}
+size_t twoShotChunkVecs(const DeviceComm& c) {
+  return c.slot_bytes / kVecBytes / (2 * c.world) * c.world;
+}
+size_t hostTwoShotChunkVecs(const DeviceComm& c) {
+  return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
+}
+
+KernelSet kernelsOf(int algo, int world) {
+  switch (algo) {
+    case tpcommAlgoOneShot: return oneShotKernels(world);
+    case tpcommAlgoTwoShot: return twoShotKernels(world);
+    case tpcommAlgoHostOneShot: return hostOneShotKernels(world);
+    case tpcommAlgoHostTwoShot: return hostTwoShotKernels(world);
+    default: return KernelSet{};
+  }
 }
 
 int dtypeIndex(tpcommDataType_t dt) {
@@ -27,9 +48,9 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
   const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
                        (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
-  const KernelSet set =
-      a.algo == tpcommAlgoOneShot ? oneShotKernels(c.world) : twoShotKernels(c.world);
+  const KernelSet set = kernelsOf(a.algo, c.world);
   const void* fn = aligned ? set.aligned[di] : set.unaligned[di];
+  if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
 
   DeviceComm dc = c;
   dc.push_batch = a.push_batch;

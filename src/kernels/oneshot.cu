@@ -1,16 +1,14 @@
 // One-shot push all-reduce. Each rank writes its input into a region of every peer's current
-// slot, then sums every rank's vector from its own memory in rank order. A message larger than a
+// slot, then sums every rank's vector from its own slot in rank order. A message larger than a
 // region goes in steps, one slot per step (at world 2 this moves the same bytes as two-shot with
-// one wait per step instead of two). A peer's
-// vector has arrived when none of its elements holds the sentinel: no flag, no barrier round trip.
-// The reader puts the sentinel back right after reading, so a slot is clean whenever no call uses
-// it; three slots rotated by step epoch keep a rank that runs ahead from writing into the slot its
-// slower peer still reads (a peer can be at most one step ahead: docs/PROTOCOL.md).
+// one wait per step instead of two).
 //
 // Pushing rather than pulling: PCIe and NVLink writes are posted, reads cost a round trip, and the
-// user's buffers need no IPC registration (so CUDA graph capture needs no bookkeeping). This is
-// the "Lamport" scheme of TensorRT-LLM's one-shot kernels, with an all-ones NaN as the sentinel so
-// that -0.0 survives and one cleared state serves every datatype.
+// user's buffers need no IPC registration (so CUDA graph capture needs no bookkeeping). Arrival is
+// carried by the data (proto_device.cuh): the sentinel scheme of TensorRT-LLM's "Lamport" kernels
+// over peer memory, NCCL-style LL packets over host memory. Three slots rotated by step epoch keep
+// a rank that runs ahead from writing into a slot its slower peer still reads (a peer can be at
+// most one step ahead: docs/PROTOCOL.md).
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
@@ -18,18 +16,19 @@
 namespace tpcomm {
 namespace {
 
-template <typename T, bool kAligned, int kW>
+template <typename Proto, typename T, bool kAligned, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
   pdlWait();
   constexpr int E = VecTraits<T>::kElems;
+  constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
-  const size_t region = c.slot_bytes / kVecBytes / c.world;  // vectors per source rank and step
+  const size_t region = slotVecs<Proto>(c) / c.world;  // vectors per source rank and step
   const size_t nsteps = (nvec + region - 1) / region;
   const size_t stride = blockDim.x;
   const int pb = c.push_batch;
 
-  // This block's share of step s: vectors [first(s), last(s)) of the message.
+  // This block's share of step s: vectors [first, last) of the message.
   auto share = [&](size_t s, size_t* first, size_t* last) {
     const size_t base = s * region, len = min(region, nvec - base);
     const size_t per = (len + gridDim.x - 1) / gridDim.x;
@@ -48,12 +47,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   for (size_t s = 0; s < nsteps; ++s) {
     const unsigned long long e = epoch + s;
-    const size_t slot_off = (e % kNumSlots) * c.slot_bytes;
-    uint4* mine = reinterpret_cast<uint4*>(c.bufs[c.rank] + slot_off);
-    const size_t base = s * region;  // message vector v sits at slot index v - base
+    const uint32_t flag = stepFlag(e);
+    const size_t slot_off = (e % kNumSlots) * Proto::slotBytes(c);
+    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + slot_off);
+    const size_t base = s * region;  // message vector v is entry (v - base) of its region
     if (s > 0) share(s, &first, &last);
 
-    // 1. Push: my vectors into my region of every peer's slot (slot index = v - step base).
+    // 1. Push: my vectors into my region of every peer's slot.
     for (size_t v = first + threadIdx.x; v < last; v += stride * pb) {
       if (s > 0 || v != first + threadIdx.x)
         loadBatch<T, kAligned>(send, v, stride, last, count, pb, x);
@@ -64,8 +64,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         const uint4 y = canon<T>(x[u]);
         for (int p = 1; p < c.world; ++p) {
           const int peer = (c.rank + p) % c.world;
-          uint4* dst = reinterpret_cast<uint4*>(c.bufs[peer] + slot_off);
-          storeVec16(dst + c.rank * region + (vv - base), y);
+          uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[peer] + slot_off);
+          Proto::put(dst + (c.rank * region + (vv - base)) * K, y, flag);
         }
       }
     }
@@ -73,11 +73,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (s + 1 == nsteps) pdlLaunchDependents();
 
     // 2. Reduce in rank order from my slot, write the output.
-    constexpr int R = kW <= 4 ? kReduceBatch : 1;  // 8 ranks' vectors per entry: batch of one
+    constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t v = first + threadIdx.x; v < last; v += stride * R) {
       uint4 y[R];
-      if (!reduceBatch<T, kAligned, kW>(c, mine, region, v - base, stride, last - base, send, v,
-                                        count, e, ctx, y))
+      if (!reduceBatch<Proto, T, kAligned, kW>(c, mine, region, v - base, stride, last - base,
+                                               send, v, count, e, ctx, y))
         return;  // timed out; no block-wide barrier follows, so returning alone is safe
 #pragma unroll
       for (int u = 0; u < R; ++u)
@@ -87,21 +87,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (advance) advanceEpoch(c, epoch, nsteps);
 }
 
-template <int kW>
+template <typename Proto, int kW>
 KernelSet kernelsFor() {
-  return KernelSet{{reinterpret_cast<const void*>(&oneShotKernel<float, true, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<__half, true, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<__nv_bfloat16, true, kW>)},
-                   {reinterpret_cast<const void*>(&oneShotKernel<float, false, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<__half, false, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<__nv_bfloat16, false, kW>)}};
+  return KernelSet{{reinterpret_cast<const void*>(&oneShotKernel<Proto, float, true, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __half, true, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __nv_bfloat16, true, kW>)},
+                   {reinterpret_cast<const void*>(&oneShotKernel<Proto, float, false, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __half, false, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __nv_bfloat16, false, kW>)}};
+}
+
+template <typename Proto>
+KernelSet byWorld(int world) {
+  return world <= 2 ? kernelsFor<Proto, 2>() : world <= 4 ? kernelsFor<Proto, 4>()
+                                                           : kernelsFor<Proto, 8>();
 }
 
 }  // namespace
 
-KernelSet oneShotKernels(int world) {
-  return world <= 2 ? kernelsFor<2>() : world <= 4 ? kernelsFor<4>() : kernelsFor<8>();
-}
-
+KernelSet oneShotKernels(int world) { return byWorld<SentinelProto>(world); }
+KernelSet hostOneShotKernels(int world) { return byWorld<LLProto>(world); }
 
 }  // namespace tpcomm

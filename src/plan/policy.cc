@@ -29,13 +29,12 @@ bool isHostAlgo(int a) { return a == tpcommAlgoHostOneShot || a == tpcommAlgoHos
 std::string unavailable(const PolicyInput& in, int a) {
   if (isP2pAlgo(a) && in.fabric == Fabric::kHost)
     return "peer-to-peer memory access does not work between these GPUs";
-  if (isHostAlgo(a) && !in.host_transport) return "the host-memory transport is not set up";
+  if (isHostAlgo(a) && !in.host_transport)
+    return "the host-memory transport is not set up (it is used when P2P does not work, with "
+           "TPCOMM_TRANSPORT=host, or when a host algorithm is forced at init)";
   if (a == tpcommAlgoNccl && !in.nccl_available)
     return "no NCCL communicator (libnccl not found, TPCOMM_NCCL=off, or ranks share a GPU)";
   if (a == tpcommAlgoIsland && !in.two_islands) return "the GPUs do not form two equal islands";
-  if (a == tpcommAlgoHostOneShot && in.bytes > in.host_oneshot_capacity)
-    return "the message exceeds the host one-shot capacity of " +
-           fmtBytes(in.host_oneshot_capacity);
   return "";
 }
 

@@ -34,7 +34,6 @@ struct PolicyInput {
   bool two_islands = false;        // PCIe box with two sockets / switch islands of equal size
   bool nccl_available = false;     // an NCCL communicator exists
   bool host_transport = false;     // the host shared-memory transport is set up
-  size_t host_oneshot_capacity = 0;  // bytes the host one-shot takes in one call
   int forced_algo = -1;            // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;             // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any

@@ -162,7 +162,8 @@ int runChild(int argc, char** argv) {
   return rc;
 }
 
-ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s) {
+ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
+                       const std::vector<std::string>& extra_env) {
   ChildRun run;
   tpcommUniqueId id;
   tpcommGetUniqueId(&id);
@@ -176,8 +177,13 @@ ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> env_strings(extra_env);
+    for (char** e = environ; *e; ++e) env_strings.push_back(*e);
+    std::vector<char*> envp;
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t pid;
-    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) == 0)
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) == 0)
       pids.push_back(pid);
   }
   run.exit_codes.assign(pids.size(), -1);

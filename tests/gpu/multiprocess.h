@@ -17,6 +17,8 @@ struct ChildRun {
   bool timed_out = false;
 };
 
-ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s);
+// extra_env: "NAME=value" entries added to the children's environment.
+ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
+                       const std::vector<std::string>& extra_env = {});
 
 }  // namespace tpcomm::test

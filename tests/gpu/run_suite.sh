@@ -50,8 +50,16 @@ fi
 if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
   step bench 300 "$BUILD/bench/tpcomm-bench" --min 1K --max 64M --factor 4 \
     --json "$OUT/bench.json"
-  step bench_knobs 240 "$BUILD/bench/tpcomm-bench" --backends auto,nccl --sweep-knobs \
-    --mode graph --min 1K --max 64M --factor 4 --no-check --json "$OUT/bench_knobs.json"
+  step bench_knobs 240 "$BUILD/bench/tpcomm-bench" --backends auto,oneshot,twoshot,nccl \
+    --sweep-knobs --mode graph --min 1K --max 64M --factor 4 --no-check \
+    --json "$OUT/bench_knobs.json"
+  # The host-memory transport against NCCL without P2P, as on a box where P2P does not work.
+  step bench_host 240 env TPCOMM_TRANSPORT=host NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
+    --backends auto,host_oneshot,host_twoshot,nccl --mode graph --min 1K --max 64M --factor 4 \
+    --json "$OUT/bench_host.json"
+  step bench_host_knobs 240 env TPCOMM_TRANSPORT=host "$BUILD/bench/tpcomm-bench" \
+    --backends host_oneshot,host_twoshot --sweep-knobs --mode graph --min 1K --max 4M \
+    --factor 4 --no-check --json "$OUT/bench_host_knobs.json"
   step bench_nccl_p2p_off 120 env NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
     --backends nccl --mode graph --min 1K --max 64M --factor 4 --json "$OUT/bench_nccl_p2p_off.json"
 fi

@@ -77,11 +77,12 @@ TEST(Failure, BadArgumentsGetClearErrors) {
            tpcommInvalidArgument, "stream");
   }
   // A forced algorithm that cannot run here is refused with the reason, never replaced.
-  tpcommConfig_t host = configFor(tpcommAlgoHostOneShot);
-  auto g1 = makeGroup(2, &host, 0, &err);
+  tpcommConfig_t no_nccl = configFor(tpcommAlgoNccl);
+  no_nccl.ncclMode = tpcommNcclOff;
+  auto g1 = makeGroup(2, &no_nccl, 0, &err);
   ASSERT_TRUE(g1) << err;
   expect(tpcommAllReduce(b, b, 8, tpcommFloat32, tpcommSum, g1->comms[0], s), tpcommUnsupported,
-         "host_oneshot cannot run");
+         "nccl cannot run");
   // A destroyed communicator is refused, not dereferenced.
   tpcommComm_t dead = g1->comms[0];
   ASSERT_EQ(tpcommCommDestroy(dead), tpcommSuccess);

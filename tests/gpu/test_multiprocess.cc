@@ -26,6 +26,17 @@ TEST(MultiProcess, InitRankFourRanksSharingGpus) {
   expectAllGood(spawnChildren("correct", 4, 240), 4);
 }
 
+// The host-memory transport for real across processes (what a box without P2P runs).
+TEST(MultiProcess, HostTransportTwoRanks) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  expectAllGood(spawnChildren("correct", 2, 240, {"TPCOMM_TRANSPORT=host"}), 2);
+}
+
+TEST(MultiProcess, HostTransportFourRanksSharingGpus) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  expectAllGood(spawnChildren("correct", 4, 240, {"TPCOMM_TRANSPORT=host"}), 4);
+}
+
 TEST(MultiProcess, HandleExchangeByTheCaller) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   expectAllGood(spawnChildren("exchange", 2, 240), 2);

@@ -1,0 +1,66 @@
+// How data and "it has arrived" travel through a staging slot. The algorithms (oneshot.cu,
+// twoshot.cu) are written once against this interface:
+//
+// SentinelProto (peer GPU memory over NVLink/PCIe P2P): an entry is the 16-byte vector itself;
+//   it has arrived when no element holds the sentinel; the reader, the only one who reads its
+//   slots, puts the sentinel back. Full bandwidth, no flag traffic.
+// LLProto (pinned host memory, when GPUs cannot reach each other): every 4 data bytes travel with
+//   a 4-byte flag, the step's epoch, in one 8-byte half of a 16-byte store, as in NCCL's LL
+//   protocol: the reader needs no clearing pass over PCIe (stale flags are older epochs), and a
+//   half-written entry is never mistaken for data. Half the bandwidth; the latency path.
+#pragma once
+
+#include "kernels/device_comm.h"
+#include "kernels/vec_device.cuh"
+
+namespace tpcomm {
+
+struct SentinelProto {
+  static constexpr int kEntry = 1;  // 16-byte entries per data vector
+  struct Raw {
+    uint4 a;
+  };
+  __device__ static Raw load(const uint4* e) { return Raw{loadVolatile(e)}; }
+  template <typename T>
+  __device__ static bool arrived(const Raw& r, uint32_t) {
+    return !hasSentinel<T>(r.a);
+  }
+  __device__ static uint4 data(const Raw& r) { return r.a; }
+  __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVec16(e, v); }
+  __device__ static void clear(uint4* e) { storeVec16(e, sentinelVec()); }
+  __device__ static char* const* bufs(const DeviceComm& c) { return c.bufs; }
+  __device__ static size_t slotBytes(const DeviceComm& c) { return c.slot_bytes; }
+};
+
+struct LLProto {
+  static constexpr int kEntry = 2;
+  struct Raw {
+    uint4 a, b;
+  };
+  __device__ static Raw load(const uint4* e) { return Raw{loadVolatile(e), loadVolatile(e + 1)}; }
+  template <typename T>
+  __device__ static bool arrived(const Raw& r, uint32_t f) {
+    return r.a.y == f && r.a.w == f && r.b.y == f && r.b.w == f;
+  }
+  __device__ static uint4 data(const Raw& r) { return make_uint4(r.a.x, r.a.z, r.b.x, r.b.z); }
+  __device__ static void put(uint4* e, const uint4& v, uint32_t f) {
+    storeVec16(e, make_uint4(v.x, f, v.y, f));
+    storeVec16(e + 1, make_uint4(v.z, f, v.w, f));
+  }
+  __device__ static void clear(uint4*) {}
+  __device__ static char* const* bufs(const DeviceComm& c) { return c.hbufs; }
+  __device__ static size_t slotBytes(const DeviceComm& c) { return c.host_slot_bytes; }
+};
+
+// The LL flag of a step: never 0, the value of never-written (zeroed) host memory.
+__device__ __forceinline__ uint32_t stepFlag(unsigned long long step) {
+  return static_cast<uint32_t>(step % 0xFFFFFFFFull) + 1u;
+}
+
+// Vectors per source region of a slot (one-shot) and per area entry (two-shot).
+template <typename Proto>
+__device__ __forceinline__ size_t slotVecs(const DeviceComm& c) {
+  return Proto::slotBytes(c) / kVecBytes / Proto::kEntry;
+}
+
+}  // namespace tpcomm

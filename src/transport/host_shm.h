@@ -1,0 +1,36 @@
+// Host-memory transport for GPUs that cannot reach each other (no P2P: consumer cards, VMs,
+// broken IOMMU/ACS): one POSIX shared-memory segment holds every rank's inbox slots, registered
+// with cudaHostRegister so kernels write into peers' inboxes and poll their own over PCIe.
+// The name is 128 random bits, the mode 0600, and the name is unlinked as soon as the last rank
+// has mapped it (a counter in the segment's header), so nothing lingers in /dev/shm.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+struct HostSegment {
+  std::string name;
+  char* host = nullptr;  // this process's mapping
+  char* dev = nullptr;   // the same memory as a device pointer (valid on every GPU)
+  size_t bytes = 0;
+};
+
+constexpr size_t kHostHeaderBytes = 4096;
+
+size_t hostSegmentBytes(int world, size_t slot_bytes);
+// Rank 0: creates and maps a zeroed segment (zero = no LL flag has arrived).
+tpcommResult_t hostSegmentCreate(int world, size_t slot_bytes, HostSegment* seg);
+// Every rank that uses the transport (rank 0 included, with its created segment): maps it (once
+// per process), registers it with CUDA, and counts itself in; the last of `world` unlinks it.
+tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot_bytes,
+                                 HostSegment* seg);
+// Unmaps (when this process's last user goes); with unlink, also removes the name.
+void hostSegmentRelease(HostSegment* seg, bool unlink);
+// Rank r's inbox (kNumSlots slots of slot_bytes) as a device pointer.
+char* hostInbox(const HostSegment& seg, int rank, size_t slot_bytes);
+
+}  // namespace tpcomm
