@@ -1,10 +1,267 @@
+// `tpcomm tune`: measure the candidates on this machine (tune_measure.cc), pick per size and merge
+// into rules (tune_rules.h), check the rules are never slower than NCCL, and write the tuning table
+// for this topology (plan/tuning_table.h). Exit status: 0 table written (or --dry-run done),
+// 1 measured but something went wrong (wrong results, the NCCL check, the file), 2 cannot run
+// (no GPU, fewer than 2 GPUs, usage).
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
+#include "common/env.h"
+#include "common/error.h"
 #include "tools/commands.h"
+#include "tools/doctor_facts.h"
+#include "tools/doctor_preview.h"
+#include "tools/doctor_table.h"
+#include "tools/tune_measure.h"
+#include "tools/tune_report.h"
+#include "tools/tune_rules.h"
+#include "topo/discover.h"
+#include "topo/p2p_cache.h"
 
 namespace tpcomm::cli {
-int cmdTune(int, char**) {
-  fprintf(stderr, "tpcomm tune: not built yet\n");
-  return 2;
+namespace {
+
+constexpr int kExitOk = 0, kExitFailed = 1, kExitCannotRun = 2;
+
+struct TuneArgs {
+  std::string out;
+  int world = 0;  // 0: every visible GPU (at most 8)
+  bool quick = false;
+  bool dry_run = false;
+  bool check = true;
+  tpcommDataType_t dtype = tpcommBfloat16;
+  const char* dtype_name = "bf16";
+  int iters = 0, reps = 0;  // 0: by --quick
+  double tie = 0.02;
+  double tolerance = 0.05;
+};
+
+void usage(FILE* out) {
+  fprintf(out,
+          "usage: tpcomm tune [--out FILE] [--world N] [--quick] [--dtype bf16|fp16|fp32]\n"
+          "                   [--dry-run] [--iters N] [--reps N] [--tie F] [--tolerance F]\n"
+          "                   [--no-check]\n"
+          "\n"
+          "Measures tpcomm's algorithms (each forced) and NCCL on this machine, one rank per GPU\n"
+          "in this process, in CUDA-graph mode, for 1 KiB .. 64 MiB (x2 steps; --quick: x4 and\n"
+          "fewer repetitions), picks the fastest per size, merges sizes into rules and writes\n"
+          "the tuning table for this machine's topology. Other world sizes already in the file\n"
+          "are kept. A rule slower than NCCL by more than the tolerance is never written.\n"
+          "\n"
+          "  --out FILE       write here (default: TPCOMM_TUNING_FILE, else the user's cache\n"
+          "                   folder: tuning-<topology key>.json)\n"
+          "  --world N        ranks on GPUs 0..N-1 (default: every visible GPU, at most 8)\n"
+          "  --quick          x4 size steps, 20 calls a graph, 5 replays (default x2, 50, 9)\n"
+          "  --dtype T        bf16 (default), fp16 or fp32; the table is by bytes, any dtype\n"
+          "  --dry-run        measure and print, write nothing\n"
+          "  --iters N        calls captured per graph;  --reps N  graph replays (median kept)\n"
+          "  --tie F          times within F of the fastest count as equal (default 0.02)\n"
+          "  --tolerance F    never slower than NCCL x (1 + F) (default 0.05)\n"
+          "  --no-check       do not check results against the host reference\n"
+          "\n"
+          "Exit status: 0 table written, 1 measured but not written or wrong results seen, 2\n"
+          "cannot run here (no GPU, fewer than 2 GPUs, bad option). See docs/TUNING.md.\n");
 }
+
+bool parseDtype(const std::string& s, TuneArgs* a) {
+  if (s == "bf16" || s == "bfloat16")
+    a->dtype = tpcommBfloat16, a->dtype_name = "bf16";
+  else if (s == "fp16" || s == "float16" || s == "half")
+    a->dtype = tpcommFloat16, a->dtype_name = "fp16";
+  else if (s == "fp32" || s == "float32" || s == "float")
+    a->dtype = tpcommFloat32, a->dtype_name = "fp32";
+  else
+    return false;
+  return true;
+}
+
+bool parseNumber(const std::string& s, double lo, double hi, double* out) {
+  char* end = nullptr;
+  const double v = strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+// Parses argv; false with *code set on --help or an error.
+bool parseArgs(int argc, char** argv, TuneArgs* a, int* code) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    const std::string value = has_value ? argv[i + 1] : "";
+    double num = 0;
+    bool ok = true;
+    if (arg == "--help" || arg == "-h") {
+      usage(stdout);
+      *code = kExitOk;
+      return false;
+    } else if (arg == "--quick") {
+      a->quick = true;
+    } else if (arg == "--dry-run") {
+      a->dry_run = true;
+    } else if (arg == "--no-check") {
+      a->check = false;
+    } else if (arg == "--out" && has_value) {
+      a->out = argv[++i];
+    } else if (arg == "--dtype" && has_value) {
+      ok = parseDtype(argv[++i], a);
+    } else if (arg == "--world" && has_value) {
+      ok = parseNumber(argv[++i], 2, 8, &num) && num == static_cast<int>(num);
+      a->world = static_cast<int>(num);
+    } else if (arg == "--iters" && has_value) {
+      ok = parseNumber(argv[++i], 1, 10000, &num) && num == static_cast<int>(num);
+      a->iters = static_cast<int>(num);
+    } else if (arg == "--reps" && has_value) {
+      ok = parseNumber(argv[++i], 1, 1000, &num) && num == static_cast<int>(num);
+      a->reps = static_cast<int>(num);
+    } else if (arg == "--tie" && has_value) {
+      ok = parseNumber(argv[++i], 0, 0.2, &a->tie);
+    } else if (arg == "--tolerance" && has_value) {
+      ok = parseNumber(argv[++i], 0, 1, &a->tolerance);
+    } else {
+      fprintf(stderr, "tpcomm tune: unknown option or missing value: '%s'\n\n", arg.c_str());
+      usage(stderr);
+      *code = kExitCannotRun;
+      return false;
+    }
+    if (!ok) {
+      fprintf(stderr, "tpcomm tune: bad value '%s' for %s (see tpcomm tune --help)\n",
+              value.c_str(), arg.c_str());
+      *code = kExitCannotRun;
+      return false;
+    }
+  }
+  if (a->tie > a->tolerance) a->tie = a->tolerance;  // a tie must never break the NCCL rule
+  return true;
+}
+
+std::string gpuRange(const std::vector<int>& devlist) {
+  std::string s;
+  for (int d : devlist) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
+
+}  // namespace
+
+int cmdTune(int argc, char** argv) {
+  TuneArgs a;
+  int code = kExitOk;
+  if (!parseArgs(argc, argv, &a, &code)) return code;
+
+  topo::Topology topo;
+  if (topo::discover(&topo) != tpcommSuccess) {
+    fprintf(stderr,
+            "tpcomm tune: no GPU visible (%s): there is nothing to measure. Run it on the machine "
+            "the table is for; `tpcomm doctor` says what this machine has.\n",
+            plainError(lastError()).c_str());
+    return kExitCannotRun;
+  }
+  const int max_world = topo.size() < kMaxRanks ? topo.size() : kMaxRanks;
+  if (max_world < 2) {
+    fprintf(stderr, "tpcomm tune: %d GPU visible: an all-reduce needs at least 2 GPUs\n",
+            topo.size());
+    return kExitCannotRun;
+  }
+  const int world = a.world ? a.world : max_world;
+  if (world > topo.size()) {
+    fprintf(stderr, "tpcomm tune: --world %d needs %d GPUs, %d visible\n", world, world,
+            topo.size());
+    return kExitCannotRun;
+  }
+  MeasureConfig cfg;
+  for (int g = 0; g < world; ++g) cfg.devlist.push_back(g);
+  cfg.dtype = a.dtype;
+  cfg.sizes = sweepSizes(1024, size_t{64} << 20, a.quick ? 4 : 2);
+  cfg.iters = a.iters ? a.iters : a.quick ? 20 : 50;
+  cfg.reps = a.reps ? a.reps : a.quick ? 5 : 9;
+  cfg.check = a.check;
+
+  // The fabric these ranks will run on, as the communicator sees it (P2P health from the cache).
+  topo::checkP2pHealth(&topo, cfg.devlist);
+  PreviewOptions popts;
+  popts.transport = env().transport;
+  const PreviewWorld fabric = previewWorld(topo, cfg.devlist, popts);
+  if (!fabric.error.empty()) {
+    fprintf(stderr, "tpcomm tune: %s\n", fabric.error.c_str());
+    return kExitCannotRun;
+  }
+  const std::string path = a.out.empty() ? defaultTuningPath(topo.key()) : a.out;
+  if (path.empty() && !a.dry_run) {
+    fprintf(stderr, "tpcomm tune: no cache folder (HOME unset): pass --out FILE\n");
+    return kExitCannotRun;
+  }
+  fprintf(stderr,
+          "tpcomm tune: world %d on GPUs %s (%s), fabric %s: %s\n"
+          "             %s, %s .. %s in x%d steps, %d calls a graph, median of %d replays\n",
+          world, gpuRange(cfg.devlist).c_str(), topo.gpus[0].name.c_str(),
+          fabricName(fabric.fabric), fabric.fabric_reason.c_str(), a.dtype_name,
+          formatBytes(cfg.sizes.front()).c_str(), formatBytes(cfg.sizes.back()).c_str(),
+          a.quick ? 4 : 2, cfg.iters, cfg.reps);
+
+  MeasureResult m;
+  const std::string fatal = measureAll(cfg, &m);
+  if (!fatal.empty()) {
+    fprintf(stderr, "tpcomm tune: measuring failed: %s\n", fatal.c_str());
+    return kExitFailed;
+  }
+  if (m.samples.empty()) {
+    fprintf(stderr, "tpcomm tune: no candidate could be measured\n");
+    return kExitFailed;
+  }
+  // Only what a communicator on this fabric can run goes into the table; the rest is shown.
+  const std::vector<SizePick> picks =
+      pickPerSize(eligibleSamples(m.samples, fabric.fabric), world, cfg.sizes, a.tie);
+  const SizeTable rules = mergeRules(picks);
+  if (rules.empty()) {
+    fprintf(stderr, "tpcomm tune: nothing a communicator on fabric %s can run was measured\n",
+            fabricName(fabric.fabric));
+    return kExitFailed;
+  }
+  printf("Measured: world %d, %s, CUDA graphs, us per call (* fastest)\n%s", world, a.dtype_name,
+         measuredText(m.samples, world, fabric.fabric, m.candidates, picks).c_str());
+  for (int c : m.candidates)
+    if (!eligibleOn(fabric.fabric, c))
+      printf("  (info) %s: measured, but a communicator on fabric %s does not use it\n",
+             tpcommAlgoName(c), fabricName(fabric.fabric));
+  for (const std::string& s : m.skipped) printf("  not measured: %s\n", s.c_str());
+  for (const std::string& f : m.failures) printf("  failed: %s\n", f.c_str());
+  printf("\nRules for world %d (fabric %s):\n%s", world, fabricName(fabric.fabric),
+         rulesText(rules).c_str());
+
+  TuningTable previous;
+  std::string why;
+  const bool have_previous =
+      !path.empty() && loadTuningTable(path, topo.key(), &previous, &why) == TuningLoad::kLoaded;
+  TuningTable table =
+      mergeTable(have_previous ? &previous : nullptr, topo.key(), fabric.fabric, world, rules,
+                 measuredWorldJson(m.samples, world, cfg.sizes, m.candidates, picks, a.dtype_name));
+  bool nccl_measured = false;
+  for (int c : m.candidates) nccl_measured = nccl_measured || c == tpcommAlgoNccl;
+  if (!nccl_measured)
+    fprintf(stderr,
+            "tpcomm tune: warning: NCCL was not measured, so the table could not be "
+            "checked against it\n");
+  if (!validateTuningTable(table, &why) ||
+      !tableNeverSlowerThanNccl(table, m.samples, a.tolerance, &why)) {
+    fprintf(stderr, "tpcomm tune: table not written: %s\n", why.c_str());
+    return kExitFailed;
+  }
+  if (a.dry_run) {
+    printf("\n--dry-run: nothing written (would write %s)\n", path.empty() ? "-" : path.c_str());
+  } else if (saveTuningTable(path, table) != tpcommSuccess) {
+    fprintf(stderr, "tpcomm tune: %s\n", lastError());
+    return kExitFailed;
+  } else {
+    printf("\nWrote %s (worlds:", path.c_str());
+    for (const WorldTable& w : table.tables) printf(" %d", w.world);
+    printf("); `tpcomm doctor` shows what the policy picks with it.\n");
+  }
+  if (m.wrong > 0) {
+    fprintf(stderr, "tpcomm tune: %ld wrong results were seen (listed above, not used)\n", m.wrong);
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
 }  // namespace tpcomm::cli

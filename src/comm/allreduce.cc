@@ -35,6 +35,7 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
   in.host_transport = c->host_seg.dev != nullptr;
   in.forced_algo = c->settings.algo;
   in.strict = c->settings.strict;
+  in.tuned = c->tuned;
   return in;
 }
 

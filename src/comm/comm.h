@@ -40,6 +40,8 @@ struct tpcommComm {
   tpcomm::RankInfo self{};        // this rank's handle contents (Begin -> End)
 
   tpcomm::Fabric fabric = tpcomm::Fabric::kNvlink;
+  tpcomm::TuningTable tuning;              // this machine's table (`tpcomm tune`), if any
+  const tpcomm::SizeTable* tuned = nullptr;  // its rows for this world and fabric, if agreed
   bool ranks_share_gpu = false;
   bool two_islands = false;
   tpcomm::LaunchKnobs knobs;      // grid shape and launch options (plan/grid.h)

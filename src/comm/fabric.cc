@@ -1,47 +1,28 @@
 #include "comm/fabric.h"
 
-#include <cstring>
-
+#include "comm/machine_view.h"
 #include "common/error.h"
 #include "common/log.h"
 
 namespace tpcomm {
 
 tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
-  bool any_no_p2p = false;
-  bool all_nvlink = true;
-  c->ranks_share_gpu = false;
-  for (int a = 0; a < c->world; ++a)
-    for (int b = a + 1; b < c->world; ++b)
-      if (strcmp(all[a].pci_bus_id, all[b].pci_bus_id) == 0) c->ranks_share_gpu = true;
-  for (int p = 0; p < c->world; ++p) {
-    if (strcmp(all[p].pci_bus_id, all[c->rank].pci_bus_id) == 0) continue;
-    int peer_dev = -1;
-    if (cudaDeviceGetByPCIBusId(&peer_dev, all[p].pci_bus_id) != cudaSuccess) {
-      cudaGetLastError();
-      // Not visible here (CUDA_VISIBLE_DEVICES): IPC may still reach it; assume PCIe P2P.
-      all_nvlink = false;
-      continue;
-    }
-    int can = 0, atomics = 0;
-    TPCOMM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, c->device, peer_dev));
-    if (!can) {
-      any_no_p2p = true;
-      continue;
-    }
-    // Native P2P atomics are an NVLink property (PCIe P2P does not carry them).
-    TPCOMM_CUDA_CHECK(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported,
-                                                c->device, peer_dev));
-    if (!atomics) all_nvlink = false;
-  }
-  c->fabric = any_no_p2p ? Fabric::kHost : all_nvlink ? Fabric::kNvlink : Fabric::kPcie;
+  std::string reason;
+  const Fabric agreed = agreeFabric(all, c->world, &c->ranks_share_gpu, &reason);
+  c->fabric = agreed;
   if (c->settings.transport == 2) c->fabric = Fabric::kHost;
-  if (c->settings.transport == 1 && any_no_p2p)
-    return fail(tpcommUnsupported,
-                "TPCOMM_TRANSPORT=p2p, but some GPU pairs of this communicator have no P2P access");
-  c->two_islands = false;
-  TPCOMM_INFO(INIT, "rank %d: fabric %s%s", c->rank, fabricName(c->fabric),
-              c->ranks_share_gpu ? " (some ranks share a GPU)" : "");
+  if (c->settings.transport == 1 && agreed == Fabric::kHost)
+    return fail(tpcommUnsupported, "TPCOMM_TRANSPORT=p2p, but %s", reason.c_str());
+  c->two_islands = false;  // the island algorithm is not built yet (docs/TOPOLOGY.md)
+  // A tuning table is used only when every rank loaded the same one: the policy must pick the
+  // same algorithm on every rank.
+  c->tuned = nullptr;
+  if (agreeTuning(all, c->world)) c->tuned = c->tuning.tableFor(c->world, c->fabric);
+  TPCOMM_INFO(INIT, "rank %d: fabric %s%s%s%s, %s", c->rank, fabricName(c->fabric),
+              c->settings.transport == 2 ? " (TPCOMM_TRANSPORT=host)" : "",
+              c->ranks_share_gpu ? ", some ranks share a GPU" : "",
+              reason.empty() ? "" : (", " + reason).c_str(),
+              c->tuned ? "tuning table in use" : "built-in policy defaults");
   return tpcommSuccess;
 }
 

@@ -11,6 +11,7 @@
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
 #include "comm/fabric.h"
+#include "comm/machine_view.h"
 #include "comm/registry.h"
 #include "comm/unique_id.h"
 #include "common/env.h"
@@ -53,6 +54,8 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&c->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
   TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
+  std::string key;
+  buildMachineView(device, &c->self.view, &c->tuning, &key);
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
   if (rank == 0 && nranks > 1) {
     // Whether the host transport is needed is known only once every rank's GPU is known (End),

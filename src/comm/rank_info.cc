@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "topo/topology.h"
 
 namespace tpcomm {
 namespace {
@@ -34,6 +35,8 @@ tpcommResult_t fillIdentity(int rank, int nranks, int device, const Settings& s,
   out->device = device;
   readBootId(out->boot_id, sizeof(out->boot_id));
   TPCOMM_CUDA_CHECK(cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), device));
+  snprintf(out->pci_bus_id_norm, sizeof(out->pci_bus_id_norm), "%s",
+           topo::normalizeBusId(out->pci_bus_id).c_str());
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&out->cc_major, cudaDevAttrComputeCapabilityMajor, device));
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&out->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
   out->slot_bytes = s.slot_bytes;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "comm/config.h"
+#include "comm/machine_view.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -23,6 +24,7 @@ struct RankInfo {
   int32_t cc_minor;
   char boot_id[40];    // /proc/sys/kernel/random/boot_id: every rank on one machine
   char pci_bus_id[32];
+  char pci_bus_id_norm[16];  // normalized (topo::normalizeBusId), as in MachineView
   cudaIpcMemHandle_t staging;
   uint64_t slot_bytes;
   int32_t timeout_ms;
@@ -34,6 +36,7 @@ struct RankInfo {
   int32_t nccl_wanted;  // rank 0 only: an NCCL unique id follows
   char nccl_id[128];
   char host_shm[64];    // host transport: the shared-memory name (unused when empty)
+  MachineView view;     // what this rank sees (fabric and tuning are agreed from every view)
 };
 static_assert(sizeof(RankInfo) <= TPCOMM_RANK_HANDLE_BYTES, "RankInfo exceeds the handle size");
 

@@ -14,10 +14,10 @@ namespace tpcomm {
 constexpr int kThreadsPerBlock = 512;
 constexpr int kNumDtypes = 3;  // float32, float16, bfloat16 (see dtypeIndex)
 
-// Kernel entry points by [dtype index], for 16-byte aligned and unaligned user buffers.
+// Kernel entry points by [dtype index]. (Alignment of the user's buffers is a run-time argument:
+// a template for it doubled the fat binary for one uniform branch per vector.)
 struct KernelSet {
-  const void* aligned[kNumDtypes];
-  const void* unaligned[kNumDtypes];
+  const void* fn[kNumDtypes];
 };
 
 // Kernels are built per world-size class (2, 4, 8 ranks) so per-peer registers fit the class,

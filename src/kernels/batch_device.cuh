@@ -19,13 +19,13 @@ __device__ __forceinline__ uint4 pick(bool cond, uint4 a, uint4 b) {
 
 // Raw (not canonicalised) user vectors v + u*stride for u < n (n <= U, a run-time batch size);
 // zeros past end or past n.
-template <typename T, bool kAligned, int U>
+template <typename T, int U>
 __device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride, size_t end,
-                                          size_t count, int n, uint4 (&x)[U]) {
+                                          size_t count, bool aligned, int n, uint4 (&x)[U]) {
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const size_t vv = v + u * stride;
-    x[u] = (u < n && vv < end) ? loadVec<T, kAligned>(src, vv, count) : make_uint4(0, 0, 0, 0);
+    x[u] = (u < n && vv < end) ? loadVec<T>(src, vv, count, aligned) : make_uint4(0, 0, 0, 0);
   }
 }
 
@@ -34,7 +34,7 @@ __device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride,
 // Sums, in rank order, R vectors at slot indices o + u*stride (< o_end): every peer r's vector
 // from entry (r*src_stride + index) of `slot` (waiting for it to arrive), and this rank's own
 // input vector own_v + u*stride. Clears the peers' entries (Proto). False on timeout or abort.
-template <typename Proto, typename T, bool kAligned, int kW, int R>
+template <typename Proto, typename T, int kW, int R>
 __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, size_t src_stride,
                                             size_t o, size_t stride, size_t o_end, const T* send,
                                             size_t own_v, size_t count, unsigned long long step,
@@ -51,7 +51,7 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
 #pragma unroll
     for (int r = 0; r < kW; ++r) x[u][r] = typename Proto::Raw{};
     if (o + u * stride >= o_end) continue;
-    own[u] = loadVec<T, kAligned>(send, own_v + u * stride, count);
+    own[u] = loadVec<T>(send, own_v + u * stride, count, c.aligned);
 #pragma unroll
     for (int r = 0; r < kW; ++r)
       if (r < c.world && r != c.rank) x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);

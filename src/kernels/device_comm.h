@@ -40,6 +40,7 @@ struct DeviceComm {
   RankState* state;
   HostError* host_error;
   int push_batch;               // 1..kPushBatch vectors loaded per thread before they are pushed
+  int aligned;                  // both user buffers are 16-byte aligned (set per launch)
   // Host-memory transport (no P2P): every rank's inbox slots in pinned host memory, as device
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];

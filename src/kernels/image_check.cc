@@ -26,9 +26,9 @@ tpcommResult_t checkKernelImages(int device) {
       sets.push_back(kernelsOf(algo, w));
   bool jit = false;
   for (const KernelSet& set : sets) {
-    for (int aligned = 0; aligned < 2; ++aligned) {
+    {
       for (int d = 0; d < kNumDtypes; ++d) {
-        const void* fn = aligned ? set.aligned[d] : set.unaligned[d];
+        const void* fn = set.fn[d];
         cudaFuncAttributes attr{};
         const cudaError_t err = cudaFuncGetAttributes(&attr, fn);
         if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) {

@@ -49,11 +49,12 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
                        (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
   const KernelSet set = kernelsOf(a.algo, c.world);
-  const void* fn = aligned ? set.aligned[di] : set.unaligned[di];
+  const void* fn = set.fn[di];
   if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
 
   DeviceComm dc = c;
   dc.push_batch = a.push_batch;
+  dc.aligned = aligned ? 1 : 0;
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;

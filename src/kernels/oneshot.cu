@@ -16,7 +16,7 @@
 namespace tpcomm {
 namespace {
 
-template <typename Proto, typename T, bool kAligned, int kW>
+template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
   pdlWait();
@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   share(0, &first, &last);
   // The first batch is loaded before the epoch, so both are in flight together.
   uint4 x[kPushBatch];
-  loadBatch<T, kAligned>(send, first + threadIdx.x, stride, last, count, pb, x);
+  loadBatch<T>(send, first + threadIdx.x, stride, last, count, c.aligned, pb, x);
   const unsigned long long epoch = readEpoch(c);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
   bool advance = false;
@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // 1. Push: my vectors into my region of every peer's slot.
     for (size_t v = first + threadIdx.x; v < last; v += stride * pb) {
       if (s > 0 || v != first + threadIdx.x)
-        loadBatch<T, kAligned>(send, v, stride, last, count, pb, x);
+        loadBatch<T>(send, v, stride, last, count, c.aligned, pb, x);
 #pragma unroll
       for (int u = 0; u < kPushBatch; ++u) {
         const size_t vv = v + u * stride;
@@ -76,12 +76,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t v = first + threadIdx.x; v < last; v += stride * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kAligned, kW>(c, mine, region, v - base, stride, last - base,
+      if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, stride, last - base,
                                                send, v, count, e, ctx, y))
         return;  // timed out; no block-wide barrier follows, so returning alone is safe
 #pragma unroll
       for (int u = 0; u < R; ++u)
-        if (v + u * stride < last) storeVec<T, kAligned>(recv, v + u * stride, count, y[u]);
+        if (v + u * stride < last) storeVec<T>(recv, v + u * stride, count, c.aligned, y[u]);
     }
   }
   if (advance) advanceEpoch(c, epoch, nsteps);
@@ -89,12 +89,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
 template <typename Proto, int kW>
 KernelSet kernelsFor() {
-  return KernelSet{{reinterpret_cast<const void*>(&oneShotKernel<Proto, float, true, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __half, true, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __nv_bfloat16, true, kW>)},
-                   {reinterpret_cast<const void*>(&oneShotKernel<Proto, float, false, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __half, false, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __nv_bfloat16, false, kW>)}};
+  return KernelSet{{reinterpret_cast<const void*>(&oneShotKernel<Proto, float, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __half, kW>),
+                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __nv_bfloat16, kW>)}};
 }
 
 template <typename Proto>

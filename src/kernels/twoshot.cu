@@ -20,7 +20,7 @@ __device__ __forceinline__ size_t segLen(size_t seg, size_t len, int d) {
   return first >= len ? 0 : min(seg, len - first);
 }
 
-template <typename Proto, typename T, bool kAligned, int kW>
+template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                   size_t chunk_vecs) {
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const size_t first = base + d * seg;  // vector index of segment d's start
       for (size_t o = o0; o < end; o += stride * pb) {
         uint4 x[kPushBatch];
-        loadBatch<T, kAligned>(send, first + o, stride, first + end, count, pb, x);
+        loadBatch<T>(send, first + o, stride, first + end, count, c.aligned, pb, x);
 #pragma unroll
         for (int u = 0; u < kPushBatch; ++u)
           if (u < pb && o + u * stride < end)
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t o = o0; o < own_end; o += stride * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kAligned, kW>(c, mine, seg_cap, o, stride, own_end, send,
+      if (!reduceBatch<Proto, T, kW>(c, mine, seg_cap, o, stride, own_end, send,
                                                own_first + o, count, e, ctx, y))
         return;  // timed out; no block-wide barrier follows
 #pragma unroll
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
           uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[(c.rank + p) % c.world] + slot_off);
           Proto::put(dst + (ag + c.rank * seg_cap + o + u * stride) * K, y[u], flag);
         }
-        storeVec<T, kAligned>(recv, own_first + o + u * stride, count, y[u]);
+        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y[u]);
       }
     }
     if (step + 1 == nsteps) pdlLaunchDependents();
@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
             y[u] = Proto::load(src + (o + u * stride) * K);
           }
           if (ctx.failed) return;
-          storeVec<T, kAligned>(recv, base + d * seg + o + u * stride, count, Proto::data(y[u]));
+          storeVec<T>(recv, base + d * seg + o + u * stride, count, c.aligned, Proto::data(y[u]));
           Proto::clear(src + (o + u * stride) * K);
         }
       }
@@ -118,12 +118,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
 template <typename Proto, int kW>
 KernelSet kernelsFor() {
-  return KernelSet{{reinterpret_cast<const void*>(&twoShotKernel<Proto, float, true, kW>),
-                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __half, true, kW>),
-                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __nv_bfloat16, true, kW>)},
-                   {reinterpret_cast<const void*>(&twoShotKernel<Proto, float, false, kW>),
-                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __half, false, kW>),
-                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __nv_bfloat16, false, kW>)}};
+  return KernelSet{{reinterpret_cast<const void*>(&twoShotKernel<Proto, float, kW>),
+                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __half, kW>),
+                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __nv_bfloat16, kW>)}};
 }
 
 template <typename Proto>

@@ -114,11 +114,11 @@ __device__ __forceinline__ uint32_t floatToBits<__nv_bfloat16>(float f) {
 // Vector v of a T array of `count` elements. Aligned: base is 16-byte aligned, so a full vector is
 // one 16-byte load. The partial last vector and unaligned bases go element by element, never
 // touching memory past `count`; missing elements read as zero (never the sentinel).
-template <typename T, bool kAligned>
-__device__ __forceinline__ uint4 loadVec(const T* base, size_t v, size_t count) {
+template <typename T>
+__device__ __forceinline__ uint4 loadVec(const T* base, size_t v, size_t count, bool aligned) {
   constexpr int E = VecTraits<T>::kElems;
   const size_t first = v * E;
-  if (kAligned && first + E <= count) return *reinterpret_cast<const uint4*>(base + first);
+  if (aligned && first + E <= count) return *reinterpret_cast<const uint4*>(base + first);
   using Bits = typename std::conditional<sizeof(T) == 4, uint32_t, unsigned short>::type;
   const Bits* b = reinterpret_cast<const Bits*>(base);
   uint4 out = make_uint4(0, 0, 0, 0);
@@ -128,11 +128,12 @@ __device__ __forceinline__ uint4 loadVec(const T* base, size_t v, size_t count) 
   return out;
 }
 
-template <typename T, bool kAligned>
-__device__ __forceinline__ void storeVec(T* base, size_t v, size_t count, const uint4& val) {
+template <typename T>
+__device__ __forceinline__ void storeVec(T* base, size_t v, size_t count, bool aligned,
+                                         const uint4& val) {
   constexpr int E = VecTraits<T>::kElems;
   const size_t first = v * E;
-  if (kAligned && first + E <= count) {
+  if (aligned && first + E <= count) {
     *reinterpret_cast<uint4*>(base + first) = val;
     return;
   }

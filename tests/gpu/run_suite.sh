@@ -40,7 +40,7 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
         --gtest_filter='Arch.*'
   done
   if command -v compute-sanitizer >/dev/null; then  # memory errors and races in the kernels
-    for tool in memcheck racecheck synccheck; do
+    for tool in ${TPCOMM_SANITIZERS:-memcheck racecheck synccheck}; do
       step "sanitizer_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 --report-api-errors no \
         "$BUILD/tests/gpu/tpcomm_gpu_tests" \
         --gtest_filter='Correctness.SentinelPayloadAndNegativeZero:Stats.*:Failure.BadArguments*'

@@ -1,0 +1,99 @@
+"""The ctypes mirror (tpcomm/_abi.py) against include/tpcomm/tpcomm.h: enum values, constants,
+and (with a C compiler) every struct's size and field offsets. Skipped where the header is not
+around (an installed wheel tested outside the source tree)."""
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tpcomm import _abi
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HEADER = os.path.join(REPO, "include", "tpcomm", "tpcomm.h")
+
+pytestmark = pytest.mark.skipif(not os.path.exists(HEADER), reason="no tpcomm.h (not a checkout)")
+
+
+def header():
+    with open(HEADER) as f:
+        return f.read()
+
+
+def enum_values(prefix):
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"\b(" + prefix + r"\w*)\s*=\s*(\d+)", header())}
+
+
+def define(name):
+    m = re.search(r"#define\s+" + name + r"\s+(\w+)", header())
+    return int(m.group(1).rstrip("uU"), 0)
+
+
+def test_result_codes():
+    values = {k: v for k, v in enum_values("tpcomm").items() if k in _abi.RESULT_NAMES}
+    assert values == {name: i for i, name in enumerate(_abi.RESULT_NAMES)}
+    assert enum_values("tpcommNumResults")["tpcommNumResults"] == _abi.NUM_RESULTS
+
+
+def test_datatypes_ops_and_modes():
+    v = enum_values("tpcomm")
+    assert (v["tpcommFloat16"], v["tpcommFloat32"], v["tpcommBfloat16"]) == \
+        (_abi.FLOAT16, _abi.FLOAT32, _abi.BFLOAT16)
+    assert v["tpcommSum"] == _abi.SUM
+    assert (v["tpcommNcclAuto"], v["tpcommNcclOff"], v["tpcommNcclGiven"]) == \
+        (_abi.NCCL_AUTO, _abi.NCCL_OFF, _abi.NCCL_GIVEN)
+
+
+def test_algorithms():
+    v = enum_values("tpcommAlgo")
+    assert v.pop("tpcommAlgoAuto") == 0 and v.pop("tpcommNumAlgos", None) is None
+    assert enum_values("tpcommNumAlgos")["tpcommNumAlgos"] == _abi.NUM_ALGOS
+    assert len(v) + 1 == _abi.NUM_ALGOS
+
+
+def test_constants():
+    assert define("TPCOMM_CONFIG_MAGIC") == _abi.CONFIG_MAGIC
+    assert define("TPCOMM_CONFIG_VERSION") == _abi.CONFIG_VERSION
+    assert define("TPCOMM_UNIQUE_ID_BYTES") == _abi.UNIQUE_ID_BYTES
+    assert define("TPCOMM_RANK_HANDLE_BYTES") == _abi.RANK_HANDLE_BYTES
+    assert re.search(r"char reason\[" + str(_abi.REASON_BYTES) + r"\]", header())
+
+
+def test_every_api_function_has_a_prototype():
+    declared = set(re.findall(r"TPCOMM_API\s+[\w\s\*]+?\b(tpcomm\w+)\s*\(", header()))
+    assert declared == set(_abi.PROTOTYPES)
+
+
+STRUCTS = {
+    "tpcommConfig_t": _abi.Config,
+    "tpcommStats_t": _abi.Stats,
+    "tpcommCallInfo_t": _abi.CallInfo,
+    "tpcommUniqueId": _abi.UniqueId,
+    "tpcommRankHandle": _abi.RankHandle,
+}
+
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+def test_struct_layouts_match_the_c_compiler(tmp_path):
+    lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "tpcomm/tpcomm.h"',
+             "int main(void) {"]
+    for cname, cls in STRUCTS.items():
+        lines.append(f'  printf("{cname} (sizeof) %zu\\n", sizeof({cname}));')
+        for field, _ in cls._fields_:
+            lines.append(f'  printf("{cname} {field} %zu\\n", offsetof({cname}, {field}));')
+    lines += ["  return 0;", "}"]
+    src = tmp_path / "probe.c"
+    src.write_text("\n".join(lines))
+    exe = tmp_path / "probe"
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    subprocess.run([compiler, "-I", os.path.join(REPO, "include"), str(src), "-o", str(exe)],
+                   check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        cname, field, value = line.split()
+        cls = STRUCTS[cname]
+        expect = ctypes.sizeof(cls) if field == "(sizeof)" else getattr(cls, field).offset
+        assert int(value) == expect, f"{cname}.{field}: C says {value}, ctypes {expect}"

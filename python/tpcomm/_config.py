@@ -1,0 +1,56 @@
+"""Keyword arguments -> tpcommConfig_t, and the result check every binding call goes through."""
+import ctypes
+
+from . import _abi, _loader
+from .errors import TpcommInvalidArgumentError, make_error
+
+_NCCL_MODES = {"auto": _abi.NCCL_AUTO, "off": _abi.NCCL_OFF}
+
+
+def make_config(buffer_bytes=None, timeout_ms=None, strict=None, algo=None, nccl=None,
+                nccl_comm=None, max_blocks=None):
+    """None everywhere means 'the library default': the TPCOMM_* environment variable if set,
+    else the built-in value (TPCOMM_CONFIG_INITIALIZER)."""
+    cfg = _abi.Config.initializer()
+    if buffer_bytes is not None:
+        cfg.bufferBytes = int(buffer_bytes)
+    if timeout_ms is not None:
+        cfg.timeoutMs = int(timeout_ms)
+    if strict is not None:
+        cfg.strict = 1 if strict else 0
+    if algo is not None:
+        cfg.algo = algo_code(algo)
+    if nccl_comm is not None:
+        cfg.ncclMode, cfg.ncclComm = _abi.NCCL_GIVEN, ctypes.c_void_p(int(nccl_comm))
+    elif nccl is not None:
+        if nccl not in _NCCL_MODES:
+            raise TpcommInvalidArgumentError(f"nccl={nccl!r}: expected 'auto' or 'off'", code=4)
+        cfg.ncclMode = _NCCL_MODES[nccl]
+    if max_blocks is not None:
+        cfg.maxBlocks = int(max_blocks)
+    return cfg
+
+
+def algo_code(algo):
+    if isinstance(algo, int) and 0 <= algo < _abi.NUM_ALGOS:
+        return algo
+    if isinstance(algo, str) and algo in _abi.ALGO_NAMES:
+        return _abi.ALGO_NAMES.index(algo)
+    raise TpcommInvalidArgumentError(
+        f"algo={algo!r}: expected one of {', '.join(_abi.ALGO_NAMES)}", code=4)
+
+
+def last_error():
+    msg = _loader.lib().tpcommGetLastError()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def error_for(result, op):
+    msg = last_error() or _loader.lib().tpcommGetErrorString(result).decode()
+    return make_error(result, msg, None if op in msg else op)
+
+
+def check(result, op):
+    """Raises the TpcommError subclass of `result` with the library's message, unless success."""
+    if result != _abi.SUCCESS:
+        raise error_for(result, op)

@@ -1,0 +1,216 @@
+"""tpcomm.Communicator: one rank of a tpcomm communicator, and the calls on it.
+
+Three ways to create one (see docs/PYTHON.md):
+  Communicator.from_process_group(group, device)   a torch.distributed group exchanges the handles
+  Communicator.from_unique_id(rank, world, uid)    ranks meet through tpcomm's own socket rendezvous
+  Communicator.init_all(devices)                   one process driving several GPUs
+"""
+import contextlib
+import ctypes
+import sys
+
+from . import _abi, _buffers, _device, _loader
+from ._config import check, error_for, make_config
+from .errors import TpcommInvalidArgumentError, TpcommInvalidUsageError
+
+
+def get_unique_id():
+    """128 bytes that name one rendezvous; rank 0 makes it and sends it to the others."""
+    uid = _abi.UniqueId()
+    check(_loader.lib().tpcommGetUniqueId(ctypes.byref(uid)), "tpcommGetUniqueId")
+    return ctypes.string_at(ctypes.addressof(uid), _abi.UNIQUE_ID_BYTES)
+
+
+@contextlib.contextmanager
+def group():
+    """tpcommGroupStart/End: wrap one collective's calls on every rank when a single thread
+    drives several ranks (init_all), so a fallback to NCCL cannot deadlock."""
+    check(_loader.lib().tpcommGroupStart(), "tpcommGroupStart")
+    try:
+        yield
+    finally:
+        check(_loader.lib().tpcommGroupEnd(), "tpcommGroupEnd")
+
+
+class Communicator:
+    """A ready tpcomm communicator for this rank. Not thread-safe (like an NCCL communicator).
+
+    close() frees it. It is not freed by garbage collection: a CUDA graph that captured its calls
+    keeps using its staging memory after the Python object is gone, so only the caller knows when
+    that is safe.
+    """
+
+    def __init__(self, handle, expected_device=None):
+        # Use the classmethods; this wraps a handle the library has already made ready.
+        self._handle = ctypes.c_void_p(handle)
+        lib = _loader.lib()
+        value = ctypes.c_int()
+        check(lib.tpcommCommUserRank(self._handle, ctypes.byref(value)), "tpcommCommUserRank")
+        self.rank = value.value
+        check(lib.tpcommCommCount(self._handle, ctypes.byref(value)), "tpcommCommCount")
+        self.world_size = value.value
+        check(lib.tpcommCommCuDevice(self._handle, ctypes.byref(value)), "tpcommCommCuDevice")
+        self.device = value.value
+        if expected_device is not None and self.device != expected_device:
+            self.close()
+            raise TpcommInvalidUsageError(
+                f"the communicator was created on GPU {self.device}, but GPU {expected_device} "
+                "was asked for (the current CUDA device was not what tpcomm saw)", code=5)
+
+    # ---- creation ----
+    @classmethod
+    def from_unique_id(cls, rank, world_size, unique_id, device=None, **config):
+        """Collective over `world_size` processes on this machine (tpcommCommInitRank); blocks
+        until all have joined. `config`: see make_config (buffer_bytes, timeout_ms, strict,
+        algo, nccl, nccl_comm, max_blocks)."""
+        if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != _abi.UNIQUE_ID_BYTES:
+            raise TpcommInvalidArgumentError(
+                f"unique_id must be the {_abi.UNIQUE_ID_BYTES} bytes of get_unique_id()", code=4)
+        index = _device.device_index(device)
+        cfg = make_config(**config)
+        lib = _loader.lib()
+        if index is not None:
+            _device.make_current(index)
+        uid = _abi.UniqueId()
+        ctypes.memmove(ctypes.addressof(uid), bytes(unique_id), _abi.UNIQUE_ID_BYTES)
+        handle = ctypes.c_void_p()
+        check(lib.tpcommCommInitRank(ctypes.byref(handle), int(world_size), uid, int(rank),
+                                     ctypes.byref(cfg)), "tpcommCommInitRank")
+        return cls(handle.value, expected_device=index)
+
+    @classmethod
+    def from_process_group(cls, group=None, device=None, **config):
+        """Collective over a torch.distributed group (gloo/CPU preferred; NCCL works too): the
+        group all-gathers the rank handles, and all ranks agree on success, so a failure on one
+        rank raises on every rank instead of leaving the others to time out."""
+        from ._process_group import create
+
+        return create(cls, group, device, make_config(**config))
+
+    @classmethod
+    def init_all(cls, devices, **config):
+        """One communicator per device, all driven by this process. Wrap each collective's calls
+        on all of them in `with tpcomm.group():`."""
+        indices = [_device.device_index(d) for d in devices]
+        cfg = make_config(**config)
+        lib = _loader.lib()
+        handles = (ctypes.c_void_p * len(indices))()
+        devlist = (ctypes.c_int * len(indices))(*indices)
+        check(lib.tpcommCommInitAll(handles, len(indices), devlist, ctypes.byref(cfg)),
+              "tpcommCommInitAll")
+        return [cls(handles[i], expected_device=indices[i]) for i in range(len(indices))]
+
+    # ---- the collective ----
+    def all_reduce(self, tensor, out=None, stream=None, *, dtype=None):
+        """Sum over all ranks, bit-identical on every rank. In place unless `out` is given;
+        returns the tensor holding the result. `tensor`/`out`: a torch tensor, an object with
+        __cuda_array_interface__, or a DLPack tensor, dense and contiguous on this GPU.
+        `stream`: an int handle, a torch/CuPy stream, or None (torch: the current stream;
+        otherwise the array's __cuda_array_interface__ stream, else the default stream).
+        Graph-capture safe: inside torch.cuda.graph the call is captured like a kernel."""
+        src, keep_src = _buffers.describe(tensor, dtype, stream)
+        dst, keep_dst = (src, None) if out is None else _buffers.describe(out, dtype, stream)
+        if out is not None and (dst.count != src.count or dst.dtype != src.dtype):
+            raise TpcommInvalidArgumentError(
+                f"out has {dst.count} x {_abi.DTYPE_NAMES[dst.dtype]}, the input "
+                f"{src.count} x {_abi.DTYPE_NAMES[src.dtype]}", code=4)
+        for buf in (src,) if out is None else (src, dst):
+            self._check_device(buf)
+        if src.count == 0:
+            return tensor if out is None else out
+        if stream is None:
+            handle = self._torch_stream() if _buffers.is_torch_tensor(tensor) else (src.stream or 0)
+        else:
+            handle = _buffers.stream_handle(stream)
+        check(_loader.lib().tpcommAllReduce(src.ptr, dst.ptr, src.count, src.dtype, _abi.SUM,
+                                            self._live(), handle), "tpcommAllReduce")
+        del keep_src, keep_dst  # DLPack capsules may die now: the call is enqueued
+        return tensor if out is None else out
+
+    def all_reduce_raw(self, sendptr, recvptr, count, dtype, stream=0):
+        """The C call itself, for callers that hold raw device pointers."""
+        check(_loader.lib().tpcommAllReduce(
+            int(sendptr), int(recvptr), int(count), _buffers.dtype_code(dtype), _abi.SUM,
+            self._live(), _buffers.stream_handle(stream)), "tpcommAllReduce")
+
+    # ---- what ran ----
+    def stats(self):
+        """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n}. A captured call
+        counts once, at capture, not at each replay."""
+        s = _abi.Stats()
+        check(_loader.lib().tpcommCommGetStats(self._live(), ctypes.byref(s)), "tpcommCommGetStats")
+        return _abi.stats_dict(s)
+
+    def last_call(self):
+        """{'algo', 'bytes', 'dtype', 'blocks', 'reason'} of the last enqueued call."""
+        info = _abi.CallInfo()
+        check(_loader.lib().tpcommCommGetLastCall(self._live(), ctypes.byref(info)),
+              "tpcommCommGetLastCall")
+        return _abi.call_info_dict(info)
+
+    def explain(self, nbytes=None, dtype="bfloat16", count=None):
+        """What the policy would choose for a call of `nbytes` (or `count` elements), without
+        running it. Raises the error the call would raise (e.g. strict mode refusing NCCL)."""
+        code = _buffers.dtype_code(dtype)
+        if count is None:
+            if nbytes is None:
+                raise TpcommInvalidArgumentError("explain: give nbytes or count", code=4)
+            count = int(nbytes) // _abi.DTYPE_SIZES[code]
+        info = _abi.CallInfo()
+        r = _loader.lib().tpcommCommExplain(self._live(), int(count), code, ctypes.byref(info))
+        check(r, "tpcommCommExplain")
+        return _abi.call_info_dict(info)
+
+    def async_error(self):
+        """The TpcommError a kernel reported after its call returned (e.g. a peer that stopped
+        answering), or None. Once set, every later call raises it too."""
+        code = ctypes.c_int()
+        check(_loader.lib().tpcommCommGetAsyncError(self._live(), ctypes.byref(code)),
+              "tpcommCommGetAsyncError")
+        if code.value == _abi.SUCCESS:
+            return None
+        return error_for(code.value, "asynchronous error")
+
+    # ---- lifetime ----
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def close(self):
+        """Frees the communicator (not collective). Idempotent. Make sure no captured graph that
+        uses it is replayed afterwards, and no peer still runs a collective with it."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            check(_loader.lib().tpcommCommDestroy(handle), "tpcommCommDestroy")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"GPU {self.device}"
+        return f"<tpcomm.Communicator rank {self.rank}/{self.world_size}, {state}>"
+
+    # ---- helpers ----
+    def _live(self):
+        if self._handle is None:
+            raise TpcommInvalidUsageError("the communicator is closed", code=5)
+        return self._handle
+
+    def _check_device(self, buf):
+        device = buf.device
+        if device is None:  # __cuda_array_interface__ does not say; ask the driver
+            device = _device.pointer_device(buf.ptr)
+        if device is not None and device != self.device:
+            raise TpcommInvalidArgumentError(
+                f"the buffer is on GPU {device}, but rank {self.rank}'s communicator is on GPU "
+                f"{self.device}", code=4)
+
+    def _torch_stream(self):
+        torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
+        if raw is not None:
+            return raw(self.device)
+        return torch.cuda.current_stream(self.device).cuda_stream

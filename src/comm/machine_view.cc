@@ -1,0 +1,130 @@
+#include "comm/machine_view.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "comm/rank_info.h"
+#include "common/log.h"
+#include "topo/discover.h"
+#include "topo/p2p_cache.h"
+#include "topo/topology.h"
+
+namespace tpcomm {
+namespace {
+
+uint64_t fnv(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
+  return h ? h : 1;
+}
+
+// Discovered once per process (NVML start-up costs ~0.4 s), with P2P health from the machine's
+// cache only: the data-integrity tests themselves run in `tpcomm doctor`, not at every start.
+const topo::Topology* machineTopology() {
+  static std::once_flag once;
+  static topo::Topology topo;
+  static bool ok = false;
+  std::call_once(once, [] {
+    if (topo::discover(&topo) != tpcommSuccess) {
+      TPCOMM_INFO(TOPO, "no topology (%s): deciding from CUDA attributes alone", "discover failed");
+      return;
+    }
+    std::vector<int> all;
+    for (int i = 0; i < topo.size(); ++i) all.push_back(i);
+    topo::P2pCheckOptions opt;
+    opt.tester = [](int, int, int, std::string* why) {
+      *why = "not tested at start-up (run `tpcomm doctor` to test and cache)";
+      return topo::P2pHealth::kUnknown;
+    };
+    topo::checkP2pHealth(&topo, all, opt);
+    ok = true;
+  });
+  return ok ? &topo : nullptr;
+}
+
+const MachineView::Gpu* find(const MachineView& v, const char* bus) {
+  for (uint32_t i = 0; i < v.count && i < kMaxRanks; ++i)
+    if (strncmp(v.gpus[i].bus, bus, sizeof(v.gpus[i].bus)) == 0) return &v.gpus[i];
+  return nullptr;
+}
+
+}  // namespace
+
+void buildMachineView(int device, MachineView* v, TuningTable* table, std::string* key) {
+  memset(v, 0, sizeof(*v));
+  *table = TuningTable{};
+  key->clear();
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+  cudaGetLastError();
+  const topo::Topology* t = machineTopology();
+  for (int d = 0; d < n && v->count < kMaxRanks; ++d) {
+    MachineView::Gpu& g = v->gpus[v->count];
+    char bus[32] = "";
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), d) != cudaSuccess) continue;
+    snprintf(g.bus, sizeof(g.bus), "%s", topo::normalizeBusId(bus).c_str());
+    int access = d == device ? 1 : 0, atomics = 0;
+    if (d != device) {
+      cudaDeviceCanAccessPeer(&access, device, d);
+      if (access) cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device, d);
+    }
+    g.access = static_cast<uint8_t>(access != 0);
+    g.nvlink = static_cast<uint8_t>(d != device && access && atomics);
+    if (t && device < t->size() && d < t->size() && d != device) {
+      const topo::LinkInfo& l = t->links[device][d];
+      g.nvlink = static_cast<uint8_t>(l.path == topo::PathClass::kNvlink);
+      g.broken = static_cast<uint8_t>(l.p2p_works == topo::P2pHealth::kBroken);
+    }
+    ++v->count;
+  }
+  cudaGetLastError();
+  if (!t) return;
+  *key = t->key();
+  std::string why;
+  const std::string path = defaultTuningPath(*key);
+  if (path.empty()) return;
+  if (loadTuningTable(path, *key, table, &why) == TuningLoad::kLoaded) {
+    v->tuning_hash = fnv(tuningTableText(*table));
+    TPCOMM_INFO(TUNING, "tuning table %s loaded", path.c_str());
+  }
+}
+
+Fabric agreeFabric(const RankInfo* all, int world, bool* share, std::string* reason) {
+  bool every_nvlink = true, every_reachable = true;
+  *share = false;
+  reason->clear();
+  for (int a = 0; a < world; ++a) {
+    for (int b = 0; b < world; ++b) {
+      if (a == b) continue;
+      if (strcmp(all[a].pci_bus_id_norm, all[b].pci_bus_id_norm) == 0) {
+        *share = true;
+        continue;
+      }
+      const MachineView::Gpu* g = find(all[a].view, all[b].pci_bus_id_norm);
+      if (!g) {  // rank a cannot see b's GPU: IPC may still map it, but not as NVLink
+        every_nvlink = false;
+        continue;
+      }
+      if (!g->access || g->broken) {
+        every_reachable = false;
+        if (reason->empty())
+          *reason = "rank " + std::to_string(a) + " cannot use P2P to rank " + std::to_string(b) +
+                    (g->broken ? " (a P2P test found the pair broken)" : " (not supported)");
+      }
+      if (!g->nvlink) every_nvlink = false;
+    }
+  }
+  if (!every_reachable) return Fabric::kHost;
+  return every_nvlink ? Fabric::kNvlink : Fabric::kPcie;
+}
+
+bool agreeTuning(const RankInfo* all, int world) {
+  for (int r = 0; r < world; ++r)
+    if (all[r].view.tuning_hash == 0 || all[r].view.tuning_hash != all[0].view.tuning_hash)
+      return false;
+  return true;
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,45 @@
+// What one rank sees of the machine from its GPU (which GPUs it can reach, over NVLink or not,
+// which pairs a P2P test found broken) and which tuning table it would use. Carried in the rank's
+// handle, so that every rank derives the fabric and the policy from the same facts: ranks that
+// disagreed would launch different kernels and wait for each other until the deadline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/device_comm.h"
+#include "plan/policy.h"
+#include "plan/tuning_table.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+struct MachineView {
+  struct Gpu {
+    char bus[16];     // normalized PCI bus id "0000:18:00.0"
+    uint8_t access;   // this rank's GPU can map its memory (P2P supported)
+    uint8_t nvlink;   // ... over NVLink
+    uint8_t broken;   // a P2P test (tpcomm doctor) found the pair broken
+    uint8_t pad;
+  };
+  uint32_t count;
+  uint32_t pad;
+  uint64_t tuning_hash;  // of the tuning table this rank loaded; 0: none
+  Gpu gpus[kMaxRanks];
+};
+
+struct RankInfo;
+
+// Fills v from this process's view of `device`, and loads the machine's tuning table (if any)
+// into *table. Never fails the communicator: facts that cannot be read are left out (logged).
+void buildMachineView(int device, MachineView* v, TuningTable* table, std::string* topology_key);
+
+// The fabric every rank agrees on: NVLink if every pair of distinct GPUs is reachable over NVLink
+// from both sides, PCIe if every pair is reachable, host memory otherwise. A peer GPU a rank
+// cannot see (CUDA_VISIBLE_DEVICES) counts as PCIe-reachable (IPC may still map it).
+Fabric agreeFabric(const RankInfo* all, int world, bool* ranks_share_gpu, std::string* reason);
+
+// True when every rank loaded the same tuning table (non-zero equal hashes).
+bool agreeTuning(const RankInfo* all, int world);
+
+}  // namespace tpcomm

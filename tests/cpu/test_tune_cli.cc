@@ -1,0 +1,62 @@
+// `tpcomm tune` where it cannot measure: no GPU visible (CUDA_VISIBLE_DEVICES=-1, so this passes
+// on GPU machines too) exits 2 with a message and writes nothing; bad options exit 2.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace tpcomm {
+namespace {
+
+struct CliResult {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+CliResult tune(const std::string& args) {
+  CliResult res;
+  const std::string cmd =
+      std::string("env CUDA_VISIBLE_DEVICES=-1 '") + TPCOMM_CLI_PATH + "' tune " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return res;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) res.out.append(buf, n);
+  const int st = pclose(p);
+  res.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return res;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(TuneCli, NoGpuExitsTwoAndWritesNothing) {
+  const std::string out = ::testing::TempDir() + "tpcomm_tune_cli_table.json";
+  remove(out.c_str());
+  const CliResult r = tune("--quick --out '" + out + "'");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "tpcomm tune: no GPU visible")) << r.out;
+  EXPECT_TRUE(has(r.out, "nothing to measure")) << r.out;
+  struct stat st;
+  EXPECT_NE(stat(out.c_str(), &st), 0) << "a table was written without measuring";
+}
+
+TEST(TuneCli, UsageErrorsExitTwo) {
+  for (const char* bad :
+       {"--bogus", "--world 1", "--world 9", "--world two", "--dtype int8", "--tie 0.5", "--out"}) {
+    const CliResult r = tune(bad);
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
+    EXPECT_FALSE(has(r.out, "no GPU visible")) << bad << ": options are checked first";
+  }
+  const CliResult help = tune("--help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_TRUE(has(help.out, "--quick")) << help.out;
+  EXPECT_TRUE(has(help.out, "--out FILE")) << help.out;
+}
+
+}  // namespace
+}  // namespace tpcomm

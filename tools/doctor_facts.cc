@@ -1,0 +1,171 @@
+// Fills DoctorFacts from the live machine. Every step degrades on its own: no driver still gives
+// the build's coverage, no NCCL still gives the topology, and so on.
+#include "tools/doctor_facts.h"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "kernels/image_check.h"
+#include "topo/discover.h"
+#include "topo/p2p_cache.h"
+#include "topo/topology_json.h"
+#include "transport/nccl_loader.h"
+
+namespace tpcomm::cli {
+namespace {
+
+// Whether this library has the host shared-memory transport (set up by a communicator that needs
+// it: comm/init.cc wantsHostTransport). The one switch for the preview, should a build lack it.
+bool hostTransportAvailable() {
+  return true;
+}
+
+std::string selfExePath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "/proc/self/exe";
+  buf[n] = '\0';
+  return buf;
+}
+
+bool readable(const std::string& path) {
+  return access(path.c_str(), R_OK) == 0;
+}
+
+void collectBinaries(DoctorFacts* f) {
+  const std::string exe = selfExePath();
+  BinaryInfo self;
+  self.role = "tpcomm executable";
+  self.how = "/proc/self/exe";
+  if (inspect::inspectFile(exe, &self.report)) {
+    f->binaries.push_back(std::move(self));
+  } else {
+    f->binary_notes.push_back("cannot inspect this executable (" + exe +
+                              "): " + self.report.errors.front());
+  }
+  BinaryInfo lib;
+  lib.role = "libtpcomm.so";
+  std::string path;
+  if (const char* env_path = getenv(kLibraryEnvVar); env_path && *env_path) {
+    path = env_path;
+    lib.how = kLibraryEnvVar;
+  } else {
+    for (const std::string& c : libraryCandidates(exe))
+      if (readable(c)) {
+        path = c;
+        lib.how = "found next to the executable";
+        break;
+      }
+  }
+  if (path.empty()) return;
+  char real[4096];
+  const std::string resolved = realpath(path.c_str(), real) ? real : path;
+  if (inspect::inspectFile(resolved, &lib.report)) {
+    f->library_found = true;
+    f->binaries.push_back(std::move(lib));
+  } else {
+    f->binary_notes.push_back("cannot inspect " + path + " (" + lib.how +
+                              "): " + lib.report.errors.front());
+  }
+}
+
+void collectGpus(const DoctorOptions& o, DoctorFacts* f) {
+  if (!o.topology_file.empty()) {
+    f->simulated_from = o.topology_file;
+    if (topo::loadTopologyFile(o.topology_file, &f->topo) != tpcommSuccess) {
+      f->no_gpu_reason = plainError(lastError());
+      f->simulated_from.clear();
+      f->topo = topo::Topology();
+      return;
+    }
+    f->gpus_visible = f->topo.size() > 0;
+    return;
+  }
+  if (topo::discover(&f->topo) != tpcommSuccess) {
+    f->no_gpu_reason = plainError(lastError());
+    return;
+  }
+  f->gpus_visible = true;
+  std::vector<int> all;
+  for (int g = 0; g < f->topo.size(); ++g) all.push_back(g);
+  if (all.size() >= 2) {
+    topo::P2pCheckOptions p2p;
+    p2p.retest = o.retest_p2p;
+    f->p2p_retested = o.retest_p2p;
+    f->p2p_cache_path = topo::p2pCachePath(f->topo);
+    f->p2p_checked = topo::checkP2pHealth(&f->topo, all, p2p) == tpcommSuccess;
+  }
+  // The driver's own answer (cudaFuncGetAttributes on every kernel), next to the inspector's.
+  for (int g = 0; g < f->topo.size(); ++g)
+    f->kernel_check.push_back(checkKernelImages(g) == tpcommSuccess ? "" : plainError(lastError()));
+}
+
+void collectCoverage(DoctorFacts* f) {
+  f->built_archs = builtArchitectures();
+  collectBinaries(f);
+  std::vector<std::pair<std::pair<int, int>, std::vector<int>>> ccs;
+  if (f->topo.size() > 0) {
+    std::vector<std::pair<int, int>> gpu_ccs;
+    for (const topo::GpuInfo& g : f->topo.gpus) gpu_ccs.emplace_back(g.cc_major, g.cc_minor);
+    ccs = ccsOfGpus(gpu_ccs);
+  } else {
+    for (const auto& cc : inspect::knownCcs()) ccs.push_back({cc, {}});
+  }
+  f->coverage = coverageFor(f->binaries, ccs);
+}
+
+void collectSetup(DoctorFacts* f) {
+  std::string why;
+  if (const NcclApi* nccl = ncclApi(&why)) {
+    f->nccl_loaded = true;
+    nccl->getVersion(&f->nccl_version);
+  } else {
+    f->nccl_why = why;
+  }
+  const Env& e = env();
+  f->nccl_off = e.nccl_mode == tpcommNcclOff;
+  for (const EnvVarDoc& d : envDocs())
+    if (const char* v = getenv(d.name))
+      f->env_set.push_back({d.name, v, d.default_value, d.meaning});
+  if (const char* v = getenv(kLibraryEnvVar))
+    f->env_set.push_back({kLibraryEnvVar, v, "", kLibraryEnvMeaning});
+  f->env_errors = e.errors;
+
+  if (f->topo.size() > 0) {
+    f->tuning_path = defaultTuningPath(f->topo.key());
+    f->tuning_status = loadTuningTable(f->tuning_path, f->topo.key(), &f->tuning, &f->tuning_why);
+  }
+  PreviewOptions& p = f->preview_options;
+  p.nccl_available = f->nccl_loaded && !f->nccl_off;
+  p.host_transport = hostTransportAvailable();
+  p.transport = e.transport;
+  p.forced_algo = e.algo;
+  p.strict = e.strict != 0;
+  p.tuning = f->tuning_status == TuningLoad::kLoaded ? &f->tuning : nullptr;
+}
+
+}  // namespace
+
+void collectFacts(const DoctorOptions& o, DoctorFacts* f) {
+  tpcommGetVersion(&f->tpcomm_version);
+  if (cudaDriverGetVersion(&f->driver_api) != cudaSuccess) f->driver_api = 0;
+  if (cudaRuntimeGetVersion(&f->runtime) != cudaSuccess) f->runtime = 0;
+  cudaGetLastError();
+  collectGpus(o, f);
+  collectCoverage(f);
+  if (f->topo.size() >= 2) {
+    std::vector<int> all;
+    for (int g = 0; g < f->topo.size(); ++g) all.push_back(g);
+    f->have_fabric = topo::classify(f->topo, all, &f->fabric_all) == tpcommSuccess;
+  }
+  collectSetup(f);
+  f->preview_hypothetical = f->topo.size() < 2;
+  f->preview = f->preview_hypothetical ? previewHypothetical(f->preview_options)
+                                       : previewMachine(f->topo, f->preview_options);
+}
+
+}  // namespace tpcomm::cli

@@ -1,0 +1,167 @@
+// `tpcomm doctor`'s policy preview: which algorithm the policy (src/plan/policy.h choose(), the
+// function every call goes through) would pick for a range of message sizes and world sizes on
+// this machine, and why. Pure (topology and options in, decisions out) and header-only, so the
+// CPU tests check it on the topology fixtures without a GPU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/device_comm.h"
+#include "plan/policy.h"
+#include "plan/tuning_table.h"
+#include "topo/classify.h"
+#include "topo/topology.h"
+
+namespace tpcomm::cli {
+
+// What a communicator created here would know, besides the topology.
+struct PreviewOptions {
+  bool nccl_available = false;  // libnccl loads and TPCOMM_NCCL is not off
+  // The library sets up its host-memory transport where a communicator needs it (no working
+  // P2P, TPCOMM_TRANSPORT=host, or a host algorithm forced: comm/init.cc wantsHostTransport).
+  bool host_transport = true;
+  int transport = 0;                    // TPCOMM_TRANSPORT: 0 auto, 1 p2p, 2 host
+  int forced_algo = -1;                 // TPCOMM_ALGO (-1: auto)
+  bool strict = false;                  // TPCOMM_STRICT
+  const TuningTable* tuning = nullptr;  // the table loaded for this machine, if any
+};
+
+struct PreviewRow {
+  size_t bytes = 0;
+  Decision decision;
+};
+
+struct PreviewWorld {
+  int world = 0;
+  std::vector<int> gpus;  // rank r runs on GPU gpus[r]; empty for a hypothetical machine
+  Fabric fabric = Fabric::kNvlink;
+  bool two_islands = false;
+  std::string fabric_reason;
+  std::string error;   // set when a communicator could not even be created (rows then empty)
+  bool tuned = false;  // the tuning table steers this world
+  std::string table;   // "built-in defaults", "tuning table", or why the table is not used
+  std::vector<PreviewRow> rows;
+};
+
+// 1 KiB .. 64 MiB in x4 steps (9 sizes): decode-sized messages up to prefill-sized ones.
+inline std::vector<size_t> previewSizes() {
+  std::vector<size_t> s;
+  for (size_t b = 1024; b <= (size_t{64} << 20); b *= 4) s.push_back(b);
+  return s;
+}
+
+// Decisions for every preview size, given the fabric facts of one world.
+inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
+  const SizeTable* tuned = nullptr;
+  if (o.tuning) {
+    tuned = o.tuning->tableFor(w->world, w->fabric);
+    if (tuned) {
+      w->table = "tuning table";
+    } else if (o.tuning->tableFor(w->world)) {
+      w->table = std::string("built-in defaults (the tuning table was measured on ") +
+                 fabricName(o.tuning->fabric) + ", these ranks use " + fabricName(w->fabric) + ")";
+    } else {
+      w->table =
+          "built-in defaults (the tuning table has no world " + std::to_string(w->world) + ")";
+    }
+  } else {
+    w->table = "built-in defaults";
+  }
+  w->tuned = tuned != nullptr;
+  for (size_t bytes : previewSizes()) {
+    PolicyInput in;
+    in.world = w->world;
+    in.bytes = bytes;
+    in.fabric = w->fabric;
+    in.two_islands = w->two_islands;
+    in.nccl_available = o.nccl_available;
+    in.host_transport =
+        o.host_transport && (w->fabric == Fabric::kHost || o.forced_algo == tpcommAlgoHostOneShot ||
+                             o.forced_algo == tpcommAlgoHostTwoShot);
+    in.forced_algo = o.forced_algo;
+    in.strict = o.strict;
+    in.tuned = tuned;
+    w->rows.push_back({bytes, choose(in)});
+  }
+}
+
+// One world on a real (or fixture) topology: rank r on GPU rank_gpu[r].
+inline PreviewWorld previewWorld(const topo::Topology& topo, const std::vector<int>& rank_gpu,
+                                 const PreviewOptions& o) {
+  PreviewWorld w;
+  w.world = static_cast<int>(rank_gpu.size());
+  w.gpus = rank_gpu;
+  topo::Classification c;
+  if (topo::classify(topo, rank_gpu, &c) != tpcommSuccess) {
+    w.error = "the ranks' GPUs are not in the topology";
+    return w;
+  }
+  w.fabric = c.fabric;
+  w.two_islands = c.two_islands;
+  w.fabric_reason = c.reason;
+  // TPCOMM_TRANSPORT, as comm/fabric.cc applies it.
+  if (o.transport == 2 && w.fabric != Fabric::kHost) {
+    w.fabric = Fabric::kHost;
+    w.two_islands = false;
+    w.fabric_reason += "; TPCOMM_TRANSPORT=host forces host memory";
+  } else if (o.transport == 1 && w.fabric == Fabric::kHost) {
+    w.error = "TPCOMM_TRANSPORT=p2p, but " + c.reason + ": communicator init fails";
+    return w;
+  }
+  fillRows(&w, o);
+  return w;
+}
+
+// Worlds 2..min(N, kMaxRanks) on GPUs 0..world-1 of the topology.
+inline std::vector<PreviewWorld> previewMachine(const topo::Topology& topo,
+                                                const PreviewOptions& o) {
+  std::vector<PreviewWorld> out;
+  std::vector<int> gpus;
+  for (int g = 0; g < topo.size() && g < kMaxRanks; ++g) {
+    gpus.push_back(g);
+    if (gpus.size() >= 2) out.push_back(previewWorld(topo, gpus, o));
+  }
+  return out;
+}
+
+// No topology (no GPU, or one): every fabric, worlds 2..8, built-in defaults (a tuning table
+// belongs to a machine, and there is none).
+inline std::vector<PreviewWorld> previewHypothetical(const PreviewOptions& o) {
+  PreviewOptions opts = o;
+  opts.tuning = nullptr;
+  std::vector<PreviewWorld> out;
+  for (Fabric f : {Fabric::kNvlink, Fabric::kPcie, Fabric::kHost}) {
+    for (int world = 2; world <= kMaxRanks; ++world) {
+      PreviewWorld w;
+      w.world = world;
+      w.fabric = f;
+      w.fabric_reason = std::string("hypothetical ") + fabricName(f) + " machine";
+      // TPCOMM_TRANSPORT narrows the fabrics a communicator could have.
+      if ((opts.transport == 2 && f != Fabric::kHost) ||
+          (opts.transport == 1 && f == Fabric::kHost))
+        continue;
+      fillRows(&w, opts);
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+// Previewed calls the policy would refuse (tpcommUnsupported / tpcommFallbackRefused) plus
+// worlds that could not be set up; the first reason in *first.
+inline int previewFailures(const std::vector<PreviewWorld>& worlds, std::string* first) {
+  int n = 0;
+  for (const PreviewWorld& w : worlds) {
+    if (!w.error.empty()) {
+      if (n++ == 0 && first) *first = "world " + std::to_string(w.world) + ": " + w.error;
+      continue;
+    }
+    for (const PreviewRow& r : w.rows)
+      if (r.decision.error != tpcommSuccess && n++ == 0 && first)
+        *first = "world " + std::to_string(w.world) + ": " + r.decision.reason;
+  }
+  return n;
+}
+
+}  // namespace tpcomm::cli

@@ -1,0 +1,244 @@
+#include "tools/tune_measure.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "tests/support/host_data.h"
+#include "tools/tune_timing.h"
+#include "transport/nccl_loader.h"
+
+namespace tpcomm::cli {
+namespace {
+
+struct Backend {
+  int algo = 0;
+  std::vector<tpcommComm_t> comms;  // tpcomm candidates
+  std::vector<ncclComm_t> nccl;     // the NCCL candidate
+  const NcclApi* api = nullptr;
+  tpcommResult_t last = tpcommSuccess;  // result of the last failed tpcomm call
+  bool measured = false;                // at least one size succeeded
+  bool dead = false;                    // skipped or broken: not tried again
+};
+
+std::string name(int algo) {
+  return tpcommAlgoName(algo);
+}
+
+// Creates the backend; "" or why the candidate cannot be created here.
+std::string create(Backend* b, const std::vector<int>& devlist) {
+  const int n = static_cast<int>(devlist.size());
+  if (b->algo == tpcommAlgoNccl) {
+    std::string why;
+    b->api = ncclApi(&why);
+    if (!b->api) return why;
+    b->nccl.assign(devlist.size(), nullptr);
+    const ncclResult_t r = b->api->commInitAll(b->nccl.data(), n, devlist.data());
+    if (r != ncclSuccess) {
+      b->nccl.clear();
+      return std::string("ncclCommInitAll failed: ") + b->api->getErrorString(r);
+    }
+    return "";
+  }
+  tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
+  cfg.algo = b->algo;
+  cfg.ncclMode = tpcommNcclOff;  // a forced algorithm never needs the fallback
+  b->comms.assign(devlist.size(), nullptr);
+  if (tpcommCommInitAll(b->comms.data(), n, devlist.data(), &cfg) != tpcommSuccess) {
+    b->comms.clear();
+    return std::string("tpcommCommInitAll: ") + tpcommGetLastError();
+  }
+  return "";
+}
+
+void destroy(Backend* b) {
+  for (tpcommComm_t c : b->comms) tpcommCommDestroy(c);
+  for (ncclComm_t c : b->nccl) b->api->commDestroy(c);
+  b->comms.clear();
+  b->nccl.clear();
+}
+
+std::string enqueue(Backend* b, std::vector<timing::Rank>& ranks, size_t count,
+                    tpcommDataType_t dt) {
+  if (b->algo == tpcommAlgoNccl) {
+    b->api->groupStart();
+    for (size_t r = 0; r < ranks.size(); ++r)
+      b->api->allReduce(ranks[r].send, ranks[r].recv, count, static_cast<ncclDataType_t>(dt),
+                        ncclSum, b->nccl[r], ranks[r].stream);
+    const ncclResult_t res = b->api->groupEnd();
+    return res == ncclSuccess ? "" : std::string("NCCL: ") + b->api->getErrorString(res);
+  }
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const tpcommResult_t res = tpcommAllReduce(ranks[r].send, ranks[r].recv, count, dt, tpcommSum,
+                                               b->comms[r], ranks[r].stream);
+    if (res != tpcommSuccess) {
+      b->last = res;
+      return tpcommGetLastError();
+    }
+  }
+  return "";
+}
+
+// An error a tpcomm kernel reported after its call returned (a peer that never answered).
+std::string asyncError(const Backend& b) {
+  for (tpcommComm_t c : b.comms) {
+    tpcommResult_t e = tpcommSuccess;
+    if (tpcommCommGetAsyncError(c, &e) == tpcommSuccess && e != tpcommSuccess)
+      return std::string("asynchronous error: ") + tpcommGetErrorString(e);
+  }
+  return "";
+}
+
+// Host copies of the inputs (each rank's first `count` elements) and their reference sum.
+struct Expected {
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<uint8_t> ref;
+};
+
+Expected expectedFor(const std::vector<std::vector<uint8_t>>& full, tpcommDataType_t dt,
+                     size_t count) {
+  Expected e;
+  const size_t bytes = count * test::elemSize(dt);
+  for (const auto& in : full) e.inputs.emplace_back(in.begin(), in.begin() + bytes);
+  e.ref = test::reference(dt, count, e.inputs);
+  return e;
+}
+
+// Elements of rank 0's output outside tolerance, plus one per rank whose bits differ from rank
+// 0's (every rank must produce the same bits, so checking rank 0 against the reference is enough).
+long countWrong(std::vector<timing::Rank>& ranks, const Expected& e, tpcommDataType_t dt,
+                size_t count, std::string* cuda_error) {
+  const size_t bytes = count * test::elemSize(dt);
+  std::vector<uint8_t> out(bytes), out0;
+  long wrong = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    cudaSetDevice(ranks[r].dev);
+    *cuda_error =
+        timing::cudaWhy(cudaMemcpy(out.data(), ranks[r].recv, bytes, cudaMemcpyDeviceToHost),
+                        "cudaMemcpy (result check)");
+    if (!cuda_error->empty()) return wrong;
+    if (r == 0) {
+      wrong += static_cast<long>(test::countWrong(dt, count, out.data(), e.ref.data(), e.inputs));
+      out0.swap(out);
+      out.resize(bytes);
+    } else if (memcmp(out.data(), out0.data(), bytes) != 0) {
+      ++wrong;
+    }
+  }
+  return wrong;
+}
+
+std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes) {
+  for (timing::Rank& r : ranks) {
+    const std::string e = timing::cudaWhy(cudaSetDevice(r.dev), "cudaSetDevice");
+    if (!e.empty()) return e;
+    // All ones: NaN in every datatype, so an output never written cannot pass the check.
+    const std::string m = timing::cudaWhy(cudaMemset(r.recv, 0xFF, bytes), "cudaMemset");
+    if (!m.empty()) return m;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<int> tuneCandidates() {
+  return {tpcommAlgoOneShot,     tpcommAlgoTwoShot,     tpcommAlgoIsland,
+          tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot, tpcommAlgoNccl};
+}
+
+std::string measureAll(const MeasureConfig& cfg, MeasureResult* out) {
+  if (cfg.sizes.empty() || cfg.devlist.size() < 2) return "nothing to measure";
+  const size_t max_bytes = cfg.sizes.back();
+  const size_t es = test::elemSize(cfg.dtype);
+  std::vector<timing::Rank> ranks;
+  std::string err = timing::setupRanks(cfg.devlist, max_bytes, &ranks);
+  std::vector<std::vector<uint8_t>> inputs;
+  for (size_t r = 0; r < ranks.size() && err.empty(); ++r) {
+    inputs.push_back(test::makeInput(cfg.dtype, max_bytes / es, 1234, static_cast<int>(r)));
+    cudaSetDevice(ranks[r].dev);
+    err = timing::cudaWhy(
+        cudaMemcpy(ranks[r].send, inputs.back().data(), max_bytes, cudaMemcpyHostToDevice),
+        "cudaMemcpy (inputs)");
+  }
+  if (!err.empty()) {
+    timing::freeRanks(&ranks);
+    return err;
+  }
+
+  std::vector<Backend> backends;
+  for (int algo : tuneCandidates()) {
+    Backend b;
+    b.algo = algo;
+    const std::string why = create(&b, cfg.devlist);
+    if (!why.empty()) {
+      out->skipped.push_back(name(algo) + ": " + why);
+      fprintf(stderr, "tpcomm tune: skipping %s: %s\n", name(algo).c_str(), why.c_str());
+      continue;
+    }
+    backends.push_back(std::move(b));
+  }
+
+  const size_t total = cfg.sizes.size() * backends.size();
+  size_t step = 0;
+  for (size_t bytes : cfg.sizes) {
+    const size_t count = bytes / es;
+    const Expected expected = cfg.check ? expectedFor(inputs, cfg.dtype, count) : Expected();
+    for (Backend& b : backends) {
+      ++step;
+      if (b.dead) continue;
+      err = clearOutputs(ranks, bytes);
+      if (!err.empty()) break;
+      timing::Timing t = timing::timeInGraph(
+          ranks, [&] { return enqueue(&b, ranks, count, cfg.dtype); }, cfg.warmup, cfg.iters,
+          cfg.reps);
+      if (t.cuda_failed) {
+        err = name(b.algo) + " at " + std::to_string(bytes) + " bytes: " + t.error;
+        break;
+      }
+      const std::string async = asyncError(b);
+      if (!async.empty()) {
+        t.ok = false;
+        t.error = async + " (the communicator is broken; " + name(b.algo) + " not tried again)";
+        b.dead = true;
+      }
+      if (!t.ok && !b.measured && b.last == tpcommUnsupported) {
+        // Cannot run here at all (e.g. the host transport on a P2P machine): say why once.
+        out->skipped.push_back(name(b.algo) + ": " + t.error);
+        fprintf(stderr, "tpcomm tune: skipping %s: %s\n", name(b.algo).c_str(), t.error.c_str());
+        b.dead = true;
+        continue;
+      }
+      long wrong = 0;
+      // NCCL is the baseline, not under test (it reduces in the datatype: its rounding differs).
+      if (t.ok && cfg.check && b.algo != tpcommAlgoNccl) {
+        wrong = countWrong(ranks, expected, cfg.dtype, count, &err);
+        if (!err.empty()) break;
+      }
+      fprintf(stderr, "[%3zu/%3zu] %9zu B  %-12s %10.2f us%s%s\n", step, total, bytes,
+              name(b.algo).c_str(), t.median_us, wrong ? "  WRONG RESULTS" : "",
+              t.ok ? "" : ("  n/a: " + t.error).c_str());
+      if (!t.ok) {
+        out->failures.push_back(name(b.algo) + " at " + std::to_string(bytes) +
+                                " bytes: " + t.error);
+      } else if (wrong) {
+        out->wrong += wrong;
+        out->failures.push_back(name(b.algo) + " at " + std::to_string(bytes) +
+                                " bytes: " + std::to_string(wrong) +
+                                " wrong elements (not used; please report this)");
+      } else {
+        b.measured = true;
+        out->samples.push_back({static_cast<int>(cfg.devlist.size()), bytes, b.algo, t.median_us});
+      }
+    }
+    if (!err.empty()) break;
+  }
+  for (Backend& b : backends) {
+    if (b.measured) out->candidates.push_back(b.algo);
+    destroy(&b);
+  }
+  timing::freeRanks(&ranks);
+  return err;
+}
+
+}  // namespace tpcomm::cli

@@ -1,0 +1,41 @@
+// `tpcomm tune`'s measuring: every candidate (tpcomm's algorithms, each forced through
+// config.algo, and NCCL itself) on the actual GPUs, in-process ranks, CUDA-graph mode, over a
+// size sweep, each result checked against a host reference. Needs GPUs; see tune_rules.h for the
+// decisions made from the numbers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "plan/tuning_table.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm::cli {
+
+struct MeasureConfig {
+  std::vector<int> devlist;  // rank r on GPU devlist[r] (distinct GPUs)
+  tpcommDataType_t dtype = tpcommBfloat16;
+  std::vector<size_t> sizes;  // bytes, ascending
+  int warmup = 5;
+  int iters = 50;  // calls per captured graph
+  int reps = 9;    // graph replays; the median is kept
+  bool check = true;
+};
+
+struct MeasureResult {
+  std::vector<TuningSample> samples;  // only correct results
+  std::vector<int> candidates;        // measured at one size at least, in column order
+  std::vector<std::string> skipped;   // "host_oneshot: why" for candidates never measured
+  std::vector<std::string> failures;  // per-size failures and wrong results, with the reason
+  long wrong = 0;                     // results outside tolerance (a bug: reported, exit 1)
+};
+
+// The candidates tune tries, in column order: oneshot, twoshot, island, host_oneshot,
+// host_twoshot, then NCCL. Those that cannot run here are skipped with the library's reason.
+std::vector<int> tuneCandidates();
+
+// Measures every candidate at every size; progress on stderr. Returns "" or why the measurement
+// as a whole could not run (buffers could not be allocated, a CUDA error left the GPUs unusable).
+std::string measureAll(const MeasureConfig& config, MeasureResult* out);
+
+}  // namespace tpcomm::cli
