@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
           LaunchKnobs k;
           getLaunchKnobs(b.comms[0], &k);
           k.block_bytes = bb;
+          k.host_block_bytes = bb;
           k.push_batch = pb;
           for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
           labels.push_back(b.label);

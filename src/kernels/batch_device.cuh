@@ -61,9 +61,10 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
     if (o + u * stride >= o_end) continue;
     own[u] = canon<T>(own[u]);
     // Re-poll only the peers still missing; indices stay compile-time (registers, no stack).
-    unsigned spins = 0;
-    for (int missing = 1; missing >= 0 && !ctx.failed;) {
-      missing = -1;
+    unsigned spins = 0, pause = 0;
+    for (bool first = true; !ctx.failed; first = false) {
+      if (!first) pollPause<Proto>(pause);
+      int missing = -1;
 #pragma unroll
       for (int r = 0; r < kW; ++r) {
         if (r < c.world && r != c.rank && !Proto::template arrived<T>(x[u][r], flag)) {
@@ -71,7 +72,7 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
           x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
         }
       }
-      if (missing >= 0) keepWaiting(ctx, spins, c, missing, step);
+      if (missing < 0 || !keepWaiting(ctx, spins, c, missing, step)) break;
     }
     Acc<T> acc;
     acc.set(pick(c.rank == 0, own[u], Proto::data(x[u][0])));

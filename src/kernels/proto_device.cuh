@@ -16,7 +16,8 @@
 namespace tpcomm {
 
 struct SentinelProto {
-  static constexpr int kEntry = 1;  // 16-byte entries per data vector
+  static constexpr int kEntry = 1;         // 16-byte entries per data vector
+  static constexpr unsigned kBackoffNs = 0;  // polls local memory: spin
   struct Raw {
     uint4 a;
   };
@@ -34,6 +35,9 @@ struct SentinelProto {
 
 struct LLProto {
   static constexpr int kEntry = 2;
+  // Polls cross PCIe (each a read round trip); thousands of threads re-polling without pause
+  // crowd out the very writes they wait for, so a missed poll sleeps (doubling up to 1 us).
+  static constexpr unsigned kBackoffNs = 64;
   struct Raw {
     uint4 a, b;
   };
@@ -44,13 +48,22 @@ struct LLProto {
   }
   __device__ static uint4 data(const Raw& r) { return make_uint4(r.a.x, r.a.z, r.b.x, r.b.z); }
   __device__ static void put(uint4* e, const uint4& v, uint32_t f) {
-    storeVec16(e, make_uint4(v.x, f, v.y, f));
-    storeVec16(e + 1, make_uint4(v.z, f, v.w, f));
+    storeVolatile16(e, make_uint4(v.x, f, v.y, f));
+    storeVolatile16(e + 1, make_uint4(v.z, f, v.w, f));
   }
   __device__ static void clear(uint4*) {}
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hbufs; }
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.host_slot_bytes; }
 };
+
+// Backoff between missed polls (Proto::kBackoffNs > 0): sleeps, doubling up to 1 us.
+template <typename Proto>
+__device__ __forceinline__ void pollPause(unsigned& ns) {
+  if constexpr (Proto::kBackoffNs > 0) {
+    ns = ns == 0 ? Proto::kBackoffNs : (ns < 1024 ? ns * 2 : ns);
+    __nanosleep(ns);
+  }
+}
 
 // The LL flag of a step: never 0, the value of never-written (zeroed) host memory.
 __device__ __forceinline__ uint32_t stepFlag(unsigned long long step) {

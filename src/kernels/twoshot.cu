@@ -101,9 +101,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
         for (int u = 0; u < kPushBatch; ++u) {
           if (u >= pb || o + u * stride >= end) continue;
-          unsigned spins = 0;
+          unsigned spins = 0, pause = 0;
           while (!Proto::template arrived<T>(y[u], flag) && !ctx.failed) {
             if (!keepWaiting(ctx, spins, c, d, e)) break;
+            pollPause<Proto>(pause);
             y[u] = Proto::load(src + (o + u * stride) * K);
           }
           if (ctx.failed) return;

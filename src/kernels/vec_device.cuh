@@ -176,6 +176,14 @@ __device__ __forceinline__ uint4 loadVolatile(const uint4* p) {
   return v;
 }
 
+// Volatile store, as NCCL's LL protocol uses for host memory: it goes out as one 16-byte write
+// and is not held back (two 8-byte {data, flag} halves must each land whole).
+__device__ __forceinline__ void storeVolatile16(uint4* p, const uint4& v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 __device__ __forceinline__ void storeVec16(uint4* p, const uint4& v) {
   asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
                "r"(v.w)

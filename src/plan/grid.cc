@@ -11,7 +11,9 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
   // Two-shot: a block owns a sub-range of every segment; a segment is 1/world of the step.
   const bool twoshot = algo == tpcommAlgoTwoShot || algo == tpcommAlgoHostTwoShot;
   const size_t share = twoshot ? (step_bytes + world - 1) / std::max(world, 1) : step_bytes;
-  const size_t per_block_target = static_cast<size_t>(std::max(k.block_bytes, 16));
+  const bool host = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
+  const size_t per_block_target =
+      static_cast<size_t>(std::max(host ? k.host_block_bytes : k.block_bytes, 16));
   const int cap = k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks;
   GridPlan g;
   g.blocks = static_cast<int>(std::min<size_t>(

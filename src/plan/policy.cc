@@ -74,8 +74,12 @@ const SizeTable& defaultTable(Fabric fabric, int world) {
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
-  static const SizeTable host = {{64 * KiB, tpcommAlgoHostOneShot},
-                                 {kInf, tpcommAlgoHostTwoShot}};
+  // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL kernels
+  // win up to 16 KiB (one-shot) and tie at 64 KiB (two-shot); above, NCCL's bulk copies through
+  // host memory are 2-3x faster, so NCCL serves them (and says so).
+  static const SizeTable host = {{16 * KiB, tpcommAlgoHostOneShot},
+                                 {64 * KiB, tpcommAlgoHostTwoShot},
+                                 {kInf, tpcommAlgoNccl}};
   switch (fabric) {
     case Fabric::kNvlink: return world <= 2 ? nvlink2 : nvlinkN;
     case Fabric::kPcie: return world <= 2 ? pcie2 : pcieN;

@@ -165,7 +165,8 @@ TEST(DoctorFindings, BrokenP2pAndNoP2pCostSpeed) {
   g.preview = previewMachine(g.topo, g.preview_options);
   fs = findingsFor(g);
   EXPECT_TRUE(has(findingWith(fs, "no working P2P")->what, "no host-memory transport")) << dump(fs);
-  EXPECT_NE(findingWith(fs, "the policy cannot serve 27"), nullptr) << dump(fs);
+  // (how many depends on the default host table: every call the table gives to tpcomm)
+  EXPECT_NE(findingWith(fs, "the policy cannot serve"), nullptr) << dump(fs);
 }
 
 TEST(DoctorFindings, PcieIsANoteNotAProblem) {

@@ -65,9 +65,15 @@ int checkedAllReduce(tpcommComm_t comm, int rank, int nranks, tpcommDataType_t d
   std::vector<uint8_t> got(bytes);
   cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost);
   const std::vector<uint8_t> ref = reference(dt, count, inputs);
-  const size_t wrong = countWrong(dt, count, got.data(), ref.data(), inputs);
+  size_t first = 0;
+  const size_t wrong = countWrong(dt, count, got.data(), ref.data(), inputs, &first);
   if (wrong) {
-    fprintf(stderr, "rank %d: %s count %zu: %zu wrong\n", rank, dtypeName(dt), count, wrong);
+    tpcommCallInfo_t info{};
+    tpcommCommGetLastCall(comm, &info);
+    const size_t es = elemSize(dt);
+    fprintf(stderr, "rank %d: %s count %zu: %zu wrong (%s, %d blocks); first at %zu: got %g want %g\n",
+            rank, dtypeName(dt), count, wrong, tpcommAlgoName(info.algo), info.blocks, first,
+            toDouble(dt, got.data() + first * es), toDouble(dt, ref.data() + first * es));
     rc = 1;
   }
   char line[96];
