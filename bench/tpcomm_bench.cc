@@ -58,12 +58,16 @@ std::string enqueueAll(Backend& b, std::vector<Rank>& ranks, size_t count, tpcom
     const ncclResult_t res = g_nccl->groupEnd();
     return res == ncclSuccess ? "" : g_nccl->getErrorString(res);
   }
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    const tpcommResult_t res = tpcommAllReduce(ranks[r].send, ranks[r].recv, count, dt, tpcommSum,
-                                               b.comms[r], ranks[r].stream);
-    if (res != tpcommSuccess) return tpcommGetLastError();
-  }
-  return "";
+  // One thread drives every rank: group the calls, since the policy may hand a size to NCCL,
+  // whose first call needs every rank's call before any returns (a hang otherwise).
+  std::string err;
+  tpcommGroupStart();
+  for (size_t r = 0; r < ranks.size() && err.empty(); ++r)
+    if (tpcommAllReduce(ranks[r].send, ranks[r].recv, count, dt, tpcommSum, b.comms[r],
+                        ranks[r].stream) != tpcommSuccess)
+      err = tpcommGetLastError();
+  tpcommGroupEnd();
+  return err;
 }
 
 void syncAll(std::vector<Rank>& ranks) {

@@ -66,12 +66,16 @@ int main() {
       CUDA_OR_DIE(cudaMemcpy(buf[r], host.data(), count * 2, cudaMemcpyHostToDevice));
     }
     const auto t0 = std::chrono::steady_clock::now();
+    // One thread drives every rank: group the calls (an NCCL fallback needs all of them).
+    tpcommGroupStart();
     for (int r = 0; r < world; ++r)  // in place
       if (tpcommAllReduce(buf[r], buf[r], count, tpcommBfloat16, tpcommSum, comms[r],
                           streams[r]) != tpcommSuccess) {
         fprintf(stderr, "tpcommAllReduce failed: %s\n", tpcommGetLastError());
+        tpcommGroupEnd();
         return 1;
       }
+    tpcommGroupEnd();
     for (int r = 0; r < world; ++r) {
       CUDA_OR_DIE(cudaSetDevice(devs[r]));
       CUDA_OR_DIE(cudaStreamSynchronize(streams[r]));

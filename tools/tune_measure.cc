@@ -69,15 +69,19 @@ std::string enqueue(Backend* b, std::vector<timing::Rank>& ranks, size_t count,
     const ncclResult_t res = b->api->groupEnd();
     return res == ncclSuccess ? "" : std::string("NCCL: ") + b->api->getErrorString(res);
   }
-  for (size_t r = 0; r < ranks.size(); ++r) {
+  // One thread drives every rank: grouped, as an NCCL fallback inside needs every rank's call.
+  std::string err;
+  tpcommGroupStart();
+  for (size_t r = 0; r < ranks.size() && err.empty(); ++r) {
     const tpcommResult_t res = tpcommAllReduce(ranks[r].send, ranks[r].recv, count, dt, tpcommSum,
                                                b->comms[r], ranks[r].stream);
     if (res != tpcommSuccess) {
       b->last = res;
-      return tpcommGetLastError();
+      err = tpcommGetLastError();
     }
   }
-  return "";
+  tpcommGroupEnd();
+  return err;
 }
 
 // An error a tpcomm kernel reported after its call returned (a peer that never answered).
