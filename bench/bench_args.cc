@@ -34,10 +34,23 @@ bool parseSize(const char* s, size_t* out) {
   double v = strtod(s, &end);
   if (end == s || v <= 0) return false;
   switch (*end) {
-    case 'K': case 'k': v *= 1024; ++end; break;
-    case 'M': case 'm': v *= 1024 * 1024; ++end; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; ++end; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024 * 1024;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      ++end;
+      break;
+    default:
+      break;
   }
   if (*end == 'B' || *end == 'b') ++end;
   if (*end) return false;
@@ -49,7 +62,8 @@ std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
   return out;
 }
 
@@ -85,10 +99,14 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       ok = a->factor >= 2;
     } else if (k == "--dtype") {
       const std::string d = v;
-      if (d == "bf16" || d == "bfloat16") a->dtype = tpcommBfloat16;
-      else if (d == "fp16" || d == "float16") a->dtype = tpcommFloat16;
-      else if (d == "fp32" || d == "float32") a->dtype = tpcommFloat32;
-      else ok = false;
+      if (d == "bf16" || d == "bfloat16")
+        a->dtype = tpcommBfloat16;
+      else if (d == "fp16" || d == "float16")
+        a->dtype = tpcommFloat16;
+      else if (d == "fp32" || d == "float32")
+        a->dtype = tpcommFloat32;
+      else
+        ok = false;
     } else if (k == "--mode") {
       const std::string m = v;
       a->eager = m == "eager" || m == "both";
@@ -96,8 +114,7 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       ok = a->eager || a->graph;
     } else if (k == "--backends") {
       a->backends = split(v);
-      for (const auto& b : a->backends)
-        ok = ok && (b == "nccl" || parseAlgoName(b) >= 0);
+      for (const auto& b : a->backends) ok = ok && (b == "nccl" || parseAlgoName(b) >= 0);
     } else if (k == "--iters") {
       a->iters = atoi(v);
       ok = a->iters >= 1;

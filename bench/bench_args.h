@@ -9,8 +9,8 @@
 namespace tpcomm::bench {
 
 struct Args {
-  int ranks = 0;                    // 0: one per visible GPU
-  std::vector<int> devices;         // rank i on devices[i % size]; empty: 0..ngpu-1
+  int ranks = 0;             // 0: one per visible GPU
+  std::vector<int> devices;  // rank i on devices[i % size]; empty: 0..ngpu-1
   size_t min_bytes = 1024;
   size_t max_bytes = 64u << 20;
   int factor = 4;
@@ -18,13 +18,13 @@ struct Args {
   bool eager = true;
   bool graph = true;
   std::vector<std::string> backends = {"auto", "oneshot", "twoshot", "nccl"};
-  int iters = 50;                   // calls per timed repetition (and per captured graph)
-  int reps = 9;                     // repetitions; the median is reported
+  int iters = 50;  // calls per timed repetition (and per captured graph)
+  int reps = 9;    // repetitions; the median is reported
   int warmup = 5;
   int max_blocks = 0;
-  bool sweep_knobs = false;         // also time oneshot/twoshot over grid and batch variants
-  bool check = true;                // verify each backend's output against the fp64 reference
-  std::string json;                 // write results here
+  bool sweep_knobs = false;  // also time oneshot/twoshot over grid and batch variants
+  bool check = true;         // verify each backend's output against the fp64 reference
+  std::string json;          // write results here
 };
 
 // Parses argv; on --help or an error prints usage and returns false with *exit_code set.

@@ -10,9 +10,12 @@ namespace {
 
 std::string human(size_t b) {
   char buf[32];
-  if (b >= (1u << 20)) snprintf(buf, sizeof(buf), "%zuM", b >> 20);
-  else if (b >= 1024) snprintf(buf, sizeof(buf), "%zuK", b >> 10);
-  else snprintf(buf, sizeof(buf), "%zu", b);
+  if (b >= (1u << 20))
+    snprintf(buf, sizeof(buf), "%zuM", b >> 20);
+  else if (b >= 1024)
+    snprintf(buf, sizeof(buf), "%zuK", b >> 10);
+  else
+    snprintf(buf, sizeof(buf), "%zu", b);
   return buf;
 }
 
@@ -44,13 +47,16 @@ void printTable(const Args& a, int ranks, const std::string& mode, const std::ve
       if (!seen) sizes.push_back(r.bytes);
     }
   const double busf = ranks > 1 ? 2.0 * (ranks - 1) / ranks : 1.0;
-  printf("\n# tpcomm-bench: %d ranks, %s, %s mode, out of place; time = median us per call over "
-         "%d reps of %d calls (spread = (max-min)/median); busbw GB/s = bytes/time * 2(n-1)/n\n",
-         ranks, test::dtypeName(a.dtype), mode.c_str(), a.reps, a.iters);
+  printf(
+      "\n# tpcomm-bench: %d ranks, %s, %s mode, out of place; time = median us per call over "
+      "%d reps of %d calls (spread = (max-min)/median); busbw GB/s = bytes/time * 2(n-1)/n\n",
+      ranks, test::dtypeName(a.dtype), mode.c_str(), a.reps, a.iters);
   printf("%10s %11s %8s", "size(B)", "count", "type");
-  for (const std::string& b : backends) printf(" | %12s %6s %6s", (b + " us").c_str(), "spread", "busbw");
+  for (const std::string& b : backends)
+    printf(" | %12s %6s %6s", (b + " us").c_str(), "spread", "busbw");
   const bool has_nccl = [&] {
-    for (const auto& b : backends) if (b == "nccl") return true;
+    for (const auto& b : backends)
+      if (b == "nccl") return true;
     return false;
   }();
   if (has_nccl) printf(" | %9s", "auto/nccl");
@@ -70,8 +76,10 @@ void printTable(const Args& a, int ranks, const std::string& mode, const std::ve
     if (has_nccl) {
       const Result* au = find(rs, mode, "auto", bytes);
       const Result* nc = find(rs, mode, "nccl", bytes);
-      if (au && nc && au->ok && nc->ok) printf(" | %8.2fx", au->median_us / nc->median_us);
-      else printf(" | %9s", "n/a");
+      if (au && nc && au->ok && nc->ok)
+        printf(" | %8.2fx", au->median_us / nc->median_us);
+      else
+        printf(" | %9s", "n/a");
     }
     const Result* au = find(rs, mode, "auto", bytes);
     printf(" | %s\n", au ? au->algo.c_str() : "");

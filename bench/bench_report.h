@@ -13,10 +13,10 @@ struct Result {
   std::string mode;     // "eager" or "graph"
   size_t bytes = 0;
   size_t count = 0;
-  bool ok = false;      // measured (false: the backend cannot serve this size; see note)
+  bool ok = false;  // measured (false: the backend cannot serve this size; see note)
   double median_us = 0, min_us = 0, max_us = 0;
-  std::string algo;     // what ran (for auto: the policy's choice)
-  long wrong = -1;      // elements outside tolerance (-1: not checked)
+  std::string algo;  // what ran (for auto: the policy's choice)
+  long wrong = -1;   // elements outside tolerance (-1: not checked)
   std::string note;
 };
 

@@ -20,14 +20,14 @@
 namespace tpcomm::bench {
 namespace {
 
-#define CK(call)                                                                            \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
+#define CK(call)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
       fprintf(stderr, "tpcomm-bench: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), \
-              __FILE__, __LINE__);                                                          \
-      exit(1);                                                                              \
-    }                                                                                       \
+              __FILE__, __LINE__);                                                            \
+      exit(1);                                                                                \
+    }                                                                                         \
   } while (0)
 
 struct Rank {
@@ -106,8 +106,10 @@ long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
     CK(cudaSetDevice(ranks[i].dev));
     CK(cudaMemcpy(out.data(), ranks[i].recv, bytes, cudaMemcpyDeviceToHost));
     wrong += static_cast<long>(test::countWrong(dt, count, out.data(), ref.data(), ins));
-    if (i == 0) out0 = out;
-    else if (memcmp(out.data(), out0.data(), bytes) != 0) wrong += 1;  // ranks disagree
+    if (i == 0)
+      out0 = out;
+    else if (memcmp(out.data(), out0.data(), bytes) != 0)
+      wrong += 1;  // ranks disagree
   }
   return wrong;
 }
@@ -119,7 +121,8 @@ Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes
   res.bytes = bytes;
   res.count = bytes / test::elemSize(a.dtype);
   std::string err;
-  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i) err = enqueueAll(b, ranks, res.count, a.dtype);
+  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i)
+    err = enqueueAll(b, ranks, res.count, a.dtype);
   syncAll(ranks);
   if (!err.empty()) {
     res.note = err;
@@ -306,7 +309,8 @@ int main(int argc, char** argv) {
     backends.push_back(std::move(b));
   }
   std::vector<size_t> sizes;
-  for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor)) sizes.push_back(s);
+  for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor))
+    sizes.push_back(s);
   std::vector<Result> results;
   size_t step = 0;
   const size_t total = sizes.size() * backends.size() * ((a.eager ? 1 : 0) + (a.graph ? 1 : 0));

@@ -14,16 +14,18 @@
 
 namespace {
 
-#define CUDA_OR_DIE(call)                                                              \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_));               \
-      return 1;                                                                        \
-    }                                                                                  \
+#define CUDA_OR_DIE(call)                                                \
+  do {                                                                   \
+    cudaError_t e_ = (call);                                             \
+    if (e_ != cudaSuccess) {                                             \
+      fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      return 1;                                                          \
+    }                                                                    \
   } while (0)
 
-float input(int rank, size_t i) { return static_cast<float>((i * 7 + rank * 3) % 11) - 5.0f; }
+float input(int rank, size_t i) {
+  return static_cast<float>((i * 7 + rank * 3) % 11) - 5.0f;
+}
 
 }  // namespace
 
@@ -33,10 +35,11 @@ int main() {
     cudaGetLastError();
     tpcommComm_t comms[2];
     const tpcommResult_t r = tpcommCommInitAll(comms, 2, nullptr, nullptr);
-    printf("tpcomm-demo: no CUDA device is visible on this machine.\n"
-           "tpcommCommInitAll returned %d (%s):\n  %s\n"
-           "Run this demo on a machine with NVIDIA GPUs; `tpcomm doctor` explains what it sees.\n",
-           r, tpcommGetErrorString(r), tpcommGetLastError());
+    printf(
+        "tpcomm-demo: no CUDA device is visible on this machine.\n"
+        "tpcommCommInitAll returned %d (%s):\n  %s\n"
+        "Run this demo on a machine with NVIDIA GPUs; `tpcomm doctor` explains what it sees.\n",
+        r, tpcommGetErrorString(r), tpcommGetLastError());
     return r == tpcommNoDevice ? 0 : 1;
   }
   const int world = ngpu >= 2 ? (ngpu > 8 ? 8 : ngpu) : 2;
@@ -69,8 +72,8 @@ int main() {
     // One thread drives every rank: group the calls (an NCCL fallback needs all of them).
     tpcommGroupStart();
     for (int r = 0; r < world; ++r)  // in place
-      if (tpcommAllReduce(buf[r], buf[r], count, tpcommBfloat16, tpcommSum, comms[r],
-                          streams[r]) != tpcommSuccess) {
+      if (tpcommAllReduce(buf[r], buf[r], count, tpcommBfloat16, tpcommSum, comms[r], streams[r]) !=
+          tpcommSuccess) {
         fprintf(stderr, "tpcommAllReduce failed: %s\n", tpcommGetLastError());
         tpcommGroupEnd();
         return 1;
@@ -98,8 +101,9 @@ int main() {
   }
   printf("\n%s: every rank's result %s the host reference.\n", bad ? "FAILED" : "OK",
          bad ? "differs from" : "equals");
-  printf("(Times above are one eager call including the host; `tpcomm-bench` measures properly, "
-         "next to NCCL.)\n");
+  printf(
+      "(Times above are one eager call including the host; `tpcomm-bench` measures properly, "
+      "next to NCCL.)\n");
   for (int r = 0; r < world; ++r) {
     cudaSetDevice(devs[r]);
     cudaFree(buf[r]);

@@ -83,16 +83,16 @@ typedef enum {
  * at its initializer value means "default": the environment variable of the same purpose, if set,
  * and otherwise the built-in default. */
 typedef struct {
-  size_t size;              /* sizeof(tpcommConfig_t) */
-  unsigned int magic;       /* TPCOMM_CONFIG_MAGIC */
-  unsigned int version;     /* TPCOMM_CONFIG_VERSION */
-  size_t bufferBytes;       /* staging bytes per slot (3 slots per rank); 0: TPCOMM_BUFFER_BYTES */
-  int timeoutMs;            /* deadline of every wait, ms; 0: TPCOMM_TIMEOUT_MS (default 5000) */
-  int strict;               /* -1: TPCOMM_STRICT; 0 allow fallbacks; 1 any fallback is an error */
-  int algo;                 /* -1: TPCOMM_ALGO; else a tpcommAlgo_t forced for every call */
-  int ncclMode;             /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */
-  void* ncclComm;           /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
-  int maxBlocks;            /* 0: default (by message size); else an upper bound on the grid */
+  size_t size;          /* sizeof(tpcommConfig_t) */
+  unsigned int magic;   /* TPCOMM_CONFIG_MAGIC */
+  unsigned int version; /* TPCOMM_CONFIG_VERSION */
+  size_t bufferBytes;   /* staging bytes per slot (3 slots per rank); 0: TPCOMM_BUFFER_BYTES */
+  int timeoutMs;        /* deadline of every wait, ms; 0: TPCOMM_TIMEOUT_MS (default 5000) */
+  int strict;           /* -1: TPCOMM_STRICT; 0 allow fallbacks; 1 any fallback is an error */
+  int algo;             /* -1: TPCOMM_ALGO; else a tpcommAlgo_t forced for every call */
+  int ncclMode;         /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */
+  void* ncclComm;       /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
+  int maxBlocks;        /* 0: default (by message size); else an upper bound on the grid */
 } tpcommConfig_t;
 
 #define TPCOMM_CONFIG_INITIALIZER \
@@ -125,21 +125,24 @@ TPCOMM_API tpcommResult_t tpcommGetUniqueId(tpcommUniqueId* uniqueId);
 /* One process per GPU: collective over nranks processes on this machine, which meet through a
  * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED; there is no
  * TCP listener). Uses the current CUDA device. config may be NULL. */
-TPCOMM_API tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId uniqueId, int rank,
-                                  const tpcommConfig_t* config);
+TPCOMM_API tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks,
+                                             tpcommUniqueId uniqueId, int rank,
+                                             const tpcommConfig_t* config);
 
 /* One process driving ndev ranks (like ncclCommInitAll). devlist may be NULL (0..ndev-1) and may
  * repeat a device: ranks sharing a GPU are allowed (for tests; their kernels must be co-resident),
  * but then NCCL is not available as a fallback. */
 TPCOMM_API tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const int* devlist,
-                                 const tpcommConfig_t* config);
+                                            const tpcommConfig_t* config);
 
 /* For a framework that already has a process group: Begin gives this rank's handle bytes, the
  * framework all-gathers them (rank order), End completes the communicator. The current CUDA device
  * is used. Between Begin and End the communicator can only be passed to End or Destroy. */
 TPCOMM_API tpcommResult_t tpcommCommInitRankBegin(tpcommComm_t* comm, int nranks, int rank,
-                                       const tpcommConfig_t* config, tpcommRankHandle* myHandle);
-TPCOMM_API tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* allHandles);
+                                                  const tpcommConfig_t* config,
+                                                  tpcommRankHandle* myHandle);
+TPCOMM_API tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm,
+                                                const tpcommRankHandle* allHandles);
 
 /* Frees everything. Not collective; the caller makes sure no peer still runs a collective. */
 TPCOMM_API tpcommResult_t tpcommCommDestroy(tpcommComm_t comm);
@@ -158,8 +161,8 @@ TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResul
  * any element-aligned pointers, any stream of the communicator's device, and CUDA graph capture
  * with no registration of the user's buffers. */
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                               tpcommDataType_t datatype, tpcommRedOp_t op, tpcommComm_t comm,
-                               tpcommStream_t stream);
+                                          tpcommDataType_t datatype, tpcommRedOp_t op,
+                                          tpcommComm_t comm, tpcommStream_t stream);
 
 /* When one thread drives several ranks (tpcommCommInitAll), wrap the calls of one collective
  * across ranks in a group, as with NCCL: the NCCL fallback needs every rank's call before any of
@@ -187,11 +190,12 @@ typedef struct {
 
 TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats);
 TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
-TPCOMM_API const char* tpcommAlgoName(int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
+TPCOMM_API const char* tpcommAlgoName(
+    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
 
 /* What the policy would choose for a call of this size, without running it ("doctor", tests). */
-TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count, tpcommDataType_t datatype,
-                                 tpcommCallInfo_t* info);
+TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
+                                            tpcommDataType_t datatype, tpcommCallInfo_t* info);
 
 #ifdef __cplusplus
 }

@@ -16,36 +16,61 @@ tpcommResult_t tpcommGetVersion(int* version) {
 
 const char* tpcommGetErrorString(tpcommResult_t result) {
   switch (result) {
-    case tpcommSuccess: return "no error";
-    case tpcommUnhandledCudaError: return "unhandled CUDA error";
-    case tpcommSystemError: return "system error";
-    case tpcommInternalError: return "internal error (please report)";
-    case tpcommInvalidArgument: return "invalid argument";
-    case tpcommInvalidUsage: return "invalid usage";
-    case tpcommRemoteError: return "remote error (a peer failed or disagrees)";
-    case tpcommInProgress: return "in progress";
-    case tpcommTimeout: return "timeout (a peer did not answer in time)";
-    case tpcommNoDevice: return "no CUDA device or driver";
-    case tpcommNoKernelImage: return "no kernel image for this GPU architecture";
-    case tpcommUnsupported: return "unsupported here";
-    case tpcommFallbackRefused: return "fallback refused (strict mode)";
-    case tpcommNcclError: return "NCCL error";
-    default: return "unknown result code";
+    case tpcommSuccess:
+      return "no error";
+    case tpcommUnhandledCudaError:
+      return "unhandled CUDA error";
+    case tpcommSystemError:
+      return "system error";
+    case tpcommInternalError:
+      return "internal error (please report)";
+    case tpcommInvalidArgument:
+      return "invalid argument";
+    case tpcommInvalidUsage:
+      return "invalid usage";
+    case tpcommRemoteError:
+      return "remote error (a peer failed or disagrees)";
+    case tpcommInProgress:
+      return "in progress";
+    case tpcommTimeout:
+      return "timeout (a peer did not answer in time)";
+    case tpcommNoDevice:
+      return "no CUDA device or driver";
+    case tpcommNoKernelImage:
+      return "no kernel image for this GPU architecture";
+    case tpcommUnsupported:
+      return "unsupported here";
+    case tpcommFallbackRefused:
+      return "fallback refused (strict mode)";
+    case tpcommNcclError:
+      return "NCCL error";
+    default:
+      return "unknown result code";
   }
 }
 
-const char* tpcommGetLastError(void) { return lastError(); }
+const char* tpcommGetLastError(void) {
+  return lastError();
+}
 
 const char* tpcommAlgoName(int algo) {
   switch (algo) {
-    case tpcommAlgoAuto: return "auto";
-    case tpcommAlgoOneShot: return "oneshot";
-    case tpcommAlgoTwoShot: return "twoshot";
-    case tpcommAlgoNccl: return "nccl";
-    case tpcommAlgoHostOneShot: return "host_oneshot";
-    case tpcommAlgoHostTwoShot: return "host_twoshot";
-    case tpcommAlgoIsland: return "island";
-    default: return nullptr;
+    case tpcommAlgoAuto:
+      return "auto";
+    case tpcommAlgoOneShot:
+      return "oneshot";
+    case tpcommAlgoTwoShot:
+      return "twoshot";
+    case tpcommAlgoNccl:
+      return "nccl";
+    case tpcommAlgoHostOneShot:
+      return "host_oneshot";
+    case tpcommAlgoHostTwoShot:
+      return "host_twoshot";
+    case tpcommAlgoIsland:
+      return "island";
+    default:
+      return nullptr;
   }
 }
 
@@ -93,7 +118,11 @@ tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info) 
   return tpcommSuccess;
 }
 
-tpcommResult_t tpcommGroupStart(void) { return ncclGroup(true); }
-tpcommResult_t tpcommGroupEnd(void) { return ncclGroup(false); }
+tpcommResult_t tpcommGroupStart(void) {
+  return ncclGroup(true);
+}
+tpcommResult_t tpcommGroupEnd(void) {
+  return ncclGroup(false);
+}
 
 }  // extern "C"

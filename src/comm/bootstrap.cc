@@ -174,8 +174,9 @@ tpcommResult_t peerGather(const std::string& name, int rank, int nranks, const v
     if (errno != ECONNREFUSED && errno != ENOENT && errno != EAGAIN && errno != EINTR)
       return fail(tpcommSystemError, "bootstrap: connect: %s", strerror(errno));
     if (msLeft(deadline) == 0)
-      return fail(tpcommTimeout, "bootstrap: rank %d could not reach rank 0 (is it running, with "
-                                 "the same unique id, on this machine?)",
+      return fail(tpcommTimeout,
+                  "bootstrap: rank %d could not reach rank 0 (is it running, with "
+                  "the same unique id, on this machine?)",
                   rank);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

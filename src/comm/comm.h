@@ -37,10 +37,10 @@ struct tpcommComm {
   tpcomm::Staging staging;
   std::vector<char*> ipc_mapped;  // peers' staging opened through IPC (closed at destroy)
   tpcomm::DeviceComm dev{};
-  tpcomm::RankInfo self{};        // this rank's handle contents (Begin -> End)
+  tpcomm::RankInfo self{};  // this rank's handle contents (Begin -> End)
 
   tpcomm::Fabric fabric = tpcomm::Fabric::kNvlink;
-  tpcomm::TuningTable tuning;              // this machine's table (`tpcomm tune`), if any
+  tpcomm::TuningTable tuning;                // this machine's table (`tpcomm tune`), if any
   const tpcomm::SizeTable* tuned = nullptr;  // its rows for this world and fabric, if agreed
   bool ranks_share_gpu = false;
   bool two_islands = false;

@@ -30,8 +30,9 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
                   "config: not initialised with TPCOMM_CONFIG_INITIALIZER (magic 0x%x)",
                   config->magic);
     if (config->version > TPCOMM_CONFIG_VERSION || config->size > sizeof(tpcommConfig_t))
-      return fail(tpcommInvalidArgument, "config: version %u (size %zu) is newer than this "
-                                         "library (version %u)",
+      return fail(tpcommInvalidArgument,
+                  "config: version %u (size %zu) is newer than this "
+                  "library (version %u)",
                   config->version, config->size, TPCOMM_CONFIG_VERSION);
     if (config->bufferBytes) {
       if (config->bufferBytes < (64u << 10) || config->bufferBytes > (size_t{1} << 34))
@@ -65,7 +66,8 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
       s.nccl_comm = config->ncclComm;
     }
     if (config->maxBlocks < 0 || config->maxBlocks > 1024)
-      return fail(tpcommInvalidArgument, "config.maxBlocks=%d: expected 0..1024", config->maxBlocks);
+      return fail(tpcommInvalidArgument, "config.maxBlocks=%d: expected 0..1024",
+                  config->maxBlocks);
     if (config->maxBlocks > 0) s.max_blocks = config->maxBlocks;
   }
   s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size

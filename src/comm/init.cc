@@ -50,8 +50,10 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->settings = s;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   TPCOMM_CHECK(checkKernelImages(device));
-  TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&c->cc_major, cudaDevAttrComputeCapabilityMajor, device));
-  TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&c->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+  TPCOMM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&c->cc_major, cudaDevAttrComputeCapabilityMajor, device));
+  TPCOMM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&c->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
   TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
   std::string key;
@@ -68,9 +70,8 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
 }
 
 bool wantsHostTransport(const tpcommComm* c) {
-  return c->world > 1 &&
-         (c->fabric == Fabric::kHost || c->settings.algo == tpcommAlgoHostOneShot ||
-          c->settings.algo == tpcommAlgoHostTwoShot);
+  return c->world > 1 && (c->fabric == Fabric::kHost || c->settings.algo == tpcommAlgoHostOneShot ||
+                          c->settings.algo == tpcommAlgoHostTwoShot);
 }
 
 // Attaches to rank 0's host segment when this communicator uses the host transport; otherwise
@@ -230,8 +231,8 @@ tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* 
   return tpcommSuccess;
 }
 
-tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId uniqueId,
-                                  int rank, const tpcommConfig_t* config) {
+tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId uniqueId, int rank,
+                                  const tpcommConfig_t* config) {
   clearLastError();
   tpcommRankHandle mine;
   TPCOMM_CHECK(tpcommCommInitRankBegin(comm, nranks, rank, config, &mine));
@@ -262,8 +263,9 @@ tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const int* devli
   for (int i = 0; i < ndev; ++i) {
     devs[i] = devlist ? devlist[i] : i;
     if (devs[i] < 0 || devs[i] >= ndevices)
-      return fail(tpcommInvalidArgument, "tpcommCommInitAll: devlist[%d]=%d, but %d device(s) are "
-                                         "visible",
+      return fail(tpcommInvalidArgument,
+                  "tpcommCommInitAll: devlist[%d]=%d, but %d device(s) are "
+                  "visible",
                   i, devs[i], ndevices);
   }
   int saved = 0;
@@ -280,9 +282,8 @@ tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const int* devli
   std::vector<RankInfo> all(static_cast<size_t>(ndev));
   std::vector<char*> bufs(static_cast<size_t>(ndev));
   for (int i = 0; i < ndev; ++i) {
-    const tpcommResult_t r = withNewComm(&comms[i], [&](tpcommComm* c) {
-      return beginRank(c, ndev, i, devs[i], s);
-    });
+    const tpcommResult_t r =
+        withNewComm(&comms[i], [&](tpcommComm* c) { return beginRank(c, ndev, i, devs[i], s); });
     if (r != tpcommSuccess) return cleanup(r);
     all[i] = comms[i]->self;
     bufs[i] = comms[i]->staging.buf;

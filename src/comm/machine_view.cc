@@ -68,7 +68,8 @@ void buildMachineView(int device, MachineView* v, TuningTable* table, std::strin
     int access = d == device ? 1 : 0, atomics = 0;
     if (d != device) {
       cudaDeviceCanAccessPeer(&access, device, d);
-      if (access) cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device, d);
+      if (access)
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device, d);
     }
     g.access = static_cast<uint8_t>(access != 0);
     g.nvlink = static_cast<uint8_t>(d != device && access && atomics);

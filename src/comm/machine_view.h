@@ -16,10 +16,10 @@ namespace tpcomm {
 
 struct MachineView {
   struct Gpu {
-    char bus[16];     // normalized PCI bus id "0000:18:00.0"
-    uint8_t access;   // this rank's GPU can map its memory (P2P supported)
-    uint8_t nvlink;   // ... over NVLink
-    uint8_t broken;   // a P2P test (tpcomm doctor) found the pair broken
+    char bus[16];    // normalized PCI bus id "0000:18:00.0"
+    uint8_t access;  // this rank's GPU can map its memory (P2P supported)
+    uint8_t nvlink;  // ... over NVLink
+    uint8_t broken;  // a P2P test (tpcomm doctor) found the pair broken
     uint8_t pad;
   };
   uint32_t count;

@@ -11,9 +11,6 @@
 namespace tpcomm {
 namespace {
 
-constexpr uint32_t kInfoMagic = 0x7c0a4a4eu;
-constexpr uint32_t kInfoVersion = 1;
-
 void readBootId(char* out, size_t n) {
   memset(out, 0, n);
   if (FILE* f = fopen("/proc/sys/kernel/random/boot_id", "r")) {
@@ -37,8 +34,10 @@ tpcommResult_t fillIdentity(int rank, int nranks, int device, const Settings& s,
   TPCOMM_CUDA_CHECK(cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), device));
   snprintf(out->pci_bus_id_norm, sizeof(out->pci_bus_id_norm), "%s",
            topo::normalizeBusId(out->pci_bus_id).c_str());
-  TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&out->cc_major, cudaDevAttrComputeCapabilityMajor, device));
-  TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&out->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
+  TPCOMM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&out->cc_major, cudaDevAttrComputeCapabilityMajor, device));
+  TPCOMM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&out->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
   out->slot_bytes = s.slot_bytes;
   out->timeout_ms = s.timeout_ms;
   out->max_blocks = s.max_blocks;
@@ -80,14 +79,15 @@ tpcommResult_t unpackHandles(const tpcommRankHandle* all, int nranks, RankInfo* 
     if (i.slot_bytes != z.slot_bytes || i.timeout_ms != z.timeout_ms ||
         i.max_blocks != z.max_blocks || i.transport != z.transport || i.algo != z.algo ||
         i.strict != z.strict || i.nccl_mode != z.nccl_mode)
-      return fail(tpcommRemoteError,
-                  "rank %d settings differ from rank 0's (bufferBytes %llu/%llu, timeoutMs %d/%d, "
-                  "maxBlocks %d/%d, transport %d/%d, algo %d/%d, strict %d/%d, ncclMode %d/%d): every "
-                  "rank must use the same config and TPCOMM_* environment",
-                  r, static_cast<unsigned long long>(i.slot_bytes),
-                  static_cast<unsigned long long>(z.slot_bytes), i.timeout_ms, z.timeout_ms,
-                  i.max_blocks, z.max_blocks, i.transport, z.transport, i.algo, z.algo, i.strict,
-                  z.strict, i.nccl_mode, z.nccl_mode);
+      return fail(
+          tpcommRemoteError,
+          "rank %d settings differ from rank 0's (bufferBytes %llu/%llu, timeoutMs %d/%d, "
+          "maxBlocks %d/%d, transport %d/%d, algo %d/%d, strict %d/%d, ncclMode %d/%d): every "
+          "rank must use the same config and TPCOMM_* environment",
+          r, static_cast<unsigned long long>(i.slot_bytes),
+          static_cast<unsigned long long>(z.slot_bytes), i.timeout_ms, z.timeout_ms, i.max_blocks,
+          z.max_blocks, i.transport, z.transport, i.algo, z.algo, i.strict, z.strict, i.nccl_mode,
+          z.nccl_mode);
   }
   return tpcommSuccess;
 }

@@ -13,6 +13,9 @@
 
 namespace tpcomm {
 
+constexpr uint32_t kInfoMagic = 0x7c0a4a4eu;
+constexpr uint32_t kInfoVersion = 1;
+
 struct RankInfo {
   uint32_t magic;
   uint32_t version;
@@ -22,7 +25,7 @@ struct RankInfo {
   int32_t device;  // CUDA ordinal in the owner's process
   int32_t cc_major;
   int32_t cc_minor;
-  char boot_id[40];    // /proc/sys/kernel/random/boot_id: every rank on one machine
+  char boot_id[40];  // /proc/sys/kernel/random/boot_id: every rank on one machine
   char pci_bus_id[32];
   char pci_bus_id_norm[16];  // normalized (topo::normalizeBusId), as in MachineView
   cudaIpcMemHandle_t staging;
@@ -30,13 +33,13 @@ struct RankInfo {
   int32_t timeout_ms;
   int32_t max_blocks;
   int32_t transport;
-  int32_t algo;    // forced algorithm: every rank must run the same kernels
+  int32_t algo;  // forced algorithm: every rank must run the same kernels
   int32_t strict;
   int32_t nccl_mode;
   int32_t nccl_wanted;  // rank 0 only: an NCCL unique id follows
   char nccl_id[128];
-  char host_shm[64];    // host transport: the shared-memory name (unused when empty)
-  MachineView view;     // what this rank sees (fabric and tuning are agreed from every view)
+  char host_shm[64];  // host transport: the shared-memory name (unused when empty)
+  MachineView view;   // what this rank sees (fabric and tuning are agreed from every view)
 };
 static_assert(sizeof(RankInfo) <= TPCOMM_RANK_HANDLE_BYTES, "RankInfo exceeds the handle size");
 

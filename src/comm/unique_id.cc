@@ -45,8 +45,8 @@ tpcommResult_t parseUniqueId(const tpcommUniqueId& id, UniqueIdData* data) {
     return fail(tpcommInvalidArgument,
                 "unique id: not made by tpcommGetUniqueId (bad magic; was it copied in full?)");
   if (data->version != kIdVersion)
-    return fail(tpcommRemoteError, "unique id: version %u, this library speaks %u",
-                data->version, kIdVersion);
+    return fail(tpcommRemoteError, "unique id: version %u, this library speaks %u", data->version,
+                kIdVersion);
   return tpcommSuccess;
 }
 

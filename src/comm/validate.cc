@@ -6,17 +6,21 @@
 
 namespace tpcomm {
 
-tpcommResult_t validateAllReduceArgs(const void* send, const void* recv, size_t count,
-                                     int datatype, int op, size_t* bytes) {
+tpcommResult_t validateAllReduceArgs(const void* send, const void* recv, size_t count, int datatype,
+                                     int op, size_t* bytes) {
   if (!send) return fail(tpcommInvalidArgument, "tpcommAllReduce: sendbuff is NULL");
   if (!recv) return fail(tpcommInvalidArgument, "tpcommAllReduce: recvbuff is NULL");
   if (count == 0)
     return fail(tpcommInvalidArgument, "tpcommAllReduce: count is 0 (nothing to reduce)");
   size_t esize = 0;
   switch (datatype) {
-    case tpcommFloat32: esize = 4; break;
+    case tpcommFloat32:
+      esize = 4;
+      break;
     case tpcommFloat16:
-    case tpcommBfloat16: esize = 2; break;
+    case tpcommBfloat16:
+      esize = 2;
+      break;
     default:
       return fail(tpcommInvalidArgument,
                   "tpcommAllReduce: datatype %d is not supported (tpcommFloat32=%d, "

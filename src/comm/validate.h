@@ -9,7 +9,7 @@
 namespace tpcomm {
 
 // On success *bytes is the payload size.
-tpcommResult_t validateAllReduceArgs(const void* send, const void* recv, size_t count,
-                                     int datatype, int op, size_t* bytes);
+tpcommResult_t validateAllReduceArgs(const void* send, const void* recv, size_t count, int datatype,
+                                     int op, size_t* bytes);
 
 }  // namespace tpcomm

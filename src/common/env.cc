@@ -47,11 +47,16 @@ Env readEnv() {
   };
   long v = 0;
   if (const char* s = get("TPCOMM_LOG")) {
-    if (!strcmp(s, "none")) e.log_level = LogLevel::kNone;
-    else if (!strcmp(s, "warn")) e.log_level = LogLevel::kWarn;
-    else if (!strcmp(s, "info")) e.log_level = LogLevel::kInfo;
-    else if (!strcmp(s, "debug") || !strcmp(s, "trace")) e.log_level = LogLevel::kDebug;
-    else bad("TPCOMM_LOG", s, "expected none, warn, info or debug");
+    if (!strcmp(s, "none"))
+      e.log_level = LogLevel::kNone;
+    else if (!strcmp(s, "warn"))
+      e.log_level = LogLevel::kWarn;
+    else if (!strcmp(s, "info"))
+      e.log_level = LogLevel::kInfo;
+    else if (!strcmp(s, "debug") || !strcmp(s, "trace"))
+      e.log_level = LogLevel::kDebug;
+    else
+      bad("TPCOMM_LOG", s, "expected none, warn, info or debug");
   }
   if (const char* s = get("TPCOMM_LOG_FILE")) e.log_file = s;
   if (const char* s = get("TPCOMM_ALGO")) {
@@ -60,36 +65,53 @@ Env readEnv() {
     if (e.algo == tpcommAlgoAuto) e.algo = -1;
   }
   if (const char* s = get("TPCOMM_STRICT")) {
-    if (parseInt(s, 0, 1, &v)) e.strict = static_cast<int>(v);
-    else bad("TPCOMM_STRICT", s, "expected 0 or 1");
+    if (parseInt(s, 0, 1, &v))
+      e.strict = static_cast<int>(v);
+    else
+      bad("TPCOMM_STRICT", s, "expected 0 or 1");
   }
   if (const char* s = get("TPCOMM_TIMEOUT_MS")) {
-    if (parseInt(s, 1, 3600 * 1000, &v)) e.timeout_ms = static_cast<int>(v);
-    else bad("TPCOMM_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
+    if (parseInt(s, 1, 3600 * 1000, &v))
+      e.timeout_ms = static_cast<int>(v);
+    else
+      bad("TPCOMM_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
   }
   if (const char* s = get("TPCOMM_BUFFER_BYTES")) {
-    if (parseInt(s, 64 * 1024, 1L << 34, &v)) e.buffer_bytes = static_cast<size_t>(v);
-    else bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 65536..2^34");
+    if (parseInt(s, 64 * 1024, 1L << 34, &v))
+      e.buffer_bytes = static_cast<size_t>(v);
+    else
+      bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 65536..2^34");
   }
   if (const char* s = get("TPCOMM_NCCL")) {
-    if (!strcmp(s, "auto")) e.nccl_mode = tpcommNcclAuto;
-    else if (!strcmp(s, "off") || !strcmp(s, "0")) e.nccl_mode = tpcommNcclOff;
-    else bad("TPCOMM_NCCL", s, "expected auto or off");
+    if (!strcmp(s, "auto"))
+      e.nccl_mode = tpcommNcclAuto;
+    else if (!strcmp(s, "off") || !strcmp(s, "0"))
+      e.nccl_mode = tpcommNcclOff;
+    else
+      bad("TPCOMM_NCCL", s, "expected auto or off");
   }
   if (const char* s = get("TPCOMM_NCCL_LIBRARY")) e.nccl_library = s;
   if (const char* s = get("TPCOMM_MAX_BLOCKS")) {
-    if (parseInt(s, 0, 1024, &v)) e.max_blocks = static_cast<int>(v);
-    else bad("TPCOMM_MAX_BLOCKS", s, "expected 0..1024");
+    if (parseInt(s, 0, 1024, &v))
+      e.max_blocks = static_cast<int>(v);
+    else
+      bad("TPCOMM_MAX_BLOCKS", s, "expected 0..1024");
   }
   if (const char* s = get("TPCOMM_TRANSPORT")) {
-    if (!strcmp(s, "auto")) e.transport = 0;
-    else if (!strcmp(s, "p2p")) e.transport = 1;
-    else if (!strcmp(s, "host")) e.transport = 2;
-    else bad("TPCOMM_TRANSPORT", s, "expected auto, p2p or host");
+    if (!strcmp(s, "auto"))
+      e.transport = 0;
+    else if (!strcmp(s, "p2p"))
+      e.transport = 1;
+    else if (!strcmp(s, "host"))
+      e.transport = 2;
+    else
+      bad("TPCOMM_TRANSPORT", s, "expected auto, p2p or host");
   }
   if (const char* s = get("TPCOMM_PDL")) {
-    if (parseInt(s, 0, 1, &v)) e.pdl = static_cast<int>(v);
-    else bad("TPCOMM_PDL", s, "expected 0 or 1");
+    if (parseInt(s, 0, 1, &v))
+      e.pdl = static_cast<int>(v);
+    else
+      bad("TPCOMM_PDL", s, "expected 0 or 1");
   }
   if (const char* s = get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
   return e;
@@ -111,7 +133,9 @@ void logEnvOnce() {
   (void)logged;
 }
 
-const std::vector<EnvVarDoc>& envDocs() { return kDocs; }
+const std::vector<EnvVarDoc>& envDocs() {
+  return kDocs;
+}
 
 int parseAlgoName(const std::string& name) {
   for (int a = 0; a < tpcommNumAlgos; ++a)

@@ -20,15 +20,15 @@ struct EnvVarDoc {
 struct Env {
   LogLevel log_level = LogLevel::kWarn;
   std::string log_file;
-  int algo = -1;         // -1: auto; else tpcommAlgo_t
-  int strict = 0;        // 1: any fallback is an error
+  int algo = -1;   // -1: auto; else tpcommAlgo_t
+  int strict = 0;  // 1: any fallback is an error
   int timeout_ms = 5000;
   size_t buffer_bytes = 0;  // 0: built-in default (see comm/config.cc)
-  int nccl_mode = 0;     // tpcommNcclMode_t (auto / off)
+  int nccl_mode = 0;        // tpcommNcclMode_t (auto / off)
   std::string nccl_library;
   int max_blocks = 0;
-  int transport = 0;     // 0 auto, 1 p2p, 2 host
-  int pdl = 1;           // programmatic dependent launch on sm_90+
+  int transport = 0;  // 0 auto, 1 p2p, 2 host
+  int pdl = 1;        // programmatic dependent launch on sm_90+
   std::string tuning_file;
   std::vector<std::string> errors;  // "TPCOMM_X=value: why"; init fails when non-empty
 };

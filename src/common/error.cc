@@ -23,10 +23,10 @@ tpcommResult_t fail(tpcommResult_t result, const char* fmt, ...) {
 
 tpcommResult_t failCuda(cudaError_t err, const char* what, const char* file, int line) {
   cudaGetLastError();  // clear the sticky-free error state so later calls are not confused
-  const tpcommResult_t r =
-      (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) ? tpcommNoDevice
-      : (err == cudaErrorNoKernelImageForDevice)                       ? tpcommNoKernelImage
-                                                                       : tpcommUnhandledCudaError;
+  const tpcommResult_t r = (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver)
+                               ? tpcommNoDevice
+                           : (err == cudaErrorNoKernelImageForDevice) ? tpcommNoKernelImage
+                                                                      : tpcommUnhandledCudaError;
   const char* hint = "";
   if (err == cudaErrorNoDevice) hint = " (no CUDA device is visible: check CUDA_VISIBLE_DEVICES)";
   if (err == cudaErrorInsufficientDriver)
@@ -35,26 +35,45 @@ tpcommResult_t failCuda(cudaError_t err, const char* what, const char* file, int
               cudaGetErrorName(err), hint, file, line);
 }
 
-void clearLastError() { t_last_error.clear(); }
-const char* lastError() { return t_last_error.c_str(); }
+void clearLastError() {
+  t_last_error.clear();
+}
+const char* lastError() {
+  return t_last_error.c_str();
+}
 
 const char* resultName(tpcommResult_t r) {
   switch (r) {
-    case tpcommSuccess: return "tpcommSuccess";
-    case tpcommUnhandledCudaError: return "tpcommUnhandledCudaError";
-    case tpcommSystemError: return "tpcommSystemError";
-    case tpcommInternalError: return "tpcommInternalError";
-    case tpcommInvalidArgument: return "tpcommInvalidArgument";
-    case tpcommInvalidUsage: return "tpcommInvalidUsage";
-    case tpcommRemoteError: return "tpcommRemoteError";
-    case tpcommInProgress: return "tpcommInProgress";
-    case tpcommTimeout: return "tpcommTimeout";
-    case tpcommNoDevice: return "tpcommNoDevice";
-    case tpcommNoKernelImage: return "tpcommNoKernelImage";
-    case tpcommUnsupported: return "tpcommUnsupported";
-    case tpcommFallbackRefused: return "tpcommFallbackRefused";
-    case tpcommNcclError: return "tpcommNcclError";
-    default: return "tpcommUnknownResult";
+    case tpcommSuccess:
+      return "tpcommSuccess";
+    case tpcommUnhandledCudaError:
+      return "tpcommUnhandledCudaError";
+    case tpcommSystemError:
+      return "tpcommSystemError";
+    case tpcommInternalError:
+      return "tpcommInternalError";
+    case tpcommInvalidArgument:
+      return "tpcommInvalidArgument";
+    case tpcommInvalidUsage:
+      return "tpcommInvalidUsage";
+    case tpcommRemoteError:
+      return "tpcommRemoteError";
+    case tpcommInProgress:
+      return "tpcommInProgress";
+    case tpcommTimeout:
+      return "tpcommTimeout";
+    case tpcommNoDevice:
+      return "tpcommNoDevice";
+    case tpcommNoKernelImage:
+      return "tpcommNoKernelImage";
+    case tpcommUnsupported:
+      return "tpcommUnsupported";
+    case tpcommFallbackRefused:
+      return "tpcommFallbackRefused";
+    case tpcommNcclError:
+      return "tpcommNcclError";
+    default:
+      return "tpcommUnknownResult";
   }
 }
 

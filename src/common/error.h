@@ -12,7 +12,8 @@
 namespace tpcomm {
 
 // Records msg as this thread's last error (logged at WARN) and returns result.
-tpcommResult_t fail(tpcommResult_t result, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+tpcommResult_t fail(tpcommResult_t result, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 // Converts a CUDA error into tpcommUnhandledCudaError (or tpcommNoDevice for missing driver/GPU).
 tpcommResult_t failCuda(cudaError_t err, const char* what, const char* file, int line);
 void clearLastError();
@@ -27,9 +28,9 @@ const char* resultName(tpcommResult_t r);
     if (tpcomm_res_ != tpcommSuccess) return tpcomm_res_; \
   } while (0)
 
-#define TPCOMM_CUDA_CHECK(call)                                                       \
-  do {                                                                                \
-    cudaError_t tpcomm_err_ = (call);                                                 \
-    if (tpcomm_err_ != cudaSuccess)                                                   \
-      return ::tpcomm::failCuda(tpcomm_err_, #call, __FILE__, __LINE__);              \
+#define TPCOMM_CUDA_CHECK(call)                                          \
+  do {                                                                   \
+    cudaError_t tpcomm_err_ = (call);                                    \
+    if (tpcomm_err_ != cudaSuccess)                                      \
+      return ::tpcomm::failCuda(tpcomm_err_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -24,7 +24,9 @@ FILE* logStream() {
 
 }  // namespace
 
-LogLevel logLevel() { return env().log_level; }
+LogLevel logLevel() {
+  return env().log_level;
+}
 
 void logMessage(LogLevel level, const char* subsys, const char* fmt, ...) {
   static std::mutex mu;

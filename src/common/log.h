@@ -12,10 +12,9 @@ void logMessage(LogLevel level, const char* subsys, const char* fmt, ...)
 
 }  // namespace tpcomm
 
-#define TPCOMM_LOG_AT(lvl, subsys, ...)                                       \
-  do {                                                                        \
-    if (::tpcomm::logLevel() >= (lvl))                                        \
-      ::tpcomm::logMessage((lvl), #subsys, __VA_ARGS__);                      \
+#define TPCOMM_LOG_AT(lvl, subsys, ...)                                                   \
+  do {                                                                                    \
+    if (::tpcomm::logLevel() >= (lvl)) ::tpcomm::logMessage((lvl), #subsys, __VA_ARGS__); \
   } while (0)
 #define TPCOMM_WARN(subsys, ...) TPCOMM_LOG_AT(::tpcomm::LogLevel::kWarn, subsys, __VA_ARGS__)
 #define TPCOMM_INFO(subsys, ...) TPCOMM_LOG_AT(::tpcomm::LogLevel::kInfo, subsys, __VA_ARGS__)

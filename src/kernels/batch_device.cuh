@@ -54,7 +54,8 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
     own[u] = loadVec<T>(send, own_v + u * stride, count, c.aligned);
 #pragma unroll
     for (int r = 0; r < kW; ++r)
-      if (r < c.world && r != c.rank) x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
+      if (r < c.world && r != c.rank)
+        x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
   }
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // ...then the waits and the sums

@@ -8,8 +8,8 @@
 namespace tpcomm {
 
 constexpr int kMaxRanks = 8;
-constexpr int kNumSlots = 3;  // receive slots rotated by step epoch (see docs/PROTOCOL.md)
-constexpr int kVecBytes = 16; // every staging access is one 16-byte vector
+constexpr int kNumSlots = 3;   // receive slots rotated by step epoch (see docs/PROTOCOL.md)
+constexpr int kVecBytes = 16;  // every staging access is one 16-byte vector
 // Every staging word not holding current data holds this pattern (all ones). It is a NaN in
 // fp32, fp16 and bf16 alike, so one cleared state serves every datatype; senders rewrite inputs
 // that carry exactly this NaN payload to another NaN, so data can never look like "not arrived".
@@ -35,12 +35,12 @@ struct DeviceComm {
   int rank;
   int world;
   unsigned long long timeout_ns;
-  size_t slot_bytes;            // bytes of one slot; a multiple of kVecBytes
-  char* bufs[kMaxRanks];        // every rank's staging base as seen from this rank's device
+  size_t slot_bytes;      // bytes of one slot; a multiple of kVecBytes
+  char* bufs[kMaxRanks];  // every rank's staging base as seen from this rank's device
   RankState* state;
   HostError* host_error;
-  int push_batch;               // 1..kPushBatch vectors loaded per thread before they are pushed
-  int aligned;                  // both user buffers are 16-byte aligned (set per launch)
+  int push_batch;  // 1..kPushBatch vectors loaded per thread before they are pushed
+  int aligned;     // both user buffers are 16-byte aligned (set per launch)
   // Host-memory transport (no P2P): every rank's inbox slots in pinned host memory, as device
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];

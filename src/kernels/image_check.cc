@@ -12,7 +12,9 @@
 
 namespace tpcomm {
 
-const char* builtArchitectures() { return TPCOMM_BUILD_ARCHS; }
+const char* builtArchitectures() {
+  return TPCOMM_BUILD_ARCHS;
+}
 
 tpcommResult_t checkKernelImages(int device) {
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
@@ -21,8 +23,8 @@ tpcommResult_t checkKernelImages(int device) {
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   std::vector<KernelSet> sets;
   for (int w : kWorldClasses)
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
-                     tpcommAlgoHostTwoShot})
+    for (int algo :
+         {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot})
       sets.push_back(kernelsOf(algo, w));
   bool jit = false;
   for (const KernelSet& set : sets) {

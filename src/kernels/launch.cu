@@ -24,24 +24,34 @@ size_t hostTwoShotChunkVecs(const DeviceComm& c) {
 
 KernelSet kernelsOf(int algo, int world) {
   switch (algo) {
-    case tpcommAlgoOneShot: return oneShotKernels(world);
-    case tpcommAlgoTwoShot: return twoShotKernels(world);
-    case tpcommAlgoHostOneShot: return hostOneShotKernels(world);
-    case tpcommAlgoHostTwoShot: return hostTwoShotKernels(world);
-    default: return KernelSet{};
+    case tpcommAlgoOneShot:
+      return oneShotKernels(world);
+    case tpcommAlgoTwoShot:
+      return twoShotKernels(world);
+    case tpcommAlgoHostOneShot:
+      return hostOneShotKernels(world);
+    case tpcommAlgoHostTwoShot:
+      return hostTwoShotKernels(world);
+    default:
+      return KernelSet{};
   }
 }
 
 int dtypeIndex(tpcommDataType_t dt) {
   switch (dt) {
-    case tpcommFloat32: return 0;
-    case tpcommFloat16: return 1;
-    case tpcommBfloat16: return 2;
+    case tpcommFloat32:
+      return 0;
+    case tpcommFloat16:
+      return 1;
+    case tpcommBfloat16:
+      return 2;
   }
   return -1;
 }
 
-size_t dtypeSize(tpcommDataType_t dt) { return dt == tpcommFloat32 ? 4 : 2; }
+size_t dtypeSize(tpcommDataType_t dt) {
+  return dt == tpcommFloat32 ? 4 : 2;
+}
 
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);

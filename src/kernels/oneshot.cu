@@ -76,8 +76,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t v = first + threadIdx.x; v < last; v += stride * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, stride, last - base,
-                                               send, v, count, e, ctx, y))
+      if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, stride, last - base, send, v, count,
+                                     e, ctx, y))
         return;  // timed out; no block-wide barrier follows, so returning alone is safe
 #pragma unroll
       for (int u = 0; u < R; ++u)
@@ -96,13 +96,18 @@ KernelSet kernelsFor() {
 
 template <typename Proto>
 KernelSet byWorld(int world) {
-  return world <= 2 ? kernelsFor<Proto, 2>() : world <= 4 ? kernelsFor<Proto, 4>()
-                                                           : kernelsFor<Proto, 8>();
+  return world <= 2   ? kernelsFor<Proto, 2>()
+         : world <= 4 ? kernelsFor<Proto, 4>()
+                      : kernelsFor<Proto, 8>();
 }
 
 }  // namespace
 
-KernelSet oneShotKernels(int world) { return byWorld<SentinelProto>(world); }
-KernelSet hostOneShotKernels(int world) { return byWorld<LLProto>(world); }
+KernelSet oneShotKernels(int world) {
+  return byWorld<SentinelProto>(world);
+}
+KernelSet hostOneShotKernels(int world) {
+  return byWorld<LLProto>(world);
+}
 
 }  // namespace tpcomm

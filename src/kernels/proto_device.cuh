@@ -16,7 +16,7 @@
 namespace tpcomm {
 
 struct SentinelProto {
-  static constexpr int kEntry = 1;         // 16-byte entries per data vector
+  static constexpr int kEntry = 1;           // 16-byte entries per data vector
   static constexpr unsigned kBackoffNs = 0;  // polls local memory: spin
   struct Raw {
     uint4 a;

@@ -69,12 +69,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
     // 2. Reduce my segment in rank order; write it out and push it to every peer's AG area.
     const size_t own_end = min(o1, segLen(seg, len, c.rank));
-    const size_t own_first = base + c.rank * seg;  // vector index of my segment's start
+    const size_t own_first = base + c.rank * seg;      // vector index of my segment's start
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t o = o0; o < own_end; o += stride * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kW>(c, mine, seg_cap, o, stride, own_end, send,
-                                               own_first + o, count, e, ctx, y))
+      if (!reduceBatch<Proto, T, kW>(c, mine, seg_cap, o, stride, own_end, send, own_first + o,
+                                     count, e, ctx, y))
         return;  // timed out; no block-wide barrier follows
 #pragma unroll
       for (int u = 0; u < R; ++u) {
@@ -126,13 +126,18 @@ KernelSet kernelsFor() {
 
 template <typename Proto>
 KernelSet byWorld(int world) {
-  return world <= 2 ? kernelsFor<Proto, 2>() : world <= 4 ? kernelsFor<Proto, 4>()
-                                                           : kernelsFor<Proto, 8>();
+  return world <= 2   ? kernelsFor<Proto, 2>()
+         : world <= 4 ? kernelsFor<Proto, 4>()
+                      : kernelsFor<Proto, 8>();
 }
 
 }  // namespace
 
-KernelSet twoShotKernels(int world) { return byWorld<SentinelProto>(world); }
-KernelSet hostTwoShotKernels(int world) { return byWorld<LLProto>(world); }
+KernelSet twoShotKernels(int world) {
+  return byWorld<SentinelProto>(world);
+}
+KernelSet hostTwoShotKernels(int world) {
+  return byWorld<LLProto>(world);
+}
 
 }  // namespace tpcomm

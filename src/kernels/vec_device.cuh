@@ -28,8 +28,7 @@ __device__ __forceinline__ bool hasSentinel(const uint4& v) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     bool any = false;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      any |= ((w[i] & 0xFFFFu) == 0xFFFFu) || ((w[i] >> 16) == 0xFFFFu);
+    for (int i = 0; i < 4; ++i) any |= ((w[i] & 0xFFFFu) == 0xFFFFu) || ((w[i] >> 16) == 0xFFFFu);
     return any;
   }
 }
@@ -60,16 +59,22 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 __device__ __forceinline__ void setWord(uint4& v, int i, uint32_t w) {
-  if (i == 0) v.x = w;
-  else if (i == 1) v.y = w;
-  else if (i == 2) v.z = w;
-  else v.w = w;
+  if (i == 0)
+    v.x = w;
+  else if (i == 1)
+    v.y = w;
+  else if (i == 2)
+    v.z = w;
+  else
+    v.w = w;
 }
 // Bits of element i (compile-time after unrolling) of a vector of T, in the low bits.
 template <typename T>
 __device__ __forceinline__ uint32_t laneBits(const uint4& v, int i) {
-  if constexpr (sizeof(T) == 4) return word(v, i);
-  else return (word(v, i >> 1) >> ((i & 1) * 16)) & 0xFFFFu;
+  if constexpr (sizeof(T) == 4)
+    return word(v, i);
+  else
+    return (word(v, i >> 1) >> ((i & 1) * 16)) & 0xFFFFu;
 }
 template <typename T>
 __device__ __forceinline__ void setLaneBits(uint4& v, int i, uint32_t bits) {
@@ -83,7 +88,9 @@ __device__ __forceinline__ void setLaneBits(uint4& v, int i, uint32_t bits) {
 template <typename T>
 __device__ __forceinline__ float bitsToFloat(uint32_t b);
 template <>
-__device__ __forceinline__ float bitsToFloat<float>(uint32_t b) { return __uint_as_float(b); }
+__device__ __forceinline__ float bitsToFloat<float>(uint32_t b) {
+  return __uint_as_float(b);
+}
 template <>
 __device__ __forceinline__ float bitsToFloat<__half>(uint32_t b) {
   // cvt on the raw bits: the __half class wrappers put vectors in local memory.
@@ -98,7 +105,9 @@ __device__ __forceinline__ float bitsToFloat<__nv_bfloat16>(uint32_t b) {
 template <typename T>
 __device__ __forceinline__ uint32_t floatToBits(float f);
 template <>
-__device__ __forceinline__ uint32_t floatToBits<float>(float f) { return __float_as_uint(f); }
+__device__ __forceinline__ uint32_t floatToBits<float>(float f) {
+  return __float_as_uint(f);
+}
 template <>
 __device__ __forceinline__ uint32_t floatToBits<__half>(float f) {
   uint32_t b;

@@ -26,7 +26,8 @@ __device__ __forceinline__ WaitCtx makeWaitCtx(const DeviceComm& c) {
   return WaitCtx{globalTimerNs() + c.timeout_ns, false};
 }
 
-static __device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer, unsigned long long step) {
+static __device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer,
+                                                  unsigned long long step) {
   atomicExch(&c.state->abort, 1u);
   // Only the first reporter's details are kept.
   if (atomicCAS(const_cast<int*>(&c.host_error->code), 0, static_cast<int>(tpcommTimeout)) == 0) {
@@ -54,7 +55,7 @@ __device__ __forceinline__ bool keepWaiting(WaitCtx& ctx, unsigned& spins, const
 // once another thread has aborted the communicator, returns zeros with ctx.failed set.
 template <typename T>
 __device__ __forceinline__ uint4 waitVec(const uint4* p, WaitCtx& ctx, const DeviceComm& c,
-                                          int peer, unsigned long long step) {
+                                         int peer, unsigned long long step) {
   unsigned spins = 0;
   for (;;) {
     const uint4 v = loadVolatile(p);

@@ -16,11 +16,14 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
       static_cast<size_t>(std::max(host ? k.host_block_bytes : k.block_bytes, 16));
   const int cap = k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks;
   GridPlan g;
-  g.blocks = static_cast<int>(std::min<size_t>(
-      static_cast<size_t>(cap), std::max<size_t>(1, (share + per_block_target - 1) / per_block_target)));
+  g.blocks = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(cap),
+                       std::max<size_t>(1, (share + per_block_target - 1) / per_block_target)));
   // One vector (16 bytes) per thread per batch; whole warps; at most max_threads.
   const size_t vecs_per_block = ((share + 15) / 16 + g.blocks - 1) / g.blocks;
-  g.push_batch = k.push_batch > 0 ? std::clamp(k.push_batch, 1, 4) : bytes >= kBatchFromBytes ? 4 : 1;
+  g.push_batch = k.push_batch > 0           ? std::clamp(k.push_batch, 1, 4)
+                 : bytes >= kBatchFromBytes ? 4
+                                            : 1;
   const size_t batch = static_cast<size_t>(g.push_batch);
   size_t threads = (vecs_per_block + batch - 1) / batch;
   threads = (threads + 31) / 32 * 32;

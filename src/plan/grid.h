@@ -11,13 +11,13 @@
 namespace tpcomm {
 
 struct LaunchKnobs {
-  int block_bytes = 2048;  // target message bytes per block (per step; two-shot: per segment)
+  int block_bytes = 2048;       // target message bytes per block (per step; two-shot: per segment)
   int host_block_bytes = 1024;  // the same for the host-memory algorithms (measured: fewer bytes
                                 // per block poll PCIe less per thread and win up to 64 KiB)
-  int max_blocks = 0;      // 0: kDefaultMaxBlocks
-  int max_threads = 512;   // threads per block at most (the kernels' launch bound)
-  int push_batch = 0;      // vectors a thread loads before storing them (1..4; 0: by size)
-  bool pdl = true;         // programmatic dependent launch (sm_90+)
+  int max_blocks = 0;           // 0: kDefaultMaxBlocks
+  int max_threads = 512;        // threads per block at most (the kernels' launch bound)
+  int push_batch = 0;           // vectors a thread loads before storing them (1..4; 0: by size)
+  bool pdl = true;              // programmatic dependent launch (sm_90+)
 };
 
 constexpr int kDefaultMaxBlocks = 128;

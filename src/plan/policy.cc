@@ -14,16 +14,21 @@ constexpr size_t MiB = 1024 * KiB;
 std::string fmtBytes(size_t b) {
   char buf[32];
   if (b == kInf) return "inf";
-  if (b >= MiB && b % MiB == 0) snprintf(buf, sizeof(buf), "%zu MiB", b / MiB);
-  else if (b >= KiB && b % KiB == 0) snprintf(buf, sizeof(buf), "%zu KiB", b / KiB);
-  else snprintf(buf, sizeof(buf), "%zu B", b);
+  if (b >= MiB && b % MiB == 0)
+    snprintf(buf, sizeof(buf), "%zu MiB", b / MiB);
+  else if (b >= KiB && b % KiB == 0)
+    snprintf(buf, sizeof(buf), "%zu KiB", b / KiB);
+  else
+    snprintf(buf, sizeof(buf), "%zu B", b);
   return buf;
 }
 
 bool isP2pAlgo(int a) {
   return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland;
 }
-bool isHostAlgo(int a) { return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot; }
+bool isHostAlgo(int a) {
+  return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot;
+}
 
 // Why algorithm a cannot serve this call, or "" if it can.
 std::string unavailable(const PolicyInput& in, int a) {
@@ -53,9 +58,12 @@ int bandwidthAlgo(Fabric f) {
 
 const char* fabricName(Fabric f) {
   switch (f) {
-    case Fabric::kNvlink: return "nvlink";
-    case Fabric::kPcie: return "pcie";
-    case Fabric::kHost: return "host";
+    case Fabric::kNvlink:
+      return "nvlink";
+    case Fabric::kPcie:
+      return "pcie";
+    case Fabric::kHost:
+      return "host";
   }
   return "?";
 }
@@ -68,22 +76,23 @@ const char* fabricName(Fabric f) {
 // bandwidth, so two-shot earlier still. Host: the host-memory kernels up to where NCCL's own
 // host path (NCCL_P2P_DISABLE=1) is not slower. `tpcomm tune` replaces these per machine.
 const SizeTable& defaultTable(Fabric fabric, int world) {
-  static const SizeTable nvlink2 = {{1 * MiB, tpcommAlgoOneShot},
-                                    {16 * MiB, tpcommAlgoTwoShot},
-                                    {kInf, tpcommAlgoOneShot}};
+  static const SizeTable nvlink2 = {
+      {1 * MiB, tpcommAlgoOneShot}, {16 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoOneShot}};
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL kernels
   // win up to 16 KiB (one-shot) and tie at 64 KiB (two-shot); above, NCCL's bulk copies through
   // host memory are 2-3x faster, so NCCL serves them (and says so).
-  static const SizeTable host = {{16 * KiB, tpcommAlgoHostOneShot},
-                                 {64 * KiB, tpcommAlgoHostTwoShot},
-                                 {kInf, tpcommAlgoNccl}};
+  static const SizeTable host = {
+      {16 * KiB, tpcommAlgoHostOneShot}, {64 * KiB, tpcommAlgoHostTwoShot}, {kInf, tpcommAlgoNccl}};
   switch (fabric) {
-    case Fabric::kNvlink: return world <= 2 ? nvlink2 : nvlinkN;
-    case Fabric::kPcie: return world <= 2 ? pcie2 : pcieN;
-    case Fabric::kHost: return host;
+    case Fabric::kNvlink:
+      return world <= 2 ? nvlink2 : nvlinkN;
+    case Fabric::kPcie:
+      return world <= 2 ? pcie2 : pcieN;
+    case Fabric::kHost:
+      return host;
   }
   return nvlinkN;
 }

@@ -31,11 +31,11 @@ struct PolicyInput {
   int world = 2;
   size_t bytes = 0;
   Fabric fabric = Fabric::kNvlink;
-  bool two_islands = false;        // PCIe box with two sockets / switch islands of equal size
-  bool nccl_available = false;     // an NCCL communicator exists
-  bool host_transport = false;     // the host shared-memory transport is set up
-  int forced_algo = -1;            // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
-  bool strict = false;             // a fallback to NCCL is an error
+  bool two_islands = false;          // PCIe box with two sockets / switch islands of equal size
+  bool nccl_available = false;       // an NCCL communicator exists
+  bool host_transport = false;       // the host shared-memory transport is set up
+  int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
+  bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
 };
 

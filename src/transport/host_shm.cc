@@ -49,14 +49,16 @@ tpcommResult_t mapName(const std::string& name, size_t bytes, bool create, char*
   if (fd < 0)
     return fail(tpcommSystemError, "host transport: shm_open(%s) failed: %s%s", name.c_str(),
                 strerror(errno),
-                create ? "" : " (rank 0's segment is gone: did rank 0 exit, or is /dev/shm "
-                              "not shared between the ranks' containers?)");
+                create ? ""
+                       : " (rank 0's segment is gone: did rank 0 exit, or is /dev/shm "
+                         "not shared between the ranks' containers?)");
   if (create && ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     const int e = errno;
     close(fd);
     shm_unlink(name.c_str());
-    return fail(tpcommSystemError, "host transport: ftruncate(%zu) failed: %s (is /dev/shm large "
-                                   "enough?)",
+    return fail(tpcommSystemError,
+                "host transport: ftruncate(%zu) failed: %s (is /dev/shm large "
+                "enough?)",
                 bytes, strerror(e));
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -111,8 +113,9 @@ tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot
         h->slot_bytes != slot_bytes) {
       munmap(m.host, bytes);
       mappings().erase(name);
-      return fail(tpcommRemoteError, "host transport: segment %s does not match this "
-                                     "communicator (world %d, slot %zu bytes)",
+      return fail(tpcommRemoteError,
+                  "host transport: segment %s does not match this "
+                  "communicator (world %d, slot %zu bytes)",
                   name.c_str(), world, slot_bytes);
     }
     const cudaError_t err =

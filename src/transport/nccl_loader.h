@@ -22,7 +22,8 @@ struct NcclApi {
   const char* (*getLastError)(ncclComm_t);
 };
 
-// The loaded API, or nullptr with *why set (library path tried and dlerror). Thread-safe; loads once.
+// The loaded API, or nullptr with *why set (library path tried and dlerror). Thread-safe; loads
+// once.
 const NcclApi* ncclApi(std::string* why);
 
 }  // namespace tpcomm

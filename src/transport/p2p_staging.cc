@@ -19,11 +19,13 @@ tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s) {
   TPCOMM_CUDA_CHECK(cudaMemset(s->buf, kSentinelByte, total));
   TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->state), sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaMemset(s->state, 0, sizeof(RankState)));
-  TPCOMM_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s->host_error), sizeof(HostError), cudaHostAllocMapped));
+  TPCOMM_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s->host_error), sizeof(HostError),
+                                  cudaHostAllocMapped));
   s->host_error->code = 0;
   s->host_error->peer = -1;
   s->host_error->step = 0;
-  TPCOMM_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->host_error_dev), s->host_error, 0));
+  TPCOMM_CUDA_CHECK(
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->host_error_dev), s->host_error, 0));
   TPCOMM_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets are done before any peer writes
   TPCOMM_DEBUG(P2P, "device %d: %zu staging bytes (%d slots)", device, total, kNumSlots);
   return tpcommSuccess;
@@ -78,8 +80,10 @@ tpcommResult_t enablePeerAccess(int device, int peer_device) {
                 peer_device);
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   const cudaError_t err = cudaDeviceEnablePeerAccess(peer_device, 0);
-  if (err == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // enabled by someone else
-  else TPCOMM_CUDA_CHECK(err);
+  if (err == cudaErrorPeerAccessAlreadyEnabled)
+    cudaGetLastError();  // enabled by someone else
+  else
+    TPCOMM_CUDA_CHECK(err);
   enabled.insert({device, peer_device});
   return tpcommSuccess;
 }

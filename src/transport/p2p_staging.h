@@ -15,9 +15,9 @@ namespace tpcomm {
 
 struct Staging {
   int device = -1;
-  char* buf = nullptr;          // kNumSlots * slot_bytes, all bytes kSentinelByte when idle
+  char* buf = nullptr;  // kNumSlots * slot_bytes, all bytes kSentinelByte when idle
   size_t slot_bytes = 0;
-  RankState* state = nullptr;   // device memory
+  RankState* state = nullptr;           // device memory
   HostError* host_error = nullptr;      // pinned, mapped
   HostError* host_error_dev = nullptr;  // its device alias
 };

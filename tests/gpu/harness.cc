@@ -84,8 +84,7 @@ std::string Outcome::describe() const {
 std::string caseName(const Case& c, int algo, int world) {
   return std::string(tpcommAlgoName(algo)) + " world=" + std::to_string(world) + " " +
          dtypeName(c.dtype) + " count=" + std::to_string(c.count) +
-         (c.in_place ? " in-place" : " out-of-place") + " offset=" +
-         std::to_string(c.offset_elems);
+         (c.in_place ? " in-place" : " out-of-place") + " offset=" + std::to_string(c.offset_elems);
 }
 
 Outcome runCase(Group& g, const Case& c) {
@@ -138,8 +137,10 @@ Outcome runCase(Group& g, const Case& c) {
     const size_t w = countWrong(c.dtype, c.count, got.data(), ref.data(), inputs, &fw);
     if (w && !o.wrong) o.first_wrong = fw;
     o.wrong += w;
-    if (r == 0) first = got;
-    else if (memcmp(first.data(), got.data(), bytes) != 0) o.ranks_agree = false;
+    if (r == 0)
+      first = got;
+    else if (memcmp(first.data(), got.data(), bytes) != 0)
+      o.ranks_agree = false;
   }
   if (!c.in_place) {  // nothing written outside [off, off + bytes)
     std::vector<uint8_t> guard(off);

@@ -47,9 +47,9 @@ struct Case {
 struct Outcome {
   tpcommResult_t result = tpcommSuccess;  // of the first failing tpcommAllReduce
   std::string error;
-  size_t wrong = 0;           // elements outside tolerance, summed over ranks
+  size_t wrong = 0;  // elements outside tolerance, summed over ranks
   size_t first_wrong = 0;
-  bool ranks_agree = true;    // bit-identical outputs on every rank
+  bool ranks_agree = true;  // bit-identical outputs on every rank
   std::string describe() const;
 };
 

@@ -71,7 +71,8 @@ int checkedAllReduce(tpcommComm_t comm, int rank, int nranks, tpcommDataType_t d
     tpcommCallInfo_t info{};
     tpcommCommGetLastCall(comm, &info);
     const size_t es = elemSize(dt);
-    fprintf(stderr, "rank %d: %s count %zu: %zu wrong (%s, %d blocks); first at %zu: got %g want %g\n",
+    fprintf(stderr,
+            "rank %d: %s count %zu: %zu wrong (%s, %d blocks); first at %zu: got %g want %g\n",
             rank, dtypeName(dt), count, wrong, tpcommAlgoName(info.algo), info.blocks, first,
             toDouble(dt, got.data() + first * es), toDouble(dt, ref.data() + first * es));
     rc = 1;
@@ -150,8 +151,8 @@ int runChild(int argc, char** argv) {
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       tpcommResult_t async = tpcommSuccess;
       tpcommCommGetAsyncError(comm, &async);
-      report = "async=" + std::to_string(async) + " ms=" + std::to_string(static_cast<int>(ms)) +
-               "\n";
+      report =
+          "async=" + std::to_string(async) + " ms=" + std::to_string(static_cast<int>(ms)) + "\n";
       rc = (async == tpcommTimeout && ms < 3000) ? 0 : 1;
       std::ofstream(dir + "/done");
     } else {

@@ -51,15 +51,27 @@ void runMatrix(int world, int algo, bool big, int max_blocks, bool light = false
   }
 }
 
-TEST(Correctness, World2Auto) { runMatrix(2, tpcommAlgoAuto, true, 0); }
-TEST(Correctness, World2OneShot) { runMatrix(2, tpcommAlgoOneShot, true, 0); }
-TEST(Correctness, World2TwoShot) { runMatrix(2, tpcommAlgoTwoShot, true, 0); }
-TEST(Correctness, World2TwoShotSmallGrid) { runMatrix(2, tpcommAlgoTwoShot, false, 3); }
+TEST(Correctness, World2Auto) {
+  runMatrix(2, tpcommAlgoAuto, true, 0);
+}
+TEST(Correctness, World2OneShot) {
+  runMatrix(2, tpcommAlgoOneShot, true, 0);
+}
+TEST(Correctness, World2TwoShot) {
+  runMatrix(2, tpcommAlgoTwoShot, true, 0);
+}
+TEST(Correctness, World2TwoShotSmallGrid) {
+  runMatrix(2, tpcommAlgoTwoShot, false, 3);
+}
 
 // The host-memory transport (LL packets through pinned host memory), forced on P2P hardware:
 // the GPU-to-host traffic is real PCIe.
-TEST(Correctness, World2HostOneShot) { runMatrix(2, tpcommAlgoHostOneShot, true, 0); }
-TEST(Correctness, World2HostTwoShot) { runMatrix(2, tpcommAlgoHostTwoShot, true, 0); }
+TEST(Correctness, World2HostOneShot) {
+  runMatrix(2, tpcommAlgoHostOneShot, true, 0);
+}
+TEST(Correctness, World2HostTwoShot) {
+  runMatrix(2, tpcommAlgoHostTwoShot, true, 0);
+}
 
 TEST(Correctness, World2Nccl) {
   if (visibleGpus() < 2) GTEST_SKIP() << "NCCL needs 2 distinct GPUs";
@@ -84,8 +96,8 @@ INSTANTIATE_TEST_SUITE_P(World, SharedWorld, ::testing::Values(3, 4, 5, 6, 7, 8)
 // "not arrived" (no hang), and -0.0 must survive (-0 + -0 = -0).
 TEST(Correctness, SentinelPayloadAndNegativeZero) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
-                   tpcommAlgoHostTwoShot}) {
+  for (int algo :
+       {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
     const tpcommConfig_t cfg = configFor(algo, 0, 3000);
     std::string err;
     auto g = makeGroup(2, &cfg, 1 << 16, &err);

@@ -24,14 +24,13 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
       ASSERT_TRUE(g) << err;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    ASSERT_EQ(tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum,
-                              g->comms[0], g->streams[0]),
+    ASSERT_EQ(tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum, g->comms[0],
+                              g->streams[0]),
               tpcommSuccess);
     cudaSetDevice(g->devs[0]);
     ASSERT_EQ(cudaStreamSynchronize(g->streams[0]), cudaSuccess) << "the context must survive";
-    const double ms = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_LT(ms, 300 + 2000) << "the kernel did not give up near its deadline";
     EXPECT_GE(ms, 250) << "gave up before the deadline";
     tpcommResult_t async = tpcommSuccess;
@@ -64,8 +63,7 @@ TEST(Failure, BadArgumentsGetClearErrors) {
          "sendbuff");
   expect(tpcommAllReduce(b, nullptr, 8, tpcommFloat32, tpcommSum, c, s), tpcommInvalidArgument,
          "recvbuff");
-  expect(tpcommAllReduce(b, b, 0, tpcommFloat32, tpcommSum, c, s), tpcommInvalidArgument,
-         "count");
+  expect(tpcommAllReduce(b, b, 0, tpcommFloat32, tpcommSum, c, s), tpcommInvalidArgument, "count");
   expect(tpcommAllReduce(b, b, 8, static_cast<tpcommDataType_t>(3), tpcommSum, c, s),
          tpcommInvalidArgument, "datatype");
   expect(tpcommAllReduce(b, b, 8, tpcommFloat32, static_cast<tpcommRedOp_t>(1), c, s),
@@ -127,8 +125,9 @@ TEST(Stats, LastCallAndCounters) {
   EXPECT_EQ(info.algo, tpcommAlgoOneShot) << info.reason;
 }
 
-// Run by tests/gpu/run_suite.sh against a build configured without sm_90 (TPCOMM_CUDA_ARCHS=80-real)
-// with TPCOMM_EXPECT_NO_IMAGE=1: init must fail clearly rather than at the first launch.
+// Run by tests/gpu/run_suite.sh against a build configured without sm_90
+// (TPCOMM_CUDA_ARCHS=80-real) with TPCOMM_EXPECT_NO_IMAGE=1: init must fail clearly rather than at
+// the first launch.
 TEST(Arch, MissingKernelImageIsAClearInitError) {
   if (!getenv("TPCOMM_EXPECT_NO_IMAGE")) GTEST_SKIP() << "needs a build without this GPU's arch";
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";

@@ -91,8 +91,10 @@ TEST(Graph, CaptureHundredCallsReplayThousandTimes) {
         cudaMemcpy(got.data(), g->recv[r] + offsets[i] * 2, got.size(), cudaMemcpyDeviceToHost);
         ASSERT_EQ(countWrong(dt, counts[i], got.data(), ref.data(), in[i]), 0u)
             << "round " << round << " call " << i << " rank " << r;
-        if (r == 0) got0 = got;
-        else ASSERT_EQ(got, got0) << "ranks differ, round " << round << " call " << i;
+        if (r == 0)
+          got0 = got;
+        else
+          ASSERT_EQ(got, got0) << "ranks differ, round " << round << " call " << i;
       }
     }
   }
@@ -128,8 +130,8 @@ TEST(Stress, HundredThousandCallsWithoutSync) {
       cudaMemcpy(g->send[r] + off[s], in.back().data(), counts[s] * 2, cudaMemcpyHostToDevice);
     }
     for (int r = 0; r < world; ++r)
-      ASSERT_EQ(tpcommAllReduce(g->send[r] + off[s], g->recv[r] + expected_base + off[s],
-                                counts[s], dt, tpcommSum, g->comms[r], g->streams[r]),
+      ASSERT_EQ(tpcommAllReduce(g->send[r] + off[s], g->recv[r] + expected_base + off[s], counts[s],
+                                dt, tpcommSum, g->comms[r], g->streams[r]),
                 tpcommSuccess);
     const std::vector<uint8_t> ref = reference(dt, counts[s], in);
     for (int r = 0; r < world; ++r) {
@@ -156,8 +158,8 @@ TEST(Stress, HundredThousandCallsWithoutSync) {
           << "call " << i << ": " << tpcommGetLastError();
     for (int r = 0; r < world; ++r) {
       cudaSetDevice(g->devs[r]);
-      launchCompare(g->recv[r] + off[s], g->recv[r] + expected_base + off[s], counts[s] * 2,
-                    bad[r], g->streams[r]);
+      launchCompare(g->recv[r] + off[s], g->recv[r] + expected_base + off[s], counts[s] * 2, bad[r],
+                    g->streams[r]);
     }
   }
   for (int r = 0; r < world; ++r) {

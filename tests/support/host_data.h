@@ -17,7 +17,9 @@
 
 namespace tpcomm::test {
 
-inline size_t elemSize(tpcommDataType_t dt) { return dt == tpcommFloat32 ? 4 : 2; }
+inline size_t elemSize(tpcommDataType_t dt) {
+  return dt == tpcommFloat32 ? 4 : 2;
+}
 inline const char* dtypeName(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? "float32" : dt == tpcommFloat16 ? "float16" : "bfloat16";
 }
@@ -74,8 +76,8 @@ inline uint64_t mix(uint64_t x) {
 // host; the GPU machines have many cores).
 template <typename Fn>
 void parallelFor(size_t n, Fn fn) {
-  const size_t threads = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(),
-                                                              n / 65536 + 1));
+  const size_t threads =
+      std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), n / 65536 + 1));
   if (threads == 1) return fn(size_t{0}, n);
   std::vector<std::thread> pool;
   const size_t chunk = (n + threads - 1) / threads;
@@ -94,12 +96,18 @@ inline std::vector<uint8_t> makeInput(tpcommDataType_t dt, size_t count, uint64_
   const uint64_t base = mix(seed * 1315423911ull + static_cast<uint64_t>(rank) * 2654435761ull);
   parallelFor(count, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
-      const uint64_t s = mix(base + i);  // a function of the index: any chunking gives the same data
+      const uint64_t s =
+          mix(base + i);  // a function of the index: any chunking gives the same data
       double v;
       switch (s & 15) {
-        case 0: v = static_cast<double>(static_cast<int>((s >> 8) % 9) - 4); break;
-        case 1: v = ((s >> 8) & 1) ? -0.0 : 0.0; break;
-        default: v = (static_cast<double>((s >> 11) & ((1ull << 52) - 1)) / (1ull << 52)) * 8.0 - 4.0;
+        case 0:
+          v = static_cast<double>(static_cast<int>((s >> 8) % 9) - 4);
+          break;
+        case 1:
+          v = ((s >> 8) & 1) ? -0.0 : 0.0;
+          break;
+        default:
+          v = (static_cast<double>((s >> 11) & ((1ull << 52) - 1)) / (1ull << 52)) * 8.0 - 4.0;
       }
       fromDouble(dt, v, out.data() + i * es);
     }
@@ -132,9 +140,8 @@ inline double tolerance(tpcommDataType_t dt, double ref, double abs_sum, int wor
 
 // Number of elements of got outside the tolerance of ref (the reference of these inputs); the
 // first bad index in *first. NaN matches NaN.
-inline size_t countWrong(tpcommDataType_t dt, size_t count, const uint8_t* got,
-                         const uint8_t* ref, const std::vector<std::vector<uint8_t>>& inputs,
-                         size_t* first = nullptr) {
+inline size_t countWrong(tpcommDataType_t dt, size_t count, const uint8_t* got, const uint8_t* ref,
+                         const std::vector<std::vector<uint8_t>>& inputs, size_t* first = nullptr) {
   const size_t es = elemSize(dt);
   const int world = static_cast<int>(inputs.size());
   size_t bad = 0;

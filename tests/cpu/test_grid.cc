@@ -1,0 +1,56 @@
+// Grid planning (src/plan/grid.cc): pure, identical on every rank, within the kernels' bounds.
+#include <gtest/gtest.h>
+
+#include "plan/grid.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+constexpr size_t kStep = 8 * MiB;  // a one-shot step / two-shot chunk of the default slots
+
+TEST(Grid, SpreadsByBytesPerBlock) {
+  const LaunchKnobs k;
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * KiB, kStep, 2, k).blocks, 1);
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 16 * KiB, kStep, 2, k).blocks, 8);
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * KiB, kStep, 2, k).blocks, 32);
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).blocks, kDefaultMaxBlocks);
+  // Two-shot: a block owns a sub-range of every segment (1/world of a step).
+  EXPECT_EQ(planGrid(tpcommAlgoTwoShot, 64 * KiB, kStep, 2, k).blocks, 16);
+  // Host algorithms: 1 KiB per block.
+  EXPECT_EQ(planGrid(tpcommAlgoHostOneShot, 16 * KiB, kStep, 2, k).blocks, 16);
+}
+
+TEST(Grid, ThreadsAreWholeWarpsWithinTheLaunchBound) {
+  const LaunchKnobs k;
+  for (size_t b : {size_t{2}, size_t{100}, 4 * KiB, 1 * MiB, 256 * MiB})
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot})
+      for (int world : {2, 3, 8}) {
+        const GridPlan g = planGrid(algo, b, kStep, world, k);
+        EXPECT_GE(g.blocks, 1);
+        EXPECT_LE(g.blocks, kDefaultMaxBlocks);
+        EXPECT_EQ(g.threads % 32, 0);
+        EXPECT_GE(g.threads, 32);
+        EXPECT_LE(g.threads, 512);
+      }
+}
+
+TEST(Grid, KnobsBoundTheGrid) {
+  LaunchKnobs k;
+  k.max_blocks = 4;
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).blocks, 4);
+  k.max_threads = 128;
+  EXPECT_LE(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).threads, 128);
+}
+
+TEST(Grid, PushBatchBySizeUnlessSet) {
+  LaunchKnobs k;
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * MiB, kStep, 2, k).push_batch, 1);
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, kBatchFromBytes, kStep, 2, k).push_batch, 4);
+  k.push_batch = 2;
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * KiB, kStep, 2, k).push_batch, 2);
+}
+
+}  // namespace
+}  // namespace tpcomm

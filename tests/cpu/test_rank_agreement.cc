@@ -1,0 +1,115 @@
+// Every rank decides fabric, tuning and settings from the same handles: a mismatch is refused at
+// init, naming the rank and the field (ranks that disagreed would wait on each other).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/machine_view.h"
+#include "comm/rank_info.h"
+#include "common/error.h"
+
+namespace tpcomm {
+namespace {
+
+RankInfo info(int rank, int nranks, const char* bus) {
+  RankInfo i;
+  memset(&i, 0, sizeof(i));
+  i.magic = kInfoMagic;
+  i.version = kInfoVersion;
+  i.rank = rank;
+  i.nranks = nranks;
+  snprintf(i.boot_id, sizeof(i.boot_id), "boot-1");
+  snprintf(i.pci_bus_id_norm, sizeof(i.pci_bus_id_norm), "%s", bus);
+  i.slot_bytes = 1 << 24;
+  i.timeout_ms = 5000;
+  i.algo = -1;
+  return i;
+}
+
+// Rank r's view: it can reach every bus in `reach` (nvlink or not).
+void see(RankInfo* i, const std::vector<const char*>& reach, bool nvlink) {
+  i->view.count = 0;
+  for (const char* b : reach) {
+    MachineView::Gpu& g = i->view.gpus[i->view.count++];
+    snprintf(g.bus, sizeof(g.bus), "%s", b);
+    g.access = 1;
+    g.nvlink = nvlink && strcmp(b, i->pci_bus_id_norm) != 0;
+  }
+}
+
+tpcommResult_t unpack(const std::vector<RankInfo>& infos) {
+  std::vector<tpcommRankHandle> h(infos.size());
+  for (size_t r = 0; r < infos.size(); ++r) packHandle(infos[r], &h[r]);
+  std::vector<RankInfo> out(infos.size());
+  return unpackHandles(h.data(), static_cast<int>(infos.size()), out.data());
+}
+
+TEST(RankAgreement, HandlesMustMatch) {
+  std::vector<RankInfo> ok = {info(0, 2, "0000:06:00.0"), info(1, 2, "0000:07:00.0")};
+  EXPECT_EQ(unpack(ok), tpcommSuccess) << lastError();
+
+  auto expectBad = [](std::vector<RankInfo> v, tpcommResult_t code, const char* word) {
+    EXPECT_EQ(unpack(v), code) << word;
+    EXPECT_NE(std::string(lastError()).find(word), std::string::npos) << lastError();
+  };
+  std::vector<RankInfo> v = ok;
+  std::swap(v[0], v[1]);
+  expectBad(v, tpcommInvalidArgument, "out of order");
+  v = ok;
+  v[1].nranks = 3;
+  expectBad(v, tpcommInvalidArgument, "nranks=3");
+  v = ok;
+  snprintf(v[1].boot_id, sizeof(v[1].boot_id), "boot-2");
+  expectBad(v, tpcommRemoteError, "another machine");
+  v = ok;
+  v[1].timeout_ms = 100;
+  expectBad(v, tpcommRemoteError, "timeoutMs");
+  v = ok;
+  v[1].algo = tpcommAlgoTwoShot;
+  expectBad(v, tpcommRemoteError, "algo");
+  v = ok;
+  v[1].magic = 0;
+  expectBad(v, tpcommInvalidArgument, "bad magic");
+}
+
+TEST(RankAgreement, FabricFromEveryView) {
+  std::vector<RankInfo> v = {info(0, 2, "0000:06:00.0"), info(1, 2, "0000:07:00.0")};
+  bool share = true;
+  std::string why;
+  see(&v[0], {"0000:06:00.0", "0000:07:00.0"}, true);
+  see(&v[1], {"0000:06:00.0", "0000:07:00.0"}, true);
+  EXPECT_EQ(agreeFabric(v.data(), 2, &share, &why), Fabric::kNvlink);
+  EXPECT_FALSE(share);
+  see(&v[1], {"0000:06:00.0", "0000:07:00.0"}, false);  // one side sees PCIe only
+  EXPECT_EQ(agreeFabric(v.data(), 2, &share, &why), Fabric::kPcie);
+  v[1].view.gpus[0].access = 0;  // rank 1 cannot reach rank 0's GPU: no P2P at all
+  EXPECT_EQ(agreeFabric(v.data(), 2, &share, &why), Fabric::kHost);
+  EXPECT_NE(why.find("rank 1 cannot use P2P to rank 0"), std::string::npos) << why;
+  v[1].view.gpus[0].access = 1;
+  v[1].view.gpus[0].broken = 1;  // `tpcomm doctor` found the pair broken
+  EXPECT_EQ(agreeFabric(v.data(), 2, &share, &why), Fabric::kHost);
+  EXPECT_NE(why.find("broken"), std::string::npos) << why;
+  // A GPU a rank cannot see (CUDA_VISIBLE_DEVICES): reachable by IPC, not NVLink.
+  see(&v[0], {"0000:06:00.0"}, true);
+  see(&v[1], {"0000:07:00.0"}, true);
+  EXPECT_EQ(agreeFabric(v.data(), 2, &share, &why), Fabric::kPcie);
+  // Ranks on one GPU always reach each other.
+  std::vector<RankInfo> s = {info(0, 2, "0000:06:00.0"), info(1, 2, "0000:06:00.0")};
+  EXPECT_EQ(agreeFabric(s.data(), 2, &share, &why), Fabric::kNvlink);
+  EXPECT_TRUE(share);
+}
+
+TEST(RankAgreement, TuningOnlyWhenEveryRankLoadedTheSameTable) {
+  std::vector<RankInfo> v = {info(0, 2, "a"), info(1, 2, "b")};
+  EXPECT_FALSE(agreeTuning(v.data(), 2));  // none loaded
+  v[0].view.tuning_hash = v[1].view.tuning_hash = 42;
+  EXPECT_TRUE(agreeTuning(v.data(), 2));
+  v[1].view.tuning_hash = 43;
+  EXPECT_FALSE(agreeTuning(v.data(), 2));
+}
+
+}  // namespace
+}  // namespace tpcomm
