@@ -28,10 +28,15 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t stride = blockDim.x;
   const int pb = c.push_batch;
 
-  // This block's share of step s: vectors [first, last) of the message.
+  // This block's share of step s: vectors [first, last) of the message. The share's offsets
+  // within a region are the same in every step (per is fixed for the call, even in a shorter last
+  // step): a thread then reads in step s exactly the entries the same thread index of every peer
+  // writes in step s+3, and it is done with step s before that peer thread can be there
+  // (docs/PROTOCOL.md). A per-step share would let a peer's short last step overwrite entries a
+  // slower thread of ours still has to read.
+  const size_t per = (min(region, nvec) + gridDim.x - 1) / gridDim.x;
   auto share = [&](size_t s, size_t* first, size_t* last) {
     const size_t base = s * region, len = min(region, nvec - base);
-    const size_t per = (len + gridDim.x - 1) / gridDim.x;
     *first = base + min(len, blockIdx.x * per);
     *last = base + min(len, blockIdx.x * per + per);
   };

@@ -37,6 +37,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   const size_t stride = blockDim.x;
   const int pb = c.push_batch;
+  // A block's offsets within a segment are the same in every step (even in a shorter last step),
+  // so the entries a thread reads in step s are written in step s+3 by the same thread index of
+  // its peers, which cannot get there before this thread is done with step s (docs/PROTOCOL.md).
+  const size_t seg_full = (min(chunk_vecs, nvec) + c.world - 1) / c.world;
+  const size_t per_call = (seg_full + gridDim.x - 1) / gridDim.x;
   WaitCtx ctx = makeWaitCtx(c);
   for (size_t step = 0; step < nsteps; ++step) {
     const unsigned long long e = epoch0 + step;
@@ -45,7 +50,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const size_t base = step * chunk_vecs;  // first vector of the chunk
     const size_t len = min(chunk_vecs, nvec - base);
     const size_t seg = (len + c.world - 1) / c.world;
-    const size_t per = (seg + gridDim.x - 1) / gridDim.x;
+    const size_t per = per_call;                       // fixed for the call (above)
     const size_t o0 = blockIdx.x * per + threadIdx.x;  // this thread's first offset in a segment
     const size_t o1 = min(blockIdx.x * per + per, seg);
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + slot_off);

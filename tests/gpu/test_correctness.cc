@@ -78,6 +78,32 @@ TEST(Correctness, World2Nccl) {
   runMatrix(2, tpcommAlgoNccl, false, 0);
 }
 
+// Calls of many steps whose last step is partial, repeated: with small staging slots every call
+// here takes dozens of steps. A thread's share of a slot must not move between steps (a peer's
+// short last step once overwrote entries a slower thread had not read yet: docs/PROTOCOL.md).
+TEST(Correctness, ManyStepsWithAPartialLastStep) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (int world : {2, 3}) {
+    for (int algo :
+         {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
+      tpcommConfig_t cfg = configFor(algo, 8, 20000);
+      cfg.bufferBytes = 256 << 10;  // 3 slots of 256 KiB (host inboxes: 64 KiB)
+      std::string err;
+      auto g = makeGroup(world, &cfg, 5 * MiB, &err);
+      ASSERT_TRUE(g) << err;
+      for (int rep = 0; rep < 12; ++rep) {
+        const size_t count = (1u << 20) + 5 + 4099 * rep;  // fp32: ~4 MiB, never a whole step
+        ASSERT_LE(count * 4, 5 * MiB);
+        Case c{tpcommFloat32, count, rep % 2 == 1, 0, 777u + rep};
+        const Outcome o = runCase(*g, c);
+        ASSERT_EQ(o.result, tpcommSuccess) << caseName(c, algo, world) << ": " << o.describe();
+        EXPECT_EQ(o.wrong, 0u) << caseName(c, algo, world) << ": " << o.describe();
+        EXPECT_TRUE(o.ranks_agree) << caseName(c, algo, world);
+      }
+    }
+  }
+}
+
 // World sizes above the GPU count: ranks share GPUs, with small grids so that every rank's
 // kernel is resident at once.
 class SharedWorld : public ::testing::TestWithParam<int> {};
