@@ -56,11 +56,10 @@ GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
   return planGrid(algo, bytes, step, c->world, c->knobs);
 }
 
-const Decision& decide(tpcommComm* c, size_t bytes, tpcommDataType_t dt) {
-  if (bytes != c->cached_bytes || static_cast<int>(dt) != c->cached_dtype) {
+const Decision& decide(tpcommComm* c, size_t bytes) {
+  if (bytes != c->cached_bytes) {
     c->cached = choose(policyInput(c, bytes));
     c->cached_bytes = bytes;
-    c->cached_dtype = static_cast<int>(dt);
   }
   return c->cached;
 }
@@ -133,7 +132,7 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
                   stream_dev, comm->rank, comm->device);
   }
 
-  const Decision& d = decide(comm, bytes, datatype);
+  const Decision& d = decide(comm, bytes);
   if (d.error != tpcommSuccess)
     return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
                 d.reason.c_str());

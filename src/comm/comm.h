@@ -19,14 +19,11 @@ struct ncclComm;
 
 namespace tpcomm {
 
-constexpr uint64_t kCommMagic = 0x7c0a11c0ffee0001ull;
-
 enum class CommState { kPending, kReady };
 
 }  // namespace tpcomm
 
 struct tpcommComm {
-  uint64_t magic = tpcomm::kCommMagic;
   tpcomm::CommState state = tpcomm::CommState::kPending;
   int rank = 0;
   int world = 0;
@@ -56,10 +53,9 @@ struct tpcommComm {
 
   tpcommStats_t stats{};
   tpcommCallInfo_t last{};
-  // The last decision, reused while consecutive calls have the same size and type (the policy
-  // is a pure function of them), so the hot path builds no strings.
+  // The last decision, reused while consecutive calls have the same size (the policy is a pure
+  // function of it), so the hot path builds no strings.
   size_t cached_bytes = SIZE_MAX;
-  int cached_dtype = -1;
   tpcomm::Decision cached;
   std::map<size_t, bool> logged_fallback_sizes;
 };

@@ -50,12 +50,10 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->settings = s;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   TPCOMM_CHECK(checkKernelImages(device));
-  TPCOMM_CUDA_CHECK(
-      cudaDeviceGetAttribute(&c->cc_major, cudaDevAttrComputeCapabilityMajor, device));
-  TPCOMM_CUDA_CHECK(
-      cudaDeviceGetAttribute(&c->cc_minor, cudaDevAttrComputeCapabilityMinor, device));
   TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
+  c->cc_major = c->self.cc_major;  // read once, by fillIdentity
+  c->cc_minor = c->self.cc_minor;
   std::string key;
   buildMachineView(device, &c->self.view, &c->tuning, &key);
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
@@ -157,7 +155,6 @@ void destroyComm(tpcommComm* c) {
   ncclFallbackDestroy(c);
   stagingDestroy(&c->staging);
   cudaGetLastError();
-  c->magic = 0;
   delete c;
 }
 

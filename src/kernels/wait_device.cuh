@@ -51,17 +51,4 @@ __device__ __forceinline__ bool keepWaiting(WaitCtx& ctx, unsigned& spins, const
   return !ctx.failed;
 }
 
-// Waits until the vector at p holds data (no sentinel element), then returns it. On timeout or
-// once another thread has aborted the communicator, returns zeros with ctx.failed set.
-template <typename T>
-__device__ __forceinline__ uint4 waitVec(const uint4* p, WaitCtx& ctx, const DeviceComm& c,
-                                         int peer, unsigned long long step) {
-  unsigned spins = 0;
-  for (;;) {
-    const uint4 v = loadVolatile(p);
-    if (!hasSentinel<T>(v)) return v;
-    if (ctx.failed || !keepWaiting(ctx, spins, c, peer, step)) return make_uint4(0, 0, 0, 0);
-  }
-}
-
 }  // namespace tpcomm

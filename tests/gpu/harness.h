@@ -14,8 +14,6 @@
 
 namespace tpcomm::test {
 
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
-
 int visibleGpus();
 
 struct Group {
