@@ -86,7 +86,7 @@ typedef struct {
   size_t size;          /* sizeof(tpcommConfig_t) */
   unsigned int magic;   /* TPCOMM_CONFIG_MAGIC */
   unsigned int version; /* TPCOMM_CONFIG_VERSION */
-  size_t bufferBytes;   /* staging bytes per slot (3 slots per rank); 0: TPCOMM_BUFFER_BYTES */
+  size_t bufferBytes;   /* staging bytes per slot (4 slots per rank); 0: TPCOMM_BUFFER_BYTES */
   int timeoutMs;        /* deadline of every wait, ms; 0: TPCOMM_TIMEOUT_MS (default 5000) */
   int strict;           /* -1: TPCOMM_STRICT; 0 allow fallbacks; 1 any fallback is an error */
   int algo;             /* -1: TPCOMM_ALGO; else a tpcommAlgo_t forced for every call */

@@ -8,7 +8,7 @@
 
 namespace tpcomm {
 
-constexpr size_t kDefaultSlotBytes = 16u << 20;  // 16 MiB a slot, 48 MiB a rank
+constexpr size_t kDefaultSlotBytes = 16u << 20;  // 16 MiB a slot, 64 MiB a rank
 
 struct Settings {
   size_t slot_bytes = kDefaultSlotBytes;

@@ -18,7 +18,7 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_STRICT", "0", "1: a fallback to NCCL is an error (tpcommFallbackRefused)"},
     {"TPCOMM_TIMEOUT_MS", "5000", "deadline of every GPU-side wait for a peer, in milliseconds"},
     {"TPCOMM_BUFFER_BYTES", "16777216",
-     "staging bytes per slot and rank (3 slots): bounds the one-shot size and the two-shot chunk"},
+     "staging bytes per slot and rank (4 slots): bounds the one-shot size and the two-shot chunk"},
     {"TPCOMM_NCCL", "auto", "auto | off: create an NCCL communicator for the fallback at init"},
     {"TPCOMM_NCCL_LIBRARY", "libnccl.so.2", "path of the NCCL library to dlopen"},
     {"TPCOMM_MAX_BLOCKS", "0", "upper bound on the grid of every kernel (0: by message size)"},

@@ -64,7 +64,7 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
     // Re-poll only the peers still missing; indices stay compile-time (registers, no stack).
     unsigned spins = 0, pause = 0;
     for (bool first = true; !ctx.failed; first = false) {
-      if (!first) pollPause<Proto>(pause);
+      if (!first) pollPause<Proto>(pause, c);
       int missing = -1;
 #pragma unroll
       for (int r = 0; r < kW; ++r) {

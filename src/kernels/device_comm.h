@@ -8,7 +8,7 @@
 namespace tpcomm {
 
 constexpr int kMaxRanks = 8;
-constexpr int kNumSlots = 3;   // receive slots rotated by step epoch (see docs/PROTOCOL.md)
+constexpr int kNumSlots = 4;   // receive slots rotated by step epoch (see docs/PROTOCOL.md)
 constexpr int kVecBytes = 16;  // every staging access is one 16-byte vector
 // Every staging word not holding current data holds this pattern (all ones). It is a NaN in
 // fp32, fp16 and bf16 alike, so one cleared state serves every datatype; senders rewrite inputs
@@ -45,6 +45,10 @@ struct DeviceComm {
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];
   size_t host_slot_bytes;
+  // EXPERIMENT (temporary, env TPCOMM_EXP_*): trigger dependents at entry; host poll backoff.
+  int early_trigger;
+  unsigned pause_min_ns;
+  unsigned pause_max_ns;
 };
 
 }  // namespace tpcomm

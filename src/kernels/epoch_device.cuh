@@ -29,11 +29,13 @@ __device__ __forceinline__ unsigned long long readEpoch(const DeviceComm& c) {
   __shared__ unsigned long long s_epoch;
   if (threadIdx.x == 0) {
     unsigned long long e;
+    // The abort flag is loaded first so that both loads are in flight together: after the
+    // acquire below, a load would wait for the epoch (one more L2 round trip before the pushes).
+    const unsigned aborted = *reinterpret_cast<volatile unsigned int*>(&c.state->abort);
     // Acquire: this block's later atomicAdd on `arrive` cannot be performed before this read, so
     // the last block's advance (after all arrivals) can never be seen here.
     asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(e) : "l"(&c.state->epoch) : "memory");
-    if (*reinterpret_cast<volatile unsigned int*>(&c.state->abort) != 0u) e = ~0ull;
-    s_epoch = e;
+    s_epoch = aborted != 0u ? ~0ull : e;
   }
   __syncthreads();
   return s_epoch;

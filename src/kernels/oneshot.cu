@@ -1,14 +1,13 @@
 // One-shot push all-reduce. Each rank writes its input into a region of every peer's current
 // slot, then sums every rank's vector from its own slot in rank order. A message larger than a
-// region goes in steps, one slot per step (at world 2 this moves the same bytes as two-shot with
-// one wait per step instead of two).
+// region goes in steps, one slot per step, pipelined (at world 2 this moves the same bytes as
+// two-shot with one wait per step instead of two).
 //
 // Pushing rather than pulling: PCIe and NVLink writes are posted, reads cost a round trip, and the
 // user's buffers need no IPC registration (so CUDA graph capture needs no bookkeeping). Arrival is
 // carried by the data (proto_device.cuh): the sentinel scheme of TensorRT-LLM's "Lamport" kernels
-// over peer memory, NCCL-style LL packets over host memory. Three slots rotated by step epoch keep
-// a rank that runs ahead from writing into a slot its slower peer still reads (a peer can be at
-// most one step ahead: docs/PROTOCOL.md).
+// over peer memory, NCCL-style LL packets over host memory. Four slots rotated by step epoch keep
+// a rank that runs ahead from writing into a slot its slower peer still reads (docs/PROTOCOL.md).
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
@@ -31,7 +30,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // This block's share of step s: vectors [first, last) of the message. The share's offsets
   // within a region are the same in every step (per is fixed for the call, even in a shorter last
   // step): a thread then reads in step s exactly the entries the same thread index of every peer
-  // writes in step s+3, and it is done with step s before that peer thread can be there
+  // writes in step s+4, and it is done with step s before that peer thread can be there
   // (docs/PROTOCOL.md). A per-step share would let a peer's short last step overwrite entries a
   // slower thread of ours still has to read.
   const size_t per = (min(region, nvec) + gridDim.x - 1) / gridDim.x;
@@ -40,25 +39,30 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     *first = base + min(len, blockIdx.x * per);
     *last = base + min(len, blockIdx.x * per + per);
   };
-  size_t first, last;
-  share(0, &first, &last);
   // The first batch is loaded before the epoch, so both are in flight together.
   uint4 x[kPushBatch];
-  loadBatch<T>(send, first + threadIdx.x, stride, last, count, c.aligned, pb, x);
+  {
+    size_t first, last;
+    share(0, &first, &last);
+    loadBatch<T>(send, first + threadIdx.x, stride, last, count, c.aligned, pb, x);
+  }
   const unsigned long long epoch = readEpoch(c);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
-  bool advance = false;
+  if (c.early_trigger) pdlLaunchDependents();
   WaitCtx ctx = makeWaitCtx(c);
+  auto slotOf = [&](size_t s) {
+    return reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] +
+                                    ((epoch + s) % kNumSlots) * Proto::slotBytes(c));
+  };
 
-  for (size_t s = 0; s < nsteps; ++s) {
-    const unsigned long long e = epoch + s;
-    const uint32_t flag = stepFlag(e);
-    const size_t slot_off = (e % kNumSlots) * Proto::slotBytes(c);
-    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + slot_off);
+  // Push step s: my vectors into my region of every peer's slot. x holds the first batch of
+  // step 0 on entry.
+  auto push = [&](size_t s) {
+    size_t first, last;
+    share(s, &first, &last);
+    const uint32_t flag = stepFlag(epoch + s);
+    const size_t slot_off = ((epoch + s) % kNumSlots) * Proto::slotBytes(c);
     const size_t base = s * region;  // message vector v is entry (v - base) of its region
-    if (s > 0) share(s, &first, &last);
-
-    // 1. Push: my vectors into my region of every peer's slot.
     for (size_t v = first + threadIdx.x; v < last; v += stride * pb) {
       if (s > 0 || v != first + threadIdx.x)
         loadBatch<T>(send, v, stride, last, count, c.aligned, pb, x);
@@ -74,15 +78,28 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         }
       }
     }
-    if (s == 0) advance = arriveEpoch(c);
-    if (s + 1 == nsteps) pdlLaunchDependents();
+  };
 
-    // 2. Reduce in rank order from my slot, write the output.
+  push(0);
+  const bool advance = arriveEpoch(c);
+  for (size_t s = 0; s < nsteps; ++s) {
+    // Software pipeline: step s+1 leaves before step s is reduced, so the link is busy during the
+    // reduce pass (without it, every block pushes, then every block reduces, in lockstep, and the
+    // link idles for the reduce: ~30% of the time at 64 MiB). It is why there are four slots: a
+    // peer thread pushing step j has only finished step j-2 (docs/PROTOCOL.md).
+    if (s + 1 < nsteps) push(s + 1);
+    if (s + 1 == nsteps && !c.early_trigger) pdlLaunchDependents();  // after the last push
+
+    // Reduce step s in rank order from my slot, write the output.
+    size_t first, last;
+    share(s, &first, &last);
+    const size_t base = s * region;
+    uint4* mine = slotOf(s);
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t v = first + threadIdx.x; v < last; v += stride * R) {
       uint4 y[R];
       if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, stride, last - base, send, v, count,
-                                     e, ctx, y))
+                                     epoch + s, ctx, y))
         return;  // timed out; no block-wide barrier follows, so returning alone is safe
 #pragma unroll
       for (int u = 0; u < R; ++u)

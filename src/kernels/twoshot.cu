@@ -33,12 +33,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t nsteps = (nvec + chunk_vecs - 1) / chunk_vecs;
   const unsigned long long epoch0 = readEpoch(c);
   if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
+  if (c.early_trigger) pdlLaunchDependents();
   const bool advance = arriveEpoch(c);
 
   const size_t stride = blockDim.x;
   const int pb = c.push_batch;
   // A block's offsets within a segment are the same in every step (even in a shorter last step),
-  // so the entries a thread reads in step s are written in step s+3 by the same thread index of
+  // so the entries a thread reads in step s are written in step s+4 by the same thread index of
   // its peers, which cannot get there before this thread is done with step s (docs/PROTOCOL.md).
   const size_t seg_full = (min(chunk_vecs, nvec) + c.world - 1) / c.world;
   const size_t per_call = (seg_full + gridDim.x - 1) / gridDim.x;
@@ -91,7 +92,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y[u]);
       }
     }
-    if (step + 1 == nsteps) pdlLaunchDependents();
+    if (step + 1 == nsteps && !c.early_trigger) pdlLaunchDependents();
 
     // 3. All-gather receive: every other segment, from its owner.
     for (int p = 1; p < c.world; ++p) {
@@ -109,7 +110,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
           unsigned spins = 0, pause = 0;
           while (!Proto::template arrived<T>(y[u], flag) && !ctx.failed) {
             if (!keepWaiting(ctx, spins, c, d, e)) break;
-            pollPause<Proto>(pause);
+            pollPause<Proto>(pause, c);
             y[u] = Proto::load(src + (o + u * stride) * K);
           }
           if (ctx.failed) return;

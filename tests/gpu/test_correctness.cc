@@ -87,7 +87,7 @@ TEST(Correctness, ManyStepsWithAPartialLastStep) {
     for (int algo :
          {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
       tpcommConfig_t cfg = configFor(algo, 8, 20000);
-      cfg.bufferBytes = 256 << 10;  // 3 slots of 256 KiB (host inboxes: 64 KiB)
+      cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB (host inboxes: 64 KiB)
       std::string err;
       auto g = makeGroup(world, &cfg, 5 * MiB, &err);
       ASSERT_TRUE(g) << err;

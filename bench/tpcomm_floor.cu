@@ -1,0 +1,205 @@
+// tpcomm-floor: the physical floors an all-reduce call sits on, measured on this machine, so a
+// benchmark can be read against them (docs/BENCHMARKS.md):
+//   * a kernel inside a CUDA graph: empty, with programmatic dependent launch (PDL), and with the
+//     loads a call cannot avoid (its input; the communicator's epoch and abort words);
+//   * one-way latency of a flag between two GPUs over peer memory (NVLink/PCIe P2P) and through
+//     pinned host memory, from a ping-pong of two single-thread kernels.
+// Pure CUDA, no tpcomm library: it measures the machine, not our code.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+#define CK(call)                                                                                \
+  do {                                                                                          \
+    cudaError_t e_ = (call);                                                                    \
+    if (e_ != cudaSuccess) {                                                                    \
+      fprintf(stderr, "tpcomm-floor: %s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), \
+              __LINE__);                                                                        \
+      exit(1);                                                                                  \
+    }                                                                                           \
+  } while (0)
+
+constexpr int kChain = 100;  // kernels per graph
+constexpr int kReps = 15;
+
+__device__ __forceinline__ void waitPrimary() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void triggerDependents() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+struct State {
+  unsigned long long epoch;
+  unsigned abort;
+};
+
+// mode 0: empty; 1: PDL wait; 2: + load the input and store it; 3: + the epoch/abort loads.
+__global__ void chainKernel(int mode, const uint4* in, uint4* out, State* st) {
+  if (mode >= 1) triggerDependents();
+  if (mode >= 1) waitPrimary();
+  if (mode < 2) return;
+  uint4 v = in[threadIdx.x];
+  if (mode >= 3) {
+    __shared__ unsigned long long e;
+    if (threadIdx.x == 0) {
+      const unsigned a = *reinterpret_cast<volatile unsigned*>(&st->abort);
+      unsigned long long x;
+      asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(x) : "l"(&st->epoch) : "memory");
+      e = a ? 0 : x;
+    }
+    __syncthreads();
+    v.x += static_cast<unsigned>(e);
+    if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long*>(&st->epoch) = e + 1;
+  }
+  out[threadIdx.x] = v;
+}
+
+double chainUs(int dev, int mode) {
+  CK(cudaSetDevice(dev));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  uint4 *in, *out;
+  State* st;
+  CK(cudaMalloc(&in, 1024));
+  CK(cudaMalloc(&out, 1024));
+  CK(cudaMalloc(&st, sizeof(State)));
+  CK(cudaMemset(in, 0, 1024));
+  CK(cudaMemset(st, 0, sizeof(State)));
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(64);
+  cfg.stream = s;
+  cfg.attrs = mode >= 1 ? &attr : nullptr;
+  cfg.numAttrs = mode >= 1 ? 1 : 0;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kChain; ++i)
+    CK(cudaLaunchKernelEx(&cfg, chainKernel, mode, static_cast<const uint4*>(in), out, st));
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int r = 0; r < kReps + 2; ++r) {
+    CK(cudaEventRecord(a, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (r >= 2) us.push_back(ms * 1000.0 / kChain);
+  }
+  std::sort(us.begin(), us.end());
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  CK(cudaFree(in));
+  CK(cudaFree(out));
+  CK(cudaFree(st));
+  CK(cudaStreamDestroy(s));
+  return us[us.size() / 2];
+}
+
+// Ping-pong: `me` waits for `*mine == i` (odd i for rank 1, even for rank 0) and writes i+1 to
+// `*theirs`. Rank 0 starts. Each round trip is two one-way hops.
+__global__ void pingPong(volatile unsigned* mine, volatile unsigned* theirs, int rank, int rounds,
+                         unsigned long long* ns) {
+  unsigned long long t0 = 0, t1 = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  for (int i = 0; i < 2 * rounds; ++i) {
+    if ((i & 1) != rank) continue;
+    if (i > 0)
+      while (*mine != static_cast<unsigned>(i)) {
+      }
+    *theirs = static_cast<unsigned>(i + 1);
+  }
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  *ns = t1 - t0;
+}
+
+// One-way latency in us between devices 0 and 1, flags in peer memory (host=false) or pinned
+// host memory (host=true).
+double oneWayUs(bool host) {
+  const int rounds = 2000;
+  unsigned* flag[2];
+  unsigned long long* ns[2];
+  cudaStream_t s[2];
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking));
+    CK(cudaMallocManaged(&ns[d], sizeof(unsigned long long)));
+    if (host) {
+      CK(cudaHostAlloc(&flag[d], 64, cudaHostAllocMapped | cudaHostAllocPortable));
+      *flag[d] = 0;
+    } else {
+      CK(cudaMalloc(&flag[d], 64));
+      CK(cudaMemset(flag[d], 0, 64));
+      const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();
+        return -1;
+      }
+    }
+  }
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaDeviceSynchronize());
+  }
+  // Rank 0's kernel pings rank 1's flag and waits on its own; both must run at once.
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    pingPong<<<1, 1, 0, s[d]>>>(flag[d], flag[1 - d], d, rounds, ns[d]);
+    CK(cudaGetLastError());
+  }
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaStreamSynchronize(s[d]));
+  }
+  const double us = static_cast<double>(*ns[0]) / 1000.0 / (2.0 * rounds);
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    if (host)
+      CK(cudaFreeHost(flag[d]));
+    else
+      CK(cudaFree(flag[d]));
+    CK(cudaFree(ns[d]));
+    CK(cudaStreamDestroy(s[d]));
+  }
+  return us;
+}
+
+}  // namespace
+
+int main() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < 1) {
+    fprintf(stderr, "tpcomm-floor: no CUDA device\n");
+    return 2;
+  }
+  cudaDeviceProp p{};
+  CK(cudaGetDeviceProperties(&p, 0));
+  printf("# tpcomm-floor on %d x %s (cc %d.%d); us per kernel in a graph of %d, median of %d\n", n,
+         p.name, p.major, p.minor, kChain, kReps);
+  const char* names[] = {"empty kernel", "empty kernel, PDL wait", "PDL + 1 KiB load/store",
+                         "PDL + load/store + epoch/abort loads"};
+  for (int m = 0; m < 4; ++m) printf("%-40s %6.2f us\n", names[m], chainUs(0, m));
+  if (n >= 2) {
+    printf("%-40s %6.2f us\n", "one-way flag, peer memory", oneWayUs(false));
+    printf("%-40s %6.2f us\n", "one-way flag, pinned host memory", oneWayUs(true));
+  }
+  return 0;
+}
