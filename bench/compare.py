@@ -11,7 +11,8 @@ Backends (each rank one process, one GPU, as in an engine):
   symm2      torch symmetric memory two-shot: torch.ops.symm_mem.two_shot_all_reduce_, in place
 Modes: eager (a loop of calls; includes each framework's launch overhead) and graph (the same
 calls captured in one CUDA graph and replayed: what engines run in decode). Time per call is the
-median over --reps repetitions of the mean over --iters back-to-back calls, the slowest rank's.
+median over --reps repetitions of the mean over --iters back-to-back calls (graph mode, up to
+1 MiB: over --replays back-to-back replays of that graph), the slowest rank's.
 Each backend is checked for a correct sum (integer data, exact) at every size before timing.
 NVLink multicast stays off (NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1).
 
@@ -66,6 +67,10 @@ def parse_args(argv=None):
     p.add_argument("--modes", default=",".join(MODES), help="graph,eager or one of them")
     p.add_argument("--iters", type=int, default=50, help="calls per timed loop / graph (<=1 MiB)")
     p.add_argument("--reps", type=int, default=15, help="repetitions; the median is reported")
+    p.add_argument("--replays", type=int, default=4,
+                   help="graph replays per repetition (<= 1 MiB): the ranks' processes start "
+                        "their replays microseconds apart, and one replay of 50 calls would "
+                        "charge that skew to every call, for every backend alike")
     p.add_argument("--timeout", type=int, default=1800, help="seconds before the run is killed")
     args = p.parse_args(argv)
     args.sizes = sizes_between(parse_size(args.min), parse_size(args.max))
@@ -197,7 +202,9 @@ def worker(rank, world, gloo, args):
                         row["eager_us"] = testing.time_eager(call, iters, args.reps, sync=sync)
                     else:
                         graph = testing.capture(call, iters)
-                        row["graph_us"] = testing.time_graph(graph, iters, args.reps, sync=sync)
+                        replays = args.replays if nbytes <= 1 << 20 else 1
+                        row["graph_us"] = testing.time_graph(graph, iters, args.reps, replays,
+                                                             sync=sync)
                         del graph
             except Exception as e:  # one backend failing at one size must not lose the run
                 row["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]

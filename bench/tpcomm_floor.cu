@@ -43,8 +43,10 @@ struct State {
   unsigned abort;
 };
 
-// mode 0: empty; 1: PDL wait; 2: + load the input and store it; 3: + the epoch/abort loads.
-__global__ void chainKernel(int mode, const uint4* in, uint4* out, State* st) {
+// mode 0: empty; 1: PDL wait; 2: + load the input and store it; 3: + the epoch/abort loads;
+// 4: mode 2, and the 1 KiB also stored into another GPU's memory (`remote`): a kernel is complete
+// only once its remote stores are, so this shows what a push costs the kernel boundary.
+__global__ void chainKernel(int mode, const uint4* in, uint4* out, State* st, uint4* remote) {
   if (mode >= 1) triggerDependents();
   if (mode >= 1) waitPrimary();
   if (mode < 2) return;
@@ -62,9 +64,10 @@ __global__ void chainKernel(int mode, const uint4* in, uint4* out, State* st) {
     if (threadIdx.x == 0) *reinterpret_cast<volatile unsigned long long*>(&st->epoch) = e + 1;
   }
   out[threadIdx.x] = v;
+  if (mode == 4) remote[threadIdx.x] = v;
 }
 
-double chainUs(int dev, int mode) {
+double chainUs(int dev, int mode, uint4* remote) {
   CK(cudaSetDevice(dev));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -88,7 +91,7 @@ double chainUs(int dev, int mode) {
   cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < kChain; ++i)
-    CK(cudaLaunchKernelEx(&cfg, chainKernel, mode, static_cast<const uint4*>(in), out, st));
+    CK(cudaLaunchKernelEx(&cfg, chainKernel, mode, static_cast<const uint4*>(in), out, st, remote));
   CK(cudaStreamEndCapture(s, &g));
   CK(cudaGraphInstantiate(&ge, g, 0));
   cudaEvent_t a, b;
@@ -196,8 +199,19 @@ int main() {
          p.name, p.major, p.minor, kChain, kReps);
   const char* names[] = {"empty kernel", "empty kernel, PDL wait", "PDL + 1 KiB load/store",
                          "PDL + load/store + epoch/abort loads"};
-  for (int m = 0; m < 4; ++m) printf("%-40s %6.2f us\n", names[m], chainUs(0, m));
+  for (int m = 0; m < 4; ++m) printf("%-40s %6.2f us\n", names[m], chainUs(0, m, nullptr));
   if (n >= 2) {
+    uint4* remote = nullptr;
+    CK(cudaSetDevice(1));
+    CK(cudaMalloc(&remote, 1024));
+    CK(cudaSetDevice(0));
+    const cudaError_t e = cudaDeviceEnablePeerAccess(1, 0);
+    if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+      printf("%-40s %6.2f us\n", "PDL + load/store + 1 KiB to a peer GPU", chainUs(0, 4, remote));
+    }
+    CK(cudaSetDevice(1));
+    CK(cudaFree(remote));
     printf("%-40s %6.2f us\n", "one-way flag, peer memory", oneWayUs(false));
     printf("%-40s %6.2f us\n", "one-way flag, pinned host memory", oneWayUs(true));
   }

@@ -11,6 +11,15 @@ namespace tpcomm {
 constexpr int kPushBatch = 4;    // vectors per thread per push round
 constexpr int kReduceBatch = 2;  // vectors per thread per reduce round (x world registers each)
 
+// Named barriers between the warps of a block: `arrive` signals without waiting, `sync` waits
+// for `threads` arrivals in all (both sides counted; ids 1..15, 0 is __syncthreads).
+__device__ __forceinline__ void namedBarrierSync(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void namedBarrierArrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // A value select. `cond ? a[i] : b[j]` on arrays selects an address, which sends both arrays to
 // local memory; selecting values keeps them in registers.
 __device__ __forceinline__ uint4 pick(bool cond, uint4 a, uint4 b) {
@@ -64,7 +73,7 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
     // Re-poll only the peers still missing; indices stay compile-time (registers, no stack).
     unsigned spins = 0, pause = 0;
     for (bool first = true; !ctx.failed; first = false) {
-      if (!first) pollPause<Proto>(pause, c);
+      if (!first) pollPause<Proto>(pause);
       int missing = -1;
 #pragma unroll
       for (int r = 0; r < kW; ++r) {

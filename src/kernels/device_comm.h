@@ -45,10 +45,6 @@ struct DeviceComm {
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];
   size_t host_slot_bytes;
-  // EXPERIMENT (temporary, env TPCOMM_EXP_*): trigger dependents at entry; host poll backoff.
-  int early_trigger;
-  unsigned pause_min_ns;
-  unsigned pause_max_ns;
 };
 
 }  // namespace tpcomm

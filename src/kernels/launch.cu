@@ -1,8 +1,6 @@
 // The one place kernels are launched: picks the instantiation and launches it with
 // cudaLaunchKernelEx, adding the programmatic-dependent-launch attribute where it is asked for.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
@@ -55,16 +53,6 @@ size_t dtypeSize(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? 4 : 2;
 }
 
-// EXPERIMENT (temporary): TPCOMM_EXP_EARLY_TRIGGER=1, TPCOMM_EXP_PAUSE=min,max (ns; 0,0 spins).
-struct Experiment {
-  int early_trigger = 0;
-  unsigned pause_min = 64, pause_max = 1024;
-  Experiment() {
-    if (const char* v = getenv("TPCOMM_EXP_EARLY_TRIGGER")) early_trigger = atoi(v);
-    if (const char* v = getenv("TPCOMM_EXP_PAUSE")) sscanf(v, "%u,%u", &pause_min, &pause_max);
-  }
-};
-
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
@@ -77,10 +65,6 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   DeviceComm dc = c;
   dc.push_batch = a.push_batch;
   dc.aligned = aligned ? 1 : 0;
-  static const Experiment exp;
-  dc.early_trigger = exp.early_trigger;
-  dc.pause_min_ns = exp.pause_min;
-  dc.pause_max_ns = exp.pause_max;
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;

@@ -1,7 +1,7 @@
 // One-shot push all-reduce. Each rank writes its input into a region of every peer's current
 // slot, then sums every rank's vector from its own slot in rank order. A message larger than a
-// region goes in steps, one slot per step, pipelined (at world 2 this moves the same bytes as
-// two-shot with one wait per step instead of two).
+// region goes in steps, one slot per step, with pushing and reducing warps running side by side
+// (at world 2 this moves the same bytes as two-shot with one wait per step instead of two).
 //
 // Pushing rather than pulling: PCIe and NVLink writes are posted, reads cost a round trip, and the
 // user's buffers need no IPC registration (so CUDA graph capture needs no bookkeeping). Arrival is
@@ -24,51 +24,55 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t nvec = (count + E - 1) / E;
   const size_t region = slotVecs<Proto>(c) / c.world;  // vectors per source rank and step
   const size_t nsteps = (nvec + region - 1) / region;
-  const size_t stride = blockDim.x;
   const int pb = c.push_batch;
 
   // This block's share of step s: vectors [first, last) of the message. The share's offsets
   // within a region are the same in every step (per is fixed for the call, even in a shorter last
-  // step): a thread then reads in step s exactly the entries the same thread index of every peer
-  // writes in step s+4, and it is done with step s before that peer thread can be there
-  // (docs/PROTOCOL.md). A per-step share would let a peer's short last step overwrite entries a
-  // slower thread of ours still has to read.
+  // step), so the entries this block reads in step s are the ones the same block of every peer
+  // writes in step s+4 (docs/PROTOCOL.md). A per-step share would let a peer's short last step
+  // overwrite entries a slower thread of ours still has to read.
   const size_t per = (min(region, nvec) + gridDim.x - 1) / gridDim.x;
   auto share = [&](size_t s, size_t* first, size_t* last) {
     const size_t base = s * region, len = min(region, nvec - base);
     *first = base + min(len, blockIdx.x * per);
     *last = base + min(len, blockIdx.x * per + per);
   };
+  // Calls of two or more steps split the block: the first half of the warps push, the second
+  // half reduce, so the link carries step j while the reduce pass of an earlier step runs (with
+  // every thread doing both, every block pushes, then every block reduces, in lockstep, and the
+  // link idles during the reduce: about a third of the time at 64 MiB). Single-step calls keep
+  // every thread for both (latency).
+  const bool split = nsteps >= 2 && blockDim.x >= 64 && blockDim.x % 64 == 0;
+  const unsigned np = split ? blockDim.x / 2 : blockDim.x;  // pushing threads: [0, np)
+  const bool pusher = threadIdx.x < np;
+  const unsigned tr = split ? threadIdx.x - np : threadIdx.x;  // index among reducing threads
+  const unsigned nr = split ? blockDim.x - np : blockDim.x;
+
   // The first batch is loaded before the epoch, so both are in flight together.
   uint4 x[kPushBatch];
   {
     size_t first, last;
     share(0, &first, &last);
-    loadBatch<T>(send, first + threadIdx.x, stride, last, count, c.aligned, pb, x);
+    if (pusher) loadBatch<T>(send, first + threadIdx.x, np, last, count, c.aligned, pb, x);
   }
   const unsigned long long epoch = readEpoch(c);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
-  if (c.early_trigger) pdlLaunchDependents();
   WaitCtx ctx = makeWaitCtx(c);
-  auto slotOf = [&](size_t s) {
-    return reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] +
-                                    ((epoch + s) % kNumSlots) * Proto::slotBytes(c));
-  };
 
-  // Push step s: my vectors into my region of every peer's slot. x holds the first batch of
-  // step 0 on entry.
+  // Push step s (pushing threads): my vectors into my region of every peer's slot. x holds the
+  // first batch of step 0 on entry.
   auto push = [&](size_t s) {
     size_t first, last;
     share(s, &first, &last);
     const uint32_t flag = stepFlag(epoch + s);
     const size_t slot_off = ((epoch + s) % kNumSlots) * Proto::slotBytes(c);
     const size_t base = s * region;  // message vector v is entry (v - base) of its region
-    for (size_t v = first + threadIdx.x; v < last; v += stride * pb) {
+    for (size_t v = first + threadIdx.x; v < last; v += np * pb) {
       if (s > 0 || v != first + threadIdx.x)
-        loadBatch<T>(send, v, stride, last, count, c.aligned, pb, x);
+        loadBatch<T>(send, v, np, last, count, c.aligned, pb, x);
 #pragma unroll
       for (int u = 0; u < kPushBatch; ++u) {
-        const size_t vv = v + u * stride;
+        const size_t vv = v + u * np;
         if (u >= pb || vv >= last) continue;
         const uint4 y = canon<T>(x[u]);
         for (int p = 1; p < c.world; ++p) {
@@ -79,31 +83,60 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
     }
   };
-
-  push(0);
-  const bool advance = arriveEpoch(c);
-  for (size_t s = 0; s < nsteps; ++s) {
-    // Software pipeline: step s+1 leaves before step s is reduced, so the link is busy during the
-    // reduce pass (without it, every block pushes, then every block reduces, in lockstep, and the
-    // link idles for the reduce: ~30% of the time at 64 MiB). It is why there are four slots: a
-    // peer thread pushing step j has only finished step j-2 (docs/PROTOCOL.md).
-    if (s + 1 < nsteps) push(s + 1);
-    if (s + 1 == nsteps && !c.early_trigger) pdlLaunchDependents();  // after the last push
-
-    // Reduce step s in rank order from my slot, write the output.
+  // Reduce step s (reducing threads) in rank order from my slot and write the output. False on
+  // timeout or abort.
+  auto reduce = [&](size_t s) {
     size_t first, last;
     share(s, &first, &last);
     const size_t base = s * region;
-    uint4* mine = slotOf(s);
+    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] +
+                                           ((epoch + s) % kNumSlots) * Proto::slotBytes(c));
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
-    for (size_t v = first + threadIdx.x; v < last; v += stride * R) {
+    for (size_t v = first + tr; v < last; v += nr * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, stride, last - base, send, v, count,
+      if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, nr, last - base, send, v, count,
                                      epoch + s, ctx, y))
-        return;  // timed out; no block-wide barrier follows, so returning alone is safe
+        return false;
 #pragma unroll
       for (int u = 0; u < R; ++u)
-        if (v + u * stride < last) storeVec<T>(recv, v + u * stride, count, c.aligned, y[u]);
+        if (v + u * nr < last) storeVec<T>(recv, v + u * nr, count, c.aligned, y[u]);
+    }
+    return true;
+  };
+
+  bool advance = false;
+  if (!split) {
+    // Every thread pushes and reduces; step s+1 leaves before step s is reduced (safe with four
+    // slots by the same argument, per thread instead of per block).
+    push(0);
+    advance = arriveEpoch(c);
+    for (size_t s = 0; s < nsteps; ++s) {
+      if (s + 1 < nsteps) push(s + 1);
+      if (s + 1 == nsteps) pdlLaunchDependents();  // after the last push
+      if (!reduce(s)) return;  // timed out; no block-wide barrier follows, so returning is safe
+    }
+  } else if (pusher) {
+    // Step j goes out once this block's reducers are done with step j-2: the peers' blocks hold
+    // the same rule, so a peer's step j lands on entries we read in step j-4 at the latest (four
+    // slots; docs/PROTOCOL.md). Barriers 1..4 carry "reduced s", 5..8 "pushed j"; four of each
+    // because neither side can be more than three phases ahead of the other.
+    for (size_t j = 0; j < nsteps; ++j) {
+      if (j >= 2) namedBarrierSync(1 + (j - 2) % 4, blockDim.x);
+      push(j);
+      namedBarrierArrive(5 + j % 4, blockDim.x);
+      if (j == 0) advance = arriveEpoch(c);
+    }
+    pdlLaunchDependents();
+  } else {
+    // A reducer starts step s only after this block pushed it: in place, the push reads the
+    // input vectors the reduce overwrites. After a timeout it keeps only the barrier schedule,
+    // so the pushers finish and the kernel exits.
+    bool ok = true;
+    for (size_t s = 0; s < nsteps; ++s) {
+      namedBarrierSync(5 + s % 4, blockDim.x);
+      if (s + 1 == nsteps) pdlLaunchDependents();
+      ok = ok && reduce(s);
+      if (s + 2 < nsteps) namedBarrierArrive(1 + s % 4, blockDim.x);
     }
   }
   if (advance) advanceEpoch(c, epoch, nsteps);

@@ -58,10 +58,9 @@ struct LLProto {
 
 // Backoff between missed polls (Proto::kBackoffNs > 0): sleeps, doubling up to 1 us.
 template <typename Proto>
-__device__ __forceinline__ void pollPause(unsigned& ns, const DeviceComm& c) {
+__device__ __forceinline__ void pollPause(unsigned& ns) {
   if constexpr (Proto::kBackoffNs > 0) {
-    if (c.pause_max_ns == 0) return;
-    ns = ns == 0 ? c.pause_min_ns : (ns < c.pause_max_ns ? ns * 2 : ns);
+    ns = ns == 0 ? Proto::kBackoffNs : (ns < 1024 ? ns * 2 : ns);
     __nanosleep(ns);
   }
 }

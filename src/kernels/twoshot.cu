@@ -33,7 +33,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t nsteps = (nvec + chunk_vecs - 1) / chunk_vecs;
   const unsigned long long epoch0 = readEpoch(c);
   if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
-  if (c.early_trigger) pdlLaunchDependents();
   const bool advance = arriveEpoch(c);
 
   const size_t stride = blockDim.x;
@@ -92,7 +91,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y[u]);
       }
     }
-    if (step + 1 == nsteps && !c.early_trigger) pdlLaunchDependents();
+    if (step + 1 == nsteps) pdlLaunchDependents();
 
     // 3. All-gather receive: every other segment, from its owner.
     for (int p = 1; p < c.world; ++p) {
@@ -110,7 +109,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
           unsigned spins = 0, pause = 0;
           while (!Proto::template arrived<T>(y[u], flag) && !ctx.failed) {
             if (!keepWaiting(ctx, spins, c, d, e)) break;
-            pollPause<Proto>(pause, c);
+            pollPause<Proto>(pause);
             y[u] = Proto::load(src + (o + u * stride) * K);
           }
           if (ctx.failed) return;

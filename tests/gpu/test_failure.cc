@@ -13,16 +13,23 @@ namespace {
 
 TEST(Failure, PeerThatNeverArrivesTimesOut) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, /*timeout_ms=*/300);
-  std::string err;
-  auto g = makeGroup(2, &cfg, 1 << 20, &err);
-  ASSERT_TRUE(g) << err;
-  for (size_t count : {size_t{1024}, size_t{4} << 20}) {  // one-shot, then two-shot, fresh comms
-    if (count != 1024) {
-      g.reset();
-      g = makeGroup(2, &cfg, count * 2, &err);
-      ASSERT_TRUE(g) << err;
-    }
+  struct Case {
+    int algo;
+    size_t count;         // bf16 elements
+    size_t buffer_bytes;  // 0: default
+  };
+  // One-shot, two-shot, and a many-step one-shot (pushing and reducing warps split: the pushers
+  // must not be left waiting for reducers that gave up). Fresh communicators each.
+  const Case cases[] = {{tpcommAlgoAuto, 1024, 0},
+                        {tpcommAlgoAuto, size_t{4} << 20, 0},
+                        {tpcommAlgoOneShot, size_t{1} << 20, 256u << 10}};
+  for (const Case& k : cases) {
+    tpcommConfig_t cfg = configFor(k.algo, 0, /*timeout_ms=*/300);
+    cfg.bufferBytes = k.buffer_bytes;
+    std::string err;
+    auto g = makeGroup(2, &cfg, k.count * 2, &err);
+    ASSERT_TRUE(g) << err;
+    const size_t count = k.count;
     const auto t0 = std::chrono::steady_clock::now();
     ASSERT_EQ(tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum, g->comms[0],
                               g->streams[0]),
