@@ -103,6 +103,9 @@ Outcome runCase(Group& g, const Case& c) {
     cudaSetDevice(g.devs[r]);
     cudaMemcpy(g.send[r] + off, inputs.back().data(), bytes, cudaMemcpyHostToDevice);
     if (!c.in_place) cudaMemset(g.recv[r], 0xCD, g.capacity + 256);  // poison the output
+    // The memset runs on the legacy stream, which does not order the communicator's
+    // non-blocking stream: without this wait it may land after the kernel's outputs.
+    cudaDeviceSynchronize();
   }
   tpcommGroupStart();
   for (int r = 0; r < g.world && o.result == tpcommSuccess; ++r) {

@@ -56,6 +56,7 @@ int checkedAllReduce(tpcommComm_t comm, int rank, int nranks, tpcommDataType_t d
   for (int r = 0; r < nranks; ++r) inputs.push_back(makeInput(dt, count, seed, r));
   cudaMemcpy(in, inputs[rank].data(), bytes, cudaMemcpyHostToDevice);
   cudaMemset(out, 0xCD, bytes);
+  cudaDeviceSynchronize();  // the legacy stream does not order the non-blocking stream s
   int rc = 0;
   if (tpcommAllReduce(in, out, count, dt, tpcommSum, comm, s) != tpcommSuccess) {
     fprintf(stderr, "rank %d: %s\n", rank, tpcommGetLastError());

@@ -147,6 +147,7 @@ TEST(Stress, HundredThousandCallsWithoutSync) {
     cudaSetDevice(g->devs[r]);
     ASSERT_EQ(cudaMalloc(&bad[r], sizeof(unsigned long long)), cudaSuccess);
     cudaMemset(bad[r], 0, sizeof(unsigned long long));
+    cudaDeviceSynchronize();  // legacy-stream memset; the checks run on non-blocking streams
   }
   const int kCalls = 100000;
   for (int i = 0; i < kCalls; ++i) {
