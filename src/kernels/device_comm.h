@@ -45,6 +45,14 @@ struct DeviceComm {
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];
   size_t host_slot_bytes;
+  // The island algorithm (island.cu): the two islands' members in rank order, this rank's island
+  // (0 or 1; -1 when the communicator has no island split: odd world or world < 4), its local
+  // index (position in its island) and its partner (the same local index in the other island).
+  int island;
+  int island_size;
+  int island_local;
+  int partner;
+  signed char island_members[2][kMaxRanks / 2];
   // EXPERIMENT (temporary, env TPCOMM_EXP_*): trigger dependents at entry; host poll backoff.
   int early_trigger;
   unsigned pause_min_ns;

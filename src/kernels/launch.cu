@@ -20,6 +20,12 @@ size_t hostOneShotStepBytes(const DeviceComm& c) {
 size_t twoShotChunkVecs(const DeviceComm& c) {
   return c.slot_bytes / kVecBytes / (2 * c.world) * c.world;
 }
+// Island: a slot holds 2m + 2 areas of seg_cap entries (island.cu), a step m segments.
+size_t islandChunkVecs(const DeviceComm& c) {
+  if (c.world < 4 || c.world % 2 != 0) return 0;
+  const size_t m = static_cast<size_t>(c.world / 2);
+  return c.slot_bytes / kVecBytes / (2 * m + 2) * m;
+}
 size_t hostTwoShotChunkVecs(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
 }
@@ -34,6 +40,8 @@ KernelSet kernelsOf(int algo, int world) {
       return hostOneShotKernels(world);
     case tpcommAlgoHostTwoShot:
       return hostTwoShotKernels(world);
+    case tpcommAlgoIsland:
+      return islandKernels(world);
     default:
       return KernelSet{};
   }
@@ -73,6 +81,8 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   const KernelSet set = kernelsOf(a.algo, c.world);
   const void* fn = set.fn[di];
   if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
+  if (a.algo == tpcommAlgoIsland && (c.island < 0 || c.island_size * 2 != c.world))
+    return fail(tpcommInternalError, "launch: island algorithm without an island split");
 
   DeviceComm dc = c;
   dc.push_batch = a.push_batch;
