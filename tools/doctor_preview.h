@@ -74,7 +74,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     in.world = w->world;
     in.bytes = bytes;
     in.fabric = w->fabric;
-    in.two_islands = w->two_islands;
+    in.two_islands = w->two_islands && kIslandAutoSelect;  // as comm/fabric.cc decides
     in.nccl_available = o.nccl_available;
     in.host_transport =
         o.host_transport && (w->fabric == Fabric::kHost || o.forced_algo == tpcommAlgoHostOneShot ||

@@ -28,8 +28,10 @@ inline std::vector<size_t> sweepSizes(size_t min_bytes, size_t max_bytes, size_t
 // Whether a communicator left to choose on `fabric` can run `algo`, i.e. whether a table for that
 // fabric may name it: peer-memory algorithms need P2P, and the host-memory transport is set up
 // only where P2P does not work (or is turned off: TPCOMM_TRANSPORT=host gives fabric host).
+// Island runs forced on any P2P fabric, but auto picks it only over PCIe (two islands).
 inline bool eligibleOn(Fabric fabric, int algo) {
   if (algo == tpcommAlgoNccl) return true;
+  if (algo == tpcommAlgoIsland) return fabric == Fabric::kPcie;
   const bool host = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
   return fabric == Fabric::kHost ? host : !host;
 }

@@ -41,12 +41,14 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
 
 bool isKernelAlgo(int a) {
   return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoHostOneShot ||
-         a == tpcommAlgoHostTwoShot;
+         a == tpcommAlgoHostTwoShot || a == tpcommAlgoIsland;
 }
 
-// Vectors per two-shot step of the algorithm's transport.
+// Vectors per step of a chunked algorithm (two-shot on its transport, island).
 size_t chunkOf(const tpcommComm* c, int algo) {
-  return algo == tpcommAlgoHostTwoShot ? c->host_chunk_vecs : c->chunk_vecs;
+  return algo == tpcommAlgoHostTwoShot ? c->host_chunk_vecs
+         : algo == tpcommAlgoIsland    ? c->island_chunk_vecs
+                                       : c->chunk_vecs;
 }
 
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {

@@ -1,10 +1,29 @@
 #include "comm/fabric.h"
 
+#include <string>
+
 #include "comm/machine_view.h"
 #include "common/error.h"
 #include "common/log.h"
 
 namespace tpcomm {
+
+void fillIslands(const tpcommComm* c, DeviceComm* d) {
+  d->island = -1;
+  d->island_size = 0;
+  d->island_local = -1;
+  d->partner = -1;
+  if (c->island_of_rank.empty()) return;
+  int size[2] = {0, 0};
+  for (int r = 0; r < c->world; ++r) {
+    const int i = c->island_of_rank[r];
+    if (r == c->rank) d->island_local = size[i];
+    d->island_members[i][size[i]++] = static_cast<signed char>(r);
+  }
+  d->island = c->island_of_rank[c->rank];
+  d->island_size = size[0];
+  d->partner = d->island_members[1 - d->island][d->island_local];
+}
 
 tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   std::string reason;
@@ -13,7 +32,20 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   if (c->settings.transport == 2) c->fabric = Fabric::kHost;
   if (c->settings.transport == 1 && agreed == Fabric::kHost)
     return fail(tpcommUnsupported, "TPCOMM_TRANSPORT=p2p, but %s", reason.c_str());
-  c->two_islands = false;  // the island algorithm is not built yet (docs/TOPOLOGY.md)
+  // Islands: the topology's two-island split where every rank's view shows one (two sockets or
+  // switches; ranks sharing GPUs split by GPU), else the halves, ranks 0..m-1 and m..n-1, so that
+  // a forced island algorithm has a defined split anywhere. Auto picks island only over PCIe with
+  // real islands, and only once kIslandAutoSelect is on (plan/policy.h).
+  c->island_of_rank.clear();
+  c->islands_found = false;
+  if (islandWorld(c->world)) {
+    c->islands_found = agreeIslands(all, c->world, &c->island_of_rank);
+    if (!c->islands_found) {
+      c->island_of_rank.assign(static_cast<size_t>(c->world), 0);
+      for (int r = c->world / 2; r < c->world; ++r) c->island_of_rank[r] = 1;
+    }
+  }
+  c->two_islands = kIslandAutoSelect && c->islands_found && c->fabric == Fabric::kPcie;
   // A tuning table is used only when every rank loaded the same one: the policy must pick the
   // same algorithm on every rank.
   c->tuned = nullptr;
@@ -23,6 +55,18 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
               c->ranks_share_gpu ? ", some ranks share a GPU" : "",
               reason.empty() ? "" : (", " + reason).c_str(),
               c->tuned ? "tuning table in use" : "built-in policy defaults");
+  if (!c->island_of_rank.empty()) {
+    std::string islands[2];
+    for (int r = 0; r < c->world; ++r)
+      islands[c->island_of_rank[r]] +=
+          (islands[c->island_of_rank[r]].empty() ? "" : ",") + std::to_string(r);
+    TPCOMM_INFO(INIT, "rank %d: islands {%s} {%s} (%s)%s", c->rank, islands[0].c_str(),
+                islands[1].c_str(),
+                c->islands_found ? "from the topology"
+                                 : "no two islands in the topology: first and second half of the "
+                                   "ranks, used only when island is forced",
+                c->two_islands ? ", auto may pick island" : "");
+  }
   return tpcommSuccess;
 }
 

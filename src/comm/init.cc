@@ -130,8 +130,10 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   }
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
   TPCOMM_CHECK(setupHostTransport(c, all));
+  fillIslands(c, &d);
   c->oneshot_step_bytes = oneShotStepBytes(d);
   c->chunk_vecs = twoShotChunkVecs(d);
+  c->island_chunk_vecs = islandChunkVecs(d);
   c->knobs.max_blocks = c->settings.max_blocks;
   c->knobs.pdl = c->settings.pdl && c->cc_major >= 9;
   d.push_batch = 1;  // set per launch from the grid plan

@@ -2,11 +2,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
 #include "comm/rank_info.h"
 #include "common/log.h"
+#include "topo/classify.h"
 #include "topo/discover.h"
 #include "topo/p2p_cache.h"
 #include "topo/topology.h"
@@ -73,10 +75,12 @@ void buildMachineView(int device, MachineView* v, TuningTable* table, std::strin
     }
     g.access = static_cast<uint8_t>(access != 0);
     g.nvlink = static_cast<uint8_t>(d != device && access && atomics);
+    g.path = static_cast<uint8_t>(d == device ? topo::PathClass::kSelf : topo::PathClass::kUnknown);
     if (t && device < t->size() && d < t->size() && d != device) {
       const topo::LinkInfo& l = t->links[device][d];
       g.nvlink = static_cast<uint8_t>(l.path == topo::PathClass::kNvlink);
       g.broken = static_cast<uint8_t>(l.p2p_works == topo::P2pHealth::kBroken);
+      g.path = static_cast<uint8_t>(l.path);
     }
     ++v->count;
   }
@@ -119,6 +123,43 @@ Fabric agreeFabric(const RankInfo* all, int world, bool* share, std::string* rea
   }
   if (!every_reachable) return Fabric::kHost;
   return every_nvlink ? Fabric::kNvlink : Fabric::kPcie;
+}
+
+bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_rank) {
+  island_of_rank->clear();
+  // The ranks' distinct GPUs, and each rank's index among them.
+  std::vector<std::string> buses;
+  std::vector<int> rank_gpu(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    const std::string bus = all[r].pci_bus_id_norm;
+    size_t i = 0;
+    while (i < buses.size() && buses[i] != bus) ++i;
+    if (i == buses.size()) buses.push_back(bus);
+    rank_gpu[r] = static_cast<int>(i);
+  }
+  topo::Topology t;
+  t.resize(static_cast<int>(buses.size()));
+  auto pathFrom = [&](int gpu, const std::string& to) {
+    int worst = -1;  // over the ranks on `gpu`: the worst path any of them sees to `to`
+    for (int r = 0; r < world; ++r) {
+      if (rank_gpu[r] != gpu) continue;
+      const MachineView::Gpu* g = find(all[r].view, to.c_str());
+      worst = std::max(worst,
+                       g ? static_cast<int>(g->path) : static_cast<int>(topo::PathClass::kUnknown));
+    }
+    return worst;
+  };
+  for (int a = 0; a < t.size(); ++a) {
+    for (int b = a + 1; b < t.size(); ++b) {
+      const int p = std::max(pathFrom(a, buses[b]), pathFrom(b, buses[a]));
+      topo::LinkInfo l;
+      l.path = p < 0 || p > static_cast<int>(topo::PathClass::kUnknown)
+                   ? topo::PathClass::kUnknown
+                   : static_cast<topo::PathClass>(p);
+      t.setLink(a, b, l);
+    }
+  }
+  return topo::twoIslands(t, rank_gpu, island_of_rank);
 }
 
 bool agreeTuning(const RankInfo* all, int world) {

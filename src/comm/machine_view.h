@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/device_comm.h"
 #include "plan/policy.h"
@@ -20,7 +21,7 @@ struct MachineView {
     uint8_t access;  // this rank's GPU can map its memory (P2P supported)
     uint8_t nvlink;  // ... over NVLink
     uint8_t broken;  // a P2P test (tpcomm doctor) found the pair broken
-    uint8_t pad;
+    uint8_t path;    // topo::PathClass from this rank's GPU (kUnknown without a topology)
   };
   uint32_t count;
   uint32_t pad;
@@ -38,6 +39,10 @@ void buildMachineView(int device, MachineView* v, TuningTable* table, std::strin
 // from both sides, PCIe if every pair is reachable, host memory otherwise. A peer GPU a rank
 // cannot see (CUDA_VISIBLE_DEVICES) counts as PCIe-reachable (IPC may still map it).
 Fabric agreeFabric(const RankInfo* all, int world, bool* ranks_share_gpu, std::string* reason);
+
+// Two islands (topo::twoIslands) from the paths in every rank's view, the worse of the two
+// directions of a pair; island_of_rank gets 0 or 1 per rank. Every rank computes the same.
+bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_rank);
 
 // True when every rank loaded the same tuning table (non-zero equal hashes).
 bool agreeTuning(const RankInfo* all, int world);

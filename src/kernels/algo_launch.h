@@ -26,7 +26,9 @@ KernelSet oneShotKernels(int world);
 KernelSet twoShotKernels(int world);
 KernelSet hostOneShotKernels(int world);
 KernelSet hostTwoShotKernels(int world);
-// The kernels of an algorithm (one of the four above); all zero for other algorithms.
+// The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
+KernelSet islandKernels(int world);
+// The kernels of an algorithm (one of the five above); all zero for other algorithms.
 KernelSet kernelsOf(int algo, int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
@@ -36,12 +38,14 @@ size_t oneShotStepBytes(const DeviceComm& c);
 size_t twoShotChunkVecs(const DeviceComm& c);
 size_t hostTwoShotChunkVecs(const DeviceComm& c);
 size_t hostOneShotStepBytes(const DeviceComm& c);
+// Vectors per island step (m segments); 0 unless the world is even and at least 4.
+size_t islandChunkVecs(const DeviceComm& c);
 
 int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
 size_t dtypeSize(tpcommDataType_t dt);
 
 struct LaunchArgs {
-  int algo;  // one of the kernel algorithms (oneshot, twoshot, host_oneshot, host_twoshot)
+  int algo;  // a kernel algorithm (oneshot, twoshot, host_oneshot, host_twoshot, island)
   int blocks;
   int threads;
   int push_batch;  // vectors per thread per push round (1..4)
@@ -50,7 +54,7 @@ struct LaunchArgs {
   void* recv;
   size_t count;
   tpcommDataType_t dtype;
-  size_t chunk_vecs;  // two-shot only
+  size_t chunk_vecs;  // two-shot and island only
 };
 
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);

@@ -38,20 +38,22 @@ __device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride,
   }
 }
 
-// kW: the world-size class the kernel was built for (2, 4 or 8 >= c.world), so the per-peer
+// kW: the world-size class the kernel was built for (2, 4 or 8 >= nsrc), so the per-source
 // registers are sized for it rather than for 8 ranks.
-// Sums, in rank order, R vectors at slot indices o + u*stride (< o_end): every peer r's vector
-// from entry (r*src_stride + index) of `slot` (waiting for it to arrive), and this rank's own
-// input vector own_v + u*stride. Clears the peers' entries (Proto). False on timeout or abort.
-template <typename Proto, typename T, int kW, int R>
-__device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, size_t src_stride,
-                                            size_t o, size_t stride, size_t o_end, const T* send,
-                                            size_t own_v, size_t count, unsigned long long step,
-                                            WaitCtx& ctx, uint4 (&y)[R]) {
+// Sums in fp32, in source order 0..nsrc-1, R vectors at slot indices o + u*stride (< o_end):
+// source s's vector from entry (s*src_stride + index) of `slot` (waiting for it to arrive; rank
+// rank_of(s) is named if it never does), except source `self`, which is this rank's own input
+// vector own_v + u*stride. Hands each sum to done(u, acc) (for the u in range) and clears the
+// sources' entries (Proto). False on timeout or abort.
+template <typename Proto, typename T, int kW, int R, typename RankOf, typename Done>
+__device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int self, RankOf rank_of,
+                                           uint4* slot, size_t src_stride, size_t o, size_t stride,
+                                           size_t o_end, const T* send, size_t own_v, size_t count,
+                                           unsigned long long step, WaitCtx& ctx, Done done) {
   constexpr int K = Proto::kEntry;
   const uint32_t flag = stepFlag(step);
-  // Own vectors are kept apart from the peers' (x[u][rank] would be indexed by the run-time rank,
-  // which sends the whole array to local memory).
+  // Own vectors are kept apart from the sources' (x[u][self] would be indexed by a run-time
+  // value, which sends the whole array to local memory).
   typename Proto::Raw x[R][kW];
   uint4 own[R];
 #pragma unroll
@@ -63,41 +65,103 @@ __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, si
     own[u] = loadVec<T>(send, own_v + u * stride, count, c.aligned);
 #pragma unroll
     for (int r = 0; r < kW; ++r)
-      if (r < c.world && r != c.rank)
+      if (r < nsrc && r != self)
         x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
   }
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // ...then the waits and the sums
     if (o + u * stride >= o_end) continue;
     own[u] = canon<T>(own[u]);
-    // Re-poll only the peers still missing; indices stay compile-time (registers, no stack).
+    // Re-poll only the sources still missing; indices stay compile-time (registers, no stack).
     unsigned spins = 0, pause = 0;
     for (bool first = true; !ctx.failed; first = false) {
       if (!first) pollPause<Proto>(pause);
       int missing = -1;
 #pragma unroll
       for (int r = 0; r < kW; ++r) {
-        if (r < c.world && r != c.rank && !Proto::template arrived<T>(x[u][r], flag)) {
+        if (r < nsrc && r != self && !Proto::template arrived<T>(x[u][r], flag)) {
           missing = r;
           x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
         }
       }
-      if (missing < 0 || !keepWaiting(ctx, spins, c, missing, step)) break;
+      if (missing < 0 || !keepWaiting(ctx, spins, c, rank_of(missing), step)) break;
     }
     Acc<T> acc;
-    acc.set(pick(c.rank == 0, own[u], Proto::data(x[u][0])));
+    acc.set(pick(self == 0, own[u], Proto::data(x[u][0])));
 #pragma unroll
     for (int r = 1; r < kW; ++r)
-      if (r < c.world) acc.add(pick(r == c.rank, own[u], Proto::data(x[u][r])));
-    y[u] = acc.result();
+      if (r < nsrc) acc.add(pick(r == self, own[u], Proto::data(x[u][r])));
+    done(u, acc);
   }
   if (ctx.failed) return false;
 #pragma unroll
   for (int u = 0; u < R; ++u)
 #pragma unroll
     for (int r = 0; r < kW; ++r)
-      if (r < c.world && r != c.rank && o + u * stride < o_end)
+      if (r < nsrc && r != self && o + u * stride < o_end)
         Proto::clear(slot + (r * src_stride + o + u * stride) * K);
+  return true;
+}
+
+// The same over every rank of the communicator, in rank order, rounded to T: y[u] is the sum of
+// vector o + u*stride (peer r's from entry r*src_stride + index), for the u in range.
+template <typename Proto, typename T, int kW, int R>
+__device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, size_t src_stride,
+                                            size_t o, size_t stride, size_t o_end, const T* send,
+                                            size_t own_v, size_t count, unsigned long long step,
+                                            WaitCtx& ctx, uint4 (&y)[R]) {
+  return sumSources<Proto, T, kW, R>(
+      c, c.world, c.rank, [](int r) { return r; }, slot, src_stride, o, stride, o_end, send, own_v,
+      count, step, ctx, [&y](int u, const Acc<T>& acc) { y[u] = acc.result(); });
+}
+
+// Pushes this rank's input vectors first + o, for this thread's offsets o (o0, o0 + stride, ...
+// below end, pb per round), canonicalised, into entries o of `dst` (a peer's area).
+template <typename Proto, typename T>
+__device__ __forceinline__ void pushRange(const DeviceComm& c, const T* send, size_t first,
+                                          size_t o0, size_t end, size_t stride, size_t count,
+                                          uint4* dst, uint32_t flag) {
+  constexpr int K = Proto::kEntry;
+  const int pb = c.push_batch;
+  for (size_t o = o0; o < end; o += stride * pb) {
+    uint4 x[kPushBatch];
+    loadBatch<T>(send, first + o, stride, first + end, count, c.aligned, pb, x);
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u)
+      if (u < pb && o + u * stride < end)
+        Proto::put(dst + (o + u * stride) * K, canon<T>(x[u]), flag);
+  }
+}
+
+// Copies entries o of `src` (this rank's area, filled by rank `peer`), for this thread's offsets
+// o below end, to output vectors first + o, waiting for each to arrive and clearing it after.
+// False on timeout or abort.
+template <typename Proto, typename T>
+__device__ __forceinline__ bool receiveRange(const DeviceComm& c, uint4* src, size_t o0, size_t end,
+                                             size_t stride, T* recv, size_t first, size_t count,
+                                             int peer, unsigned long long step, WaitCtx& ctx) {
+  constexpr int K = Proto::kEntry;
+  const int pb = c.push_batch;
+  const uint32_t flag = stepFlag(step);
+  for (size_t o = o0; o < end; o += stride * pb) {
+    typename Proto::Raw y[kPushBatch];
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u)
+      if (u < pb && o + u * stride < end) y[u] = Proto::load(src + (o + u * stride) * K);
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u) {
+      if (u >= pb || o + u * stride >= end) continue;
+      unsigned spins = 0, pause = 0;
+      while (!Proto::template arrived<T>(y[u], flag) && !ctx.failed) {
+        if (!keepWaiting(ctx, spins, c, peer, step)) break;
+        pollPause<Proto>(pause);
+        y[u] = Proto::load(src + (o + u * stride) * K);
+      }
+      if (ctx.failed) return false;
+      storeVec<T>(recv, first + o + u * stride, count, c.aligned, Proto::data(y[u]));
+      Proto::clear(src + (o + u * stride) * K);
+    }
+  }
   return true;
 }
 

@@ -45,6 +45,15 @@ struct DeviceComm {
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];
   size_t host_slot_bytes;
+  // The island algorithm (island.cu): the two islands' members in rank order, this rank's island
+  // (0 or 1; -1 when the communicator has no island split: odd world or world < 4), its local
+  // index (position in its island) and its partner (the same local index in the other island).
+  int island;
+  int island_size;
+  int island_local;
+  int partner;
+  signed char island_members[2][kMaxRanks / 2];
+  int push_eighths;  // EXPERIMENT (temporary): eighths of a split one-shot block that push
 };
 
 }  // namespace tpcomm

@@ -26,6 +26,7 @@ tpcommResult_t checkKernelImages(int device) {
     for (int algo :
          {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot})
       sets.push_back(kernelsOf(algo, w));
+  for (int w : {4, 8}) sets.push_back(islandKernels(w));  // island sizes 2 and 4
   bool jit = false;
   for (const KernelSet& set : sets) {
     {

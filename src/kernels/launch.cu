@@ -1,6 +1,7 @@
 // The one place kernels are launched: picks the instantiation and launches it with
 // cudaLaunchKernelEx, adding the programmatic-dependent-launch attribute where it is asked for.
 #include <cstdint>
+#include <cstdlib>
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
@@ -18,6 +19,12 @@ size_t hostOneShotStepBytes(const DeviceComm& c) {
 size_t twoShotChunkVecs(const DeviceComm& c) {
   return c.slot_bytes / kVecBytes / (2 * c.world) * c.world;
 }
+// Island: a slot holds 2m + 2 areas of seg_cap entries (island.cu), a step m segments.
+size_t islandChunkVecs(const DeviceComm& c) {
+  if (c.world < 4 || c.world % 2 != 0) return 0;
+  const size_t m = static_cast<size_t>(c.world / 2);
+  return c.slot_bytes / kVecBytes / (2 * m + 2) * m;
+}
 size_t hostTwoShotChunkVecs(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
 }
@@ -32,6 +39,8 @@ KernelSet kernelsOf(int algo, int world) {
       return hostOneShotKernels(world);
     case tpcommAlgoHostTwoShot:
       return hostTwoShotKernels(world);
+    case tpcommAlgoIsland:
+      return islandKernels(world);
     default:
       return KernelSet{};
   }
@@ -53,6 +62,15 @@ size_t dtypeSize(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? 4 : 2;
 }
 
+// EXPERIMENT (temporary): TPCOMM_EXP_PUSH_EIGHTHS, the pushing share of a split one-shot block.
+static int pushEighths() {
+  static const int v = [] {
+    const char* e = getenv("TPCOMM_EXP_PUSH_EIGHTHS");
+    return e ? atoi(e) : 4;
+  }();
+  return v;
+}
+
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
@@ -61,10 +79,13 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   const KernelSet set = kernelsOf(a.algo, c.world);
   const void* fn = set.fn[di];
   if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
+  if (a.algo == tpcommAlgoIsland && (c.island < 0 || c.island_size * 2 != c.world))
+    return fail(tpcommInternalError, "launch: island algorithm without an island split");
 
   DeviceComm dc = c;
   dc.push_batch = a.push_batch;
   dc.aligned = aligned ? 1 : 0;
+  dc.push_eighths = pushEighths();
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;

@@ -43,7 +43,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // link idles during the reduce: about a third of the time at 64 MiB). Single-step calls keep
   // every thread for both (latency).
   const bool split = nsteps >= 2 && blockDim.x >= 64 && blockDim.x % 64 == 0;
-  const unsigned np = split ? blockDim.x / 2 : blockDim.x;  // pushing threads: [0, np)
+  const unsigned np =
+      split ? min(blockDim.x - 32, max(32u, blockDim.x * c.push_eighths / 8 / 32 * 32))
+            : blockDim.x;  // pushing threads: [0, np)
   const bool pusher = threadIdx.x < np;
   const unsigned tr = split ? threadIdx.x - np : threadIdx.x;  // index among reducing threads
   const unsigned nr = split ? blockDim.x - np : blockDim.x;

@@ -36,7 +36,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool advance = arriveEpoch(c);
 
   const size_t stride = blockDim.x;
-  const int pb = c.push_batch;
   // A block's offsets within a segment are the same in every step (even in a shorter last step),
   // so the entries a thread reads in step s are written in step s+4 by the same thread index of
   // its peers, which cannot get there before this thread is done with step s (docs/PROTOCOL.md).
@@ -61,15 +60,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const int d = (c.rank + p) % c.world;
       const size_t end = min(o1, segLen(seg, len, d));
       uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[d] + slot_off);
-      const size_t first = base + d * seg;  // vector index of segment d's start
-      for (size_t o = o0; o < end; o += stride * pb) {
-        uint4 x[kPushBatch];
-        loadBatch<T>(send, first + o, stride, first + end, count, c.aligned, pb, x);
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u)
-          if (u < pb && o + u * stride < end)
-            Proto::put(dst + (c.rank * seg_cap + o + u * stride) * K, canon<T>(x[u]), flag);
-      }
+      pushRange<Proto, T>(c, send, base + d * seg, o0, end, stride, count,
+                          dst + c.rank * seg_cap * K, flag);
     }
 
     // 2. Reduce my segment in rank order; write it out and push it to every peer's AG area.
@@ -97,26 +89,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (int p = 1; p < c.world; ++p) {
       const int d = (c.rank + p) % c.world;
       const size_t end = min(o1, segLen(seg, len, d));
-      uint4* src = mine + (ag + d * seg_cap) * K;
-      for (size_t o = o0; o < end; o += stride * pb) {
-        typename Proto::Raw y[kPushBatch];
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u)
-          if (u < pb && o + u * stride < end) y[u] = Proto::load(src + (o + u * stride) * K);
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u) {
-          if (u >= pb || o + u * stride >= end) continue;
-          unsigned spins = 0, pause = 0;
-          while (!Proto::template arrived<T>(y[u], flag) && !ctx.failed) {
-            if (!keepWaiting(ctx, spins, c, d, e)) break;
-            pollPause<Proto>(pause);
-            y[u] = Proto::load(src + (o + u * stride) * K);
-          }
-          if (ctx.failed) return;
-          storeVec<T>(recv, base + d * seg + o + u * stride, count, c.aligned, Proto::data(y[u]));
-          Proto::clear(src + (o + u * stride) * K);
-        }
-      }
+      if (!receiveRange<Proto, T>(c, mine + (ag + d * seg_cap) * K, o0, end, stride, recv,
+                                  base + d * seg, count, d, e, ctx))
+        return;  // timed out
     }
   }
   if (advance) advanceEpoch(c, epoch0, nsteps);

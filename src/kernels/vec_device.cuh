@@ -166,6 +166,20 @@ struct Acc {
 #pragma unroll
     for (int i = 0; i < VecTraits<T>::kElems; ++i) f[i] += bitsToFloat<T>(laneBits<T>(v, i));
   }
+  // The fp32 sums, four at a time (h < kElems / 4), as raw words: how a partial sum travels
+  // between islands (island.cu). Not canonicalised.
+  __device__ __forceinline__ uint4 quad(int h) const {
+    return make_uint4(__float_as_uint(f[4 * h]), __float_as_uint(f[4 * h + 1]),
+                      __float_as_uint(f[4 * h + 2]), __float_as_uint(f[4 * h + 3]));
+  }
+  // acc += quad h of another sum (or, first: acc = that quad + acc), elementwise in fp32.
+  __device__ __forceinline__ void addQuad(int h, const uint4& q, bool first) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float x = __uint_as_float(word(q, i));
+      f[4 * h + i] = first ? x + f[4 * h + i] : f[4 * h + i] + x;
+    }
+  }
   // Rounded back to T and canonicalised (a sum can round to the sentinel NaN's bits).
   __device__ __forceinline__ uint4 result() const {
     uint4 out = make_uint4(0, 0, 0, 0);

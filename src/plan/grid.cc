@@ -9,8 +9,12 @@ namespace tpcomm {
 GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k) {
   const size_t step_bytes = std::min(bytes, std::max<size_t>(chunk_bytes, 16));
   // Two-shot: a block owns a sub-range of every segment; a segment is 1/world of the step.
+  // Island: the same, with world/2 segments (one per island member).
   const bool twoshot = algo == tpcommAlgoTwoShot || algo == tpcommAlgoHostTwoShot;
-  const size_t share = twoshot ? (step_bytes + world - 1) / std::max(world, 1) : step_bytes;
+  const int segments = twoshot                    ? std::max(world, 1)
+                       : algo == tpcommAlgoIsland ? std::max(world / 2, 1)
+                                                  : 1;
+  const size_t share = (step_bytes + segments - 1) / static_cast<size_t>(segments);
   const bool host = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
   const size_t per_block_target =
       static_cast<size_t>(std::max(host ? k.host_block_bytes : k.block_bytes, 16));

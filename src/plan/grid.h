@@ -33,7 +33,7 @@ struct GridPlan {
 };
 
 // chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the
-// slot; two-shot: a chunk). world: ranks.
+// slot; two-shot and island: a chunk). world: ranks.
 GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k);
 
 }  // namespace tpcomm

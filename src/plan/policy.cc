@@ -30,8 +30,9 @@ bool isHostAlgo(int a) {
   return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot;
 }
 
-// Why algorithm a cannot serve this call, or "" if it can.
-std::string unavailable(const PolicyInput& in, int a) {
+// Why algorithm a cannot serve this call, or "" if it can. A forced island needs no islands in
+// the topology: the communicator then splits the ranks into halves (comm/fabric.cc).
+std::string unavailable(const PolicyInput& in, int a, bool forced) {
   if (isP2pAlgo(a) && in.fabric == Fabric::kHost)
     return "peer-to-peer memory access does not work between these GPUs";
   if (isHostAlgo(a) && !in.host_transport)
@@ -39,7 +40,11 @@ std::string unavailable(const PolicyInput& in, int a) {
            "TPCOMM_TRANSPORT=host, or when a host algorithm is forced at init)";
   if (a == tpcommAlgoNccl && !in.nccl_available)
     return "no NCCL communicator (libnccl not found, TPCOMM_NCCL=off, or ranks share a GPU)";
-  if (a == tpcommAlgoIsland && !in.two_islands) return "the GPUs do not form two equal islands";
+  if (a == tpcommAlgoIsland && !islandWorld(in.world))
+    return "world " + std::to_string(in.world) +
+           ": island needs an even world of at least 4 (two islands of at least 2 ranks)";
+  if (a == tpcommAlgoIsland && !forced && !in.two_islands)
+    return "the GPUs do not form two equal islands";
   return "";
 }
 
@@ -55,6 +60,10 @@ int bandwidthAlgo(Fabric f) {
 }
 
 }  // namespace
+
+bool islandWorld(int world) {
+  return world >= 4 && world % 2 == 0;
+}
 
 const char* fabricName(Fabric f) {
   switch (f) {
@@ -75,21 +84,29 @@ const char* fabricName(Fabric f) {
 // moves (world-1)x the bytes, so two-shot takes over earlier. PCIe: posted writes but much less
 // bandwidth, so two-shot earlier still. Host: the host-memory kernels up to where NCCL's own
 // host path (NCCL_P2P_DISABLE=1) is not slower. `tpcomm tune` replaces these per machine.
-const SizeTable& defaultTable(Fabric fabric, int world) {
+//
+// Two islands (ESTIMATE, not measured: no two-socket PCIe box yet): the island algorithm sends
+// one fp32 partial per vector across the islands each way, two-shot m/2 vectors (m = world/2),
+// so with 16-bit data it moves less across the slow link from m = 3 on (world 6: 2/3, world 8:
+// 1/2), at the price of a third wait per step. So: one-shot and two-shot as without islands up
+// to 1 MiB (latency), island above, for worlds 6 and 8. Replace with `tpcomm tune` results.
+const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
   static const SizeTable nvlink2 = {
       {1 * MiB, tpcommAlgoOneShot}, {16 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoOneShot}};
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
-  // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL kernels
-  // win up to 16 KiB (one-shot) and tie at 64 KiB (two-shot); above, NCCL's bulk copies through
-  // host memory are 2-3x faster, so NCCL serves them (and says so).
-  static const SizeTable host = {
-      {16 * KiB, tpcommAlgoHostOneShot}, {64 * KiB, tpcommAlgoHostTwoShot}, {kInf, tpcommAlgoNccl}};
+  static const SizeTable pcieIslands = {
+      {64 * KiB, tpcommAlgoOneShot}, {1 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoIsland}};
+  // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL one-shot
+  // wins up to 64 KiB (12.4 us against two-shot's 15.4 and NCCL's 15.9 there); above, NCCL's bulk
+  // copies through host memory are 2-3x faster, so NCCL serves them (and says so).
+  static const SizeTable host = {{64 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoNccl}};
   switch (fabric) {
     case Fabric::kNvlink:
       return world <= 2 ? nvlink2 : nvlinkN;
     case Fabric::kPcie:
+      if (two_islands && islandWorld(world) && world >= 6) return pcieIslands;
       return world <= 2 ? pcie2 : pcieN;
     case Fabric::kHost:
       return host;
@@ -106,7 +123,7 @@ Decision choose(const PolicyInput& in) {
       d.reason = "forced algorithm " + std::to_string(in.forced_algo) + " is not a tpcommAlgo_t";
       return d;
     }
-    const std::string why = unavailable(in, in.forced_algo);
+    const std::string why = unavailable(in, in.forced_algo, /*forced=*/true);
     if (!why.empty()) {
       d.error = tpcommUnsupported;
       d.reason = std::string("forced algorithm ") + name + " cannot run: " + why;
@@ -117,26 +134,26 @@ Decision choose(const PolicyInput& in) {
     return d;
   }
 
-  const SizeTable& table = in.tuned ? *in.tuned : defaultTable(in.fabric, in.world);
+  const SizeTable& table = in.tuned ? *in.tuned : defaultTable(in.fabric, in.world, in.two_islands);
   const char* source = in.tuned ? "tuning table" : "default table";
   int a = lookup(table, in.bytes);
   d.reason = std::string(source) + " for " + fabricName(in.fabric) + ", world " +
              std::to_string(in.world) + ", " + fmtBytes(in.bytes);
-  std::string why = unavailable(in, a);
+  std::string why = unavailable(in, a, /*forced=*/false);
   if (!why.empty() && a != tpcommAlgoNccl) {
     const int b = bandwidthAlgo(in.fabric);
     d.reason += std::string(": ") + tpcommAlgoName(a) + " unavailable (" + why + "), using " +
                 tpcommAlgoName(b);
     a = b;
-    why = unavailable(in, a);
+    why = unavailable(in, a, /*forced=*/false);
   }
   if (a == tpcommAlgoNccl) {
     if (!in.nccl_available) {
       const int b = bandwidthAlgo(in.fabric);
-      d.reason += std::string(": NCCL measured faster but ") + unavailable(in, a) + ", using " +
-                  tpcommAlgoName(b);
+      d.reason += std::string(": NCCL measured faster but ") +
+                  unavailable(in, a, /*forced=*/false) + ", using " + tpcommAlgoName(b);
       a = b;
-      why = unavailable(in, a);
+      why = unavailable(in, a, /*forced=*/false);
     } else {
       d.fallback = true;
       d.reason += ": NCCL measured faster here";

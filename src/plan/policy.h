@@ -31,7 +31,8 @@ struct PolicyInput {
   int world = 2;
   size_t bytes = 0;
   Fabric fabric = Fabric::kNvlink;
-  bool two_islands = false;          // PCIe box with two sockets / switch islands of equal size
+  bool two_islands = false;          // PCIe box with two sockets / switch islands of equal size:
+                                     // auto may pick island (forcing it needs only islandWorld)
   bool nccl_available = false;       // an NCCL communicator exists
   bool host_transport = false;       // the host shared-memory transport is set up
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
@@ -46,8 +47,17 @@ struct Decision {
   std::string reason;
 };
 
-// Built-in defaults per fabric and world size, from measurements (docs/BENCHMARKS.md).
-const SizeTable& defaultTable(Fabric fabric, int world);
+// Built-in defaults per fabric and world size, from measurements (docs/BENCHMARKS.md); with
+// two_islands (kPcie only), the table that lets auto pick the island algorithm (an estimate).
+const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false);
+
+// Whether a communicator lets auto pick the island algorithm where its islands allow it
+// (comm/fabric.cc, and tpcomm doctor's preview). Off until the island kernel has passed the GPU
+// suite; forcing it (TPCOMM_ALGO=island) works either way.
+constexpr bool kIslandAutoSelect = false;
+
+// The island algorithm needs an even world of at least 4 (two islands of at least 2 ranks).
+bool islandWorld(int world);
 
 Decision choose(const PolicyInput& in);
 

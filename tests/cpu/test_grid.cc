@@ -18,6 +18,10 @@ TEST(Grid, SpreadsByBytesPerBlock) {
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).blocks, kDefaultMaxBlocks);
   // Two-shot: a block owns a sub-range of every segment (1/world of a step).
   EXPECT_EQ(planGrid(tpcommAlgoTwoShot, 64 * KiB, kStep, 2, k).blocks, 16);
+  // Island: a block owns a sub-range of every segment; a segment is 1/(world/2) of a step.
+  EXPECT_EQ(planGrid(tpcommAlgoIsland, 64 * KiB, kStep, 8, k).blocks, 8);
+  EXPECT_EQ(planGrid(tpcommAlgoIsland, 64 * KiB, kStep, 4, k).blocks, 16);
+  EXPECT_EQ(planGrid(tpcommAlgoIsland, 64 * KiB, kStep, 6, k).blocks, 11);
   // Host algorithms: 1 KiB per block.
   EXPECT_EQ(planGrid(tpcommAlgoHostOneShot, 16 * KiB, kStep, 2, k).blocks, 16);
 }
@@ -25,7 +29,7 @@ TEST(Grid, SpreadsByBytesPerBlock) {
 TEST(Grid, ThreadsAreWholeWarpsWithinTheLaunchBound) {
   const LaunchKnobs k;
   for (size_t b : {size_t{2}, size_t{100}, 4 * KiB, 1 * MiB, 256 * MiB})
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot})
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoIsland})
       for (int world : {2, 3, 8}) {
         const GridPlan g = planGrid(algo, b, kStep, world, k);
         EXPECT_GE(g.blocks, 1);

@@ -46,7 +46,9 @@ TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
   p.host_transport = true;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
   p.bytes = 64 * KiB;
-  EXPECT_EQ(choose(p).algo, tpcommAlgoHostTwoShot);
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
+  p.bytes = 64 * KiB + 1;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoNccl);
   p.bytes = 1 * MiB;
   Decision d = choose(p);
   EXPECT_EQ(d.algo, tpcommAlgoNccl);
@@ -92,9 +94,80 @@ TEST(Policy, ForcedAlgorithmRunsOrFailsWithTheReasonNeverSilently) {
   EXPECT_EQ(choose(p).error, tpcommUnsupported);
   p.forced_algo = tpcommAlgoIsland;
   p.fabric = Fabric::kPcie;
-  EXPECT_EQ(choose(p).error, tpcommUnsupported);
+  EXPECT_EQ(choose(p).error, tpcommUnsupported);  // world 2: islands of one rank
   p.forced_algo = 42;
   EXPECT_EQ(choose(p).error, tpcommInvalidArgument);
+}
+
+TEST(Policy, ForcedIslandNeedsAnEvenWorldOfAtLeastFourAndP2p) {
+  for (int world : {1, 2, 3, 5, 7}) {
+    PolicyInput p = nvlink(world, 1 * MiB);
+    p.forced_algo = tpcommAlgoIsland;
+    const Decision d = choose(p);
+    EXPECT_EQ(d.error, tpcommUnsupported) << world;
+    EXPECT_NE(d.reason.find("island needs an even world of at least 4"), std::string::npos)
+        << d.reason;
+  }
+  // Forced, it runs without islands in the topology (the communicator splits the ranks in
+  // halves), over NVLink and PCIe alike.
+  for (int world : {4, 6, 8})
+    for (Fabric f : {Fabric::kNvlink, Fabric::kPcie}) {
+      PolicyInput p = nvlink(world, 4 * KiB);
+      p.fabric = f;
+      p.forced_algo = tpcommAlgoIsland;
+      const Decision d = choose(p);
+      EXPECT_EQ(d.error, tpcommSuccess) << d.reason;
+      EXPECT_EQ(d.algo, tpcommAlgoIsland);
+    }
+  PolicyInput p = nvlink(8, 4 * KiB);
+  p.fabric = Fabric::kHost;
+  p.forced_algo = tpcommAlgoIsland;
+  const Decision d = choose(p);
+  EXPECT_EQ(d.error, tpcommUnsupported);
+  EXPECT_NE(d.reason.find("peer-to-peer"), std::string::npos) << d.reason;
+}
+
+PolicyInput pcieIslands(int world, size_t bytes) {
+  PolicyInput in = nvlink(world, bytes);
+  in.fabric = Fabric::kPcie;
+  in.two_islands = true;
+  return in;
+}
+
+TEST(Policy, AutoPicksIslandOnlyForLargeCallsOnTwoPcieIslands) {
+  for (int world : {6, 8}) {
+    EXPECT_EQ(choose(pcieIslands(world, 64 * KiB)).algo, tpcommAlgoOneShot);
+    EXPECT_EQ(choose(pcieIslands(world, 64 * KiB + 1)).algo, tpcommAlgoTwoShot);
+    EXPECT_EQ(choose(pcieIslands(world, 1 * MiB)).algo, tpcommAlgoTwoShot);
+    const Decision d = choose(pcieIslands(world, 1 * MiB + 1));
+    EXPECT_EQ(d.algo, tpcommAlgoIsland) << d.reason;
+    EXPECT_NE(d.reason.find("island by default table for pcie"), std::string::npos) << d.reason;
+    EXPECT_EQ(choose(pcieIslands(world, 64 * MiB)).algo, tpcommAlgoIsland);
+  }
+  // World 4 (islands of 2): 16-bit partials cross in fp32, as many bytes as two-shot sends.
+  EXPECT_EQ(choose(pcieIslands(4, 64 * MiB)).algo, tpcommAlgoTwoShot);
+  // Without islands, or on NVLink, the defaults do not change.
+  PolicyInput p = pcieIslands(8, 64 * MiB);
+  p.two_islands = false;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoTwoShot);
+  p = pcieIslands(8, 64 * MiB);
+  p.fabric = Fabric::kNvlink;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoTwoShot);
+  EXPECT_EQ(&defaultTable(Fabric::kNvlink, 8, true), &defaultTable(Fabric::kNvlink, 8));
+  EXPECT_EQ(&defaultTable(Fabric::kHost, 8, true), &defaultTable(Fabric::kHost, 8));
+}
+
+TEST(Policy, TunedIslandRowWithoutIslandsFallsBackToTwoShot) {
+  const SizeTable tuned = {{SIZE_MAX, tpcommAlgoIsland}};
+  PolicyInput p = nvlink(8, 4 * MiB);
+  p.fabric = Fabric::kPcie;
+  p.tuned = &tuned;
+  Decision d = choose(p);
+  EXPECT_EQ(d.algo, tpcommAlgoTwoShot);
+  EXPECT_NE(d.reason.find("two equal islands"), std::string::npos) << d.reason;
+  p.two_islands = true;
+  d = choose(p);
+  EXPECT_EQ(d.algo, tpcommAlgoIsland) << d.reason;
 }
 
 TEST(Policy, TunedTableWins) {
@@ -127,6 +200,9 @@ TEST(Policy, EveryDecisionIsAFunctionOfItsInputs) {
       const Decision a = choose(nvlink(world, b)), c = choose(nvlink(world, b));
       EXPECT_EQ(a.algo, c.algo);
       EXPECT_EQ(a.reason, c.reason);
+      const Decision i = choose(pcieIslands(world, b)), j = choose(pcieIslands(world, b));
+      EXPECT_EQ(i.algo, j.algo);
+      EXPECT_EQ(i.reason, j.reason);
     }
 }
 

@@ -111,5 +111,50 @@ TEST(RankAgreement, TuningOnlyWhenEveryRankLoadedTheSameTable) {
   EXPECT_FALSE(agreeTuning(v.data(), 2));
 }
 
+// Ranks on GPUs gpu[r] of an 8-GPU two-socket PCIe box (GPUs 0-3 and 4-7 behind one switch per
+// socket); every rank sees every GPU, with the path from its own.
+std::vector<RankInfo> twoSocketRanks(const std::vector<int>& gpu, int cross_path = 4) {
+  const int n = static_cast<int>(gpu.size());
+  std::vector<RankInfo> v;
+  char bus[8][16];
+  for (int g = 0; g < 8; ++g) snprintf(bus[g], sizeof(bus[g]), "0000:%02x:00.0", 0x10 + g);
+  for (int r = 0; r < n; ++r) {
+    v.push_back(info(r, n, bus[gpu[r]]));
+    v[r].view.count = 8;
+    for (int g = 0; g < 8; ++g) {
+      MachineView::Gpu& m = v[r].view.gpus[g];
+      snprintf(m.bus, sizeof(m.bus), "%s", bus[g]);
+      m.access = 1;
+      m.path = static_cast<uint8_t>(g == gpu[r] ? 0 : g / 4 == gpu[r] / 4 ? 2 : cross_path);
+    }
+  }
+  return v;
+}
+
+TEST(RankAgreement, IslandsFromEveryView) {
+  std::vector<int> islands;
+  std::vector<RankInfo> v = twoSocketRanks({0, 1, 2, 3, 4, 5, 6, 7});
+  ASSERT_TRUE(agreeIslands(v.data(), 8, &islands));
+  EXPECT_EQ(islands, (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  // Islands follow the GPUs, not the rank numbers.
+  v = twoSocketRanks({0, 4, 1, 5, 2, 6});
+  ASSERT_TRUE(agreeIslands(v.data(), 6, &islands));
+  EXPECT_EQ(islands, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  // One socket only: no islands; every path alike: none either.
+  v = twoSocketRanks({0, 1, 2, 3});
+  EXPECT_FALSE(agreeIslands(v.data(), 4, &islands));
+  v = twoSocketRanks({0, 1, 4, 5}, /*cross_path=*/2);
+  EXPECT_FALSE(agreeIslands(v.data(), 4, &islands));
+  // The worse direction of a pair counts: rank 0 alone calling GPU 4 near changes nothing.
+  v = twoSocketRanks({0, 1, 4, 5});
+  v[0].view.gpus[4].path = 2;
+  ASSERT_TRUE(agreeIslands(v.data(), 4, &islands));
+  EXPECT_EQ(islands, (std::vector<int>{0, 0, 1, 1}));
+  // Ranks sharing two GPUs split by GPU, even with nothing known about the path between them.
+  v = twoSocketRanks({0, 1, 0, 1}, /*cross_path=*/5);
+  ASSERT_TRUE(agreeIslands(v.data(), 4, &islands));
+  EXPECT_EQ(islands, (std::vector<int>{0, 1, 0, 1}));
+}
+
 }  // namespace
 }  // namespace tpcomm

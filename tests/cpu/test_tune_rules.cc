@@ -150,6 +150,7 @@ TEST(TuneRules, RandomMeasurementsNeverGiveATableSlowerThanNccl) {
 TEST(TuneRules, OnlyAlgorithmsTheFabricRunsAreEligible) {
   EXPECT_TRUE(eligibleOn(Fabric::kNvlink, kO));
   EXPECT_TRUE(eligibleOn(Fabric::kPcie, tpcommAlgoIsland));
+  EXPECT_FALSE(eligibleOn(Fabric::kNvlink, tpcommAlgoIsland));  // no islands: auto never picks it
   EXPECT_FALSE(eligibleOn(Fabric::kNvlink, tpcommAlgoHostOneShot));
   EXPECT_TRUE(eligibleOn(Fabric::kHost, tpcommAlgoHostTwoShot));
   EXPECT_FALSE(eligibleOn(Fabric::kHost, kT));

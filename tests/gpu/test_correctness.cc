@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "tests/gpu/harness.h"
 
@@ -104,6 +106,58 @@ TEST(Correctness, ManyStepsWithAPartialLastStep) {
   }
 }
 
+// The island algorithm, forced, at every world it serves (4, 6, 8: ranks share GPUs, small grids
+// so that every rank's kernel is resident). Islands follow the GPUs where the ranks span two
+// (ranks 0,2,.. and 1,3,..), else the halves of the ranks: every datatype, odd sizes, misaligned
+// pointers, in place and out of place.
+class IslandWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(IslandWorld, FullMatrix) {
+  runMatrix(GetParam(), tpcommAlgoIsland, false, 4);
+}
+
+// Dozens of steps per call with a partial last one (small slots), every datatype: a thread's
+// offsets must stay fixed for the call (docs/PROTOCOL.md), as in ManyStepsWithAPartialLastStep.
+TEST_P(IslandWorld, ManyStepsWithAPartialLastStep) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = GetParam();
+  tpcommConfig_t cfg = configFor(tpcommAlgoIsland, 8, 20000);
+  cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB: a world-8 step is ~100 KiB of data
+  std::string err;
+  auto g = makeGroup(world, &cfg, 5 * MiB, &err);
+  ASSERT_TRUE(g) << err;
+  for (tpcommDataType_t dt : kTypes) {
+    for (int rep = 0; rep < 8; ++rep) {
+      const size_t count = (1u << 20) + 5 + 4099 * rep;  // never a whole step
+      Case c{dt, count, rep % 2 == 1, rep % 3 == 2 ? size_t{1} : size_t{0}, 555u + rep};
+      const Outcome o = runCase(*g, c);
+      ASSERT_EQ(o.result, tpcommSuccess)
+          << caseName(c, tpcommAlgoIsland, world) << ": " << o.describe();
+      EXPECT_EQ(o.wrong, 0u) << caseName(c, tpcommAlgoIsland, world) << ": " << o.describe();
+      EXPECT_TRUE(o.ranks_agree) << caseName(c, tpcommAlgoIsland, world);
+    }
+  }
+}
+INSTANTIATE_TEST_SUITE_P(World, IslandWorld, ::testing::Values(4, 6, 8));
+
+// Forcing island where it cannot run (odd world, world 2) fails the call, saying why.
+TEST(Correctness, IslandRefusedAtOddWorldsAndWorld2) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (int world : {2, 3}) {
+    const tpcommConfig_t cfg = configFor(tpcommAlgoIsland, 4);
+    std::string err;
+    auto g = makeGroup(world, &cfg, 1 << 16, &err);
+    ASSERT_TRUE(g) << err;
+    for (int r = 0; r < world; ++r) {  // each call fails at once: no group needed
+      EXPECT_EQ(tpcommAllReduce(g->send[r], g->recv[r], 1000, tpcommFloat32, tpcommSum, g->comms[r],
+                                g->streams[r]),
+                tpcommUnsupported);
+      const std::string why = tpcommGetLastError();
+      EXPECT_NE(why.find("even world of at least 4"), std::string::npos) << why;
+    }
+  }
+}
+
 // World sizes above the GPU count: ranks share GPUs, with small grids so that every rank's
 // kernel is resident at once.
 class SharedWorld : public ::testing::TestWithParam<int> {};
@@ -122,24 +176,27 @@ INSTANTIATE_TEST_SUITE_P(World, SharedWorld, ::testing::Values(3, 4, 5, 6, 7, 8)
 // "not arrived" (no hang), and -0.0 must survive (-0 + -0 = -0).
 TEST(Correctness, SentinelPayloadAndNegativeZero) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  for (int algo :
-       {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
-    const tpcommConfig_t cfg = configFor(algo, 0, 3000);
+  const std::pair<int, int> runs[] = {{2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},
+                                      {2, tpcommAlgoHostOneShot}, {2, tpcommAlgoHostTwoShot},
+                                      {4, tpcommAlgoIsland},      {8, tpcommAlgoIsland}};
+  for (const auto& [world, algo] : runs) {
+    SCOPED_TRACE(std::string(tpcommAlgoName(algo)) + " world " + std::to_string(world));
+    const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
     std::string err;
-    auto g = makeGroup(2, &cfg, 1 << 16, &err);
+    auto g = makeGroup(world, &cfg, 1 << 16, &err);
     ASSERT_TRUE(g) << err;
     for (tpcommDataType_t dt : kTypes) {
       const size_t es = elemSize(dt), count = 1000;
       std::vector<uint8_t> nan(count * es, 0xFF), negz(count * es, 0);
       for (size_t i = 0; i < count; ++i) negz[i * es + es - 1] = 0x80;
-      for (int r = 0; r < 2; ++r) {
+      for (int r = 0; r < world; ++r) {
         cudaSetDevice(g->devs[r]);
         cudaMemcpy(g->send[r], r == 0 ? nan.data() : negz.data(), count * es,
                    cudaMemcpyHostToDevice);
         cudaMemcpy(g->recv[r], negz.data(), count * es, cudaMemcpyHostToDevice);
       }
       tpcommGroupStart();
-      for (int r = 0; r < 2; ++r) {
+      for (int r = 0; r < world; ++r) {
         ASSERT_EQ(tpcommAllReduce(g->send[r], g->send[r], count, dt, tpcommSum, g->comms[r],
                                   g->streams[r]),
                   tpcommSuccess);
@@ -148,7 +205,7 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
                   tpcommSuccess);
       }
       tpcommGroupEnd();
-      for (int r = 0; r < 2; ++r) {
+      for (int r = 0; r < world; ++r) {
         cudaSetDevice(g->devs[r]);
         ASSERT_EQ(cudaStreamSynchronize(g->streams[r]), cudaSuccess);
         tpcommResult_t async;

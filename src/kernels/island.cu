@@ -1,0 +1,176 @@
+// Hierarchical ("island") push all-reduce for two-socket PCIe boxes: the ranks form two islands of
+// m ranks (c.island_members), and only the partial sums cross between them. Rank k of an island
+// (its local index) is the partner of rank k of the other. Each chunk of the message is one step
+// (one slot) and is split into m segments; member j of each island owns segment j:
+//   1. every rank pushes segment j of its input into member j's RS area ([source k][seg_cap]);
+//   2. member j sums its island's segment j in island order (fp32) and pushes that partial sum,
+//      in fp32, into its partner's X area (so 2 entries a vector for 16-bit types);
+//   3. it waits for the partner's partial and forms (island 0's partial) + (island 1's partial)
+//      in fp32, rounded once to T: both partners compute the same bits from the same two fp32
+//      values, and the result differs from a rank-order sum only in the order of the fp32 adds;
+//      it writes that to its output and pushes it into every island member's AG area;
+//   4. every rank copies the other segments from its AG area to its output.
+// Per data vector, the inter-island link carries one fp32 partial each way (fp32: 16 bytes,
+// 16-bit types: 32 bytes), against m/2 vectors each way for the flat two-shot.
+// Slot layout, in entries of seg_cap = slot entries / (2m + 2):
+//   RS [0, m*seg_cap)  X [m*seg_cap, (m+2)*seg_cap)  AG [(m+2)*seg_cap, (2m+2)*seg_cap).
+// A thread handles the same offsets of every segment and area in every step of the call, and the
+// thread that reads an input vector writes that output vector (in-place calls are safe). Why 4
+// slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
+#include "kernels/algo_launch.h"
+#include "kernels/batch_device.cuh"
+#include "kernels/epoch_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+using Proto = SentinelProto;
+
+__device__ __forceinline__ size_t segLen(size_t seg, size_t len, int j) {
+  const size_t first = static_cast<size_t>(j) * seg;
+  return first >= len ? 0 : min(seg, len - first);
+}
+
+// Waits for the Q fp32 entries at x (the partner's partial of one vector), then clears them.
+// False on timeout or abort.
+template <int Q>
+__device__ __forceinline__ bool takePartial(const DeviceComm& c, uint4* x, uint32_t flag,
+                                            unsigned long long step, WaitCtx& ctx,
+                                            uint4 (&out)[Q]) {
+  Proto::Raw t[Q];
+#pragma unroll
+  for (int h = 0; h < Q; ++h) t[h] = Proto::load(x + h);
+  unsigned spins = 0;
+  while (!ctx.failed) {
+    bool all = true;
+#pragma unroll
+    for (int h = 0; h < Q; ++h) {
+      if (!Proto::arrived<float>(t[h], flag)) {
+        all = false;
+        t[h] = Proto::load(x + h);
+      }
+    }
+    if (all || !keepWaiting(ctx, spins, c, c.partner, step)) break;
+  }
+  if (ctx.failed) return false;
+#pragma unroll
+  for (int h = 0; h < Q; ++h) {
+    out[h] = Proto::data(t[h]);
+    Proto::clear(x + h);
+  }
+  return true;
+}
+
+// kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
+template <typename T, int kM>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    islandKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+                 size_t chunk_vecs) {
+  pdlWait();
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector (1 or 2)
+  const int m = c.island_size;
+  const int me = c.island_local;
+  const signed char* members = c.island_members[c.island];
+  const size_t seg_cap = slotVecs<Proto>(c) / (2 * m + 2);  // entries per area and member
+  chunk_vecs = min(chunk_vecs, seg_cap * m);
+  const size_t nvec = (count + E - 1) / E;
+  const size_t nsteps = (nvec + chunk_vecs - 1) / chunk_vecs;
+  const unsigned long long epoch0 = readEpoch(c);
+  if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
+  const bool advance = arriveEpoch(c);
+
+  const size_t stride = blockDim.x;
+  // Offsets within a segment are fixed for the call, even in a shorter last step
+  // (docs/PROTOCOL.md): every wait of a thread is on entries written by the same thread index.
+  const size_t seg_full = (min(chunk_vecs, nvec) + m - 1) / m;
+  const size_t per = (seg_full + gridDim.x - 1) / gridDim.x;
+  const size_t xa = m * seg_cap;        // entry index of the X area
+  const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
+  WaitCtx ctx = makeWaitCtx(c);
+  for (size_t step = 0; step < nsteps; ++step) {
+    const unsigned long long e = epoch0 + step;
+    const uint32_t flag = stepFlag(e);
+    const size_t slot_off = (e % kNumSlots) * Proto::slotBytes(c);
+    const size_t base = step * chunk_vecs;  // first vector of the chunk
+    const size_t len = min(chunk_vecs, nvec - base);
+    const size_t seg = (len + m - 1) / m;
+    const size_t o0 = blockIdx.x * per + threadIdx.x;  // this thread's first offset in a segment
+    const size_t o1 = min(blockIdx.x * per + per, seg);
+    auto slotOf = [&](int rank) {
+      return reinterpret_cast<uint4*>(Proto::bufs(c)[rank] + slot_off);
+    };
+    uint4* mine = slotOf(c.rank);
+
+    // 1. Reduce-scatter inside the island: segment j of my input into member j's RS area.
+    for (int p = 1; p < m; ++p) {
+      const int j = (me + p) % m;
+      const size_t end = min(o1, segLen(seg, len, j));
+      pushRange<Proto, T>(c, send, base + j * seg, o0, end, stride, count,
+                          slotOf(members[j]) + me * seg_cap, flag);
+    }
+
+    // 2. + 3. My segment: the island's partial sum, exchanged with the partner in fp32, summed
+    // island 0 first, rounded once; written out and pushed to every island member's AG area.
+    const size_t own_end = min(o1, segLen(seg, len, me));
+    const size_t own_first = base + me * seg;  // vector index of my segment's start
+    uint4* to_partner = slotOf(c.partner) + xa;
+    // Batch of 2 keeps the sources' entries in registers, except with 4 sources and fp32 partials
+    // of 8 elements (it spills under the 128-register bound of 512 threads).
+    constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
+    for (size_t o = o0; o < own_end; o += stride * R) {
+      Acc<T> acc[R];
+      if (!sumSources<Proto, T, kM, R>(
+              c, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap, o,
+              stride, own_end, send, own_first + o, count, e, ctx,
+              [&acc](int u, const Acc<T>& a) { acc[u] = a; }))
+        return;  // timed out; no block-wide barrier follows
+#pragma unroll
+      for (int u = 0; u < R; ++u) {
+        if (o + u * stride >= own_end) continue;
+#pragma unroll
+        for (int h = 0; h < Q; ++h)
+          Proto::put(to_partner + (o + u * stride) * 2 + h, canon<float>(acc[u].quad(h)), flag);
+      }
+#pragma unroll
+      for (int u = 0; u < R; ++u) {
+        if (o + u * stride >= own_end) continue;
+        uint4 theirs[Q];
+        if (!takePartial<Q>(c, mine + xa + (o + u * stride) * 2, flag, e, ctx, theirs)) return;
+#pragma unroll
+        for (int h = 0; h < Q; ++h) acc[u].addQuad(h, theirs[h], /*first=*/c.island == 1);
+        const uint4 y = acc[u].result();
+        for (int p = 1; p < m; ++p)
+          Proto::put(slotOf(members[(me + p) % m]) + ag + me * seg_cap + o + u * stride, y, flag);
+        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+      }
+    }
+    if (step + 1 == nsteps) pdlLaunchDependents();
+
+    // 4. All-gather receive: the other segments of the island, from their owners.
+    for (int p = 1; p < m; ++p) {
+      const int j = (me + p) % m;
+      const size_t end = min(o1, segLen(seg, len, j));
+      if (!receiveRange<Proto, T>(c, mine + ag + j * seg_cap, o0, end, stride, recv, base + j * seg,
+                                  count, members[j], e, ctx))
+        return;  // timed out
+    }
+  }
+  if (advance) advanceEpoch(c, epoch0, nsteps);
+}
+
+template <int kM>
+KernelSet kernelsFor() {
+  return KernelSet{{reinterpret_cast<const void*>(&islandKernel<float, kM>),
+                    reinterpret_cast<const void*>(&islandKernel<__half, kM>),
+                    reinterpret_cast<const void*>(&islandKernel<__nv_bfloat16, kM>)}};
+}
+
+}  // namespace
+
+KernelSet islandKernels(int world) {
+  if (world < 4 || world % 2 != 0) return KernelSet{};
+  return world / 2 <= 2 ? kernelsFor<2>() : kernelsFor<4>();
+}
+
+}  // namespace tpcomm
