@@ -298,6 +298,20 @@ int main(int argc, char** argv) {
           backends.push_back(std::move(b));
         }
     }
+    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN (N eighths).
+    if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end())
+      for (int e : {1, 2, 3, 4, 5}) {
+        Backend b;
+        b.label = "oneshot/split" + std::to_string(e);
+        b.algo = tpcommAlgoOneShot;
+        initTpcomm(b, devlist, b.algo, a.max_blocks);
+        LaunchKnobs k;
+        getLaunchKnobs(b.comms[0], &k);
+        k.push_eighths = e;
+        for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
+        labels.push_back(b.label);
+        backends.push_back(std::move(b));
+      }
     Backend b;  // the default shape without programmatic dependent launch
     b.label = "auto/nopdl";
     initTpcomm(b, devlist, tpcommAlgoAuto, a.max_blocks);

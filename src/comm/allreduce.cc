@@ -144,7 +144,7 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   } else if (isKernelAlgo(d.algo)) {
     const GridPlan g = gridOf(comm, d.algo, bytes);
     blocks = g.blocks;
-    LaunchArgs a{d.algo,   g.blocks, g.threads, g.push_batch, comm->knobs.pdl,
+    LaunchArgs a{d.algo,   g.blocks, g.threads, g.push_batch, g.push_eighths,       comm->knobs.pdl,
                  sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo)};
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {

@@ -48,8 +48,9 @@ struct LaunchArgs {
   int algo;  // a kernel algorithm (oneshot, twoshot, host_oneshot, host_twoshot, island)
   int blocks;
   int threads;
-  int push_batch;  // vectors per thread per push round (1..4)
-  bool pdl;        // programmatic dependent launch attribute (sm_90+)
+  int push_batch;    // vectors per thread per push round (1..4)
+  int push_eighths;  // split one-shot: eighths of a block that push (1..7)
+  bool pdl;          // programmatic dependent launch attribute (sm_90+)
   const void* send;
   void* recv;
   size_t count;

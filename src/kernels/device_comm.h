@@ -53,7 +53,7 @@ struct DeviceComm {
   int island_local;
   int partner;
   signed char island_members[2][kMaxRanks / 2];
-  int push_eighths;  // EXPERIMENT (temporary): eighths of a split one-shot block that push
+  int push_eighths;  // split one-shot: eighths of a block's threads that push (set per launch)
 };
 
 }  // namespace tpcomm

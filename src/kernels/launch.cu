@@ -1,7 +1,6 @@
 // The one place kernels are launched: picks the instantiation and launches it with
 // cudaLaunchKernelEx, adding the programmatic-dependent-launch attribute where it is asked for.
 #include <cstdint>
-#include <cstdlib>
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
@@ -62,15 +61,6 @@ size_t dtypeSize(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? 4 : 2;
 }
 
-// EXPERIMENT (temporary): TPCOMM_EXP_PUSH_EIGHTHS, the pushing share of a split one-shot block.
-static int pushEighths() {
-  static const int v = [] {
-    const char* e = getenv("TPCOMM_EXP_PUSH_EIGHTHS");
-    return e ? atoi(e) : 4;
-  }();
-  return v;
-}
-
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
@@ -85,7 +75,7 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   DeviceComm dc = c;
   dc.push_batch = a.push_batch;
   dc.aligned = aligned ? 1 : 0;
-  dc.push_eighths = pushEighths();
+  dc.push_eighths = a.push_eighths;
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;

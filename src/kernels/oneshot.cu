@@ -11,6 +11,8 @@
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
+#include "kernels/kernel_set.cuh"
+#include "kernels/trace_device.cuh"
 
 namespace tpcomm {
 namespace {
@@ -18,7 +20,10 @@ namespace {
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
+  KernelTrace trace;
+  trace.mark(kTraceEntry);
   pdlWait();
+  trace.mark(kTraceWaited);
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
@@ -59,6 +64,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
   const unsigned long long epoch = readEpoch(c);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
+  trace.mark(kTraceEpoch);
   WaitCtx ctx = makeWaitCtx(c);
 
   // Push step s (pushing threads): my vectors into my region of every peer's slot. x holds the
@@ -111,11 +117,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // Every thread pushes and reduces; step s+1 leaves before step s is reduced (safe with four
     // slots by the same argument, per thread instead of per block).
     push(0);
+    trace.mark(kTracePushed);
     advance = arriveEpoch(c);
     for (size_t s = 0; s < nsteps; ++s) {
       if (s + 1 < nsteps) push(s + 1);
       if (s + 1 == nsteps) pdlLaunchDependents();  // after the last push
       if (!reduce(s)) return;  // timed out; no block-wide barrier follows, so returning is safe
+      if (s == 0) trace.mark(kTraceReduced);
     }
   } else if (pusher) {
     // Step j goes out once this block's reducers are done with step j-2: the peers' blocks hold
@@ -142,29 +150,35 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
   }
   if (advance) advanceEpoch(c, epoch, nsteps);
+  trace.mark(kTraceEnd);
+  trace.store(epoch);
 }
 
-template <typename Proto, int kW>
-KernelSet kernelsFor() {
-  return KernelSet{{reinterpret_cast<const void*>(&oneShotKernel<Proto, float, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __half, kW>),
-                    reinterpret_cast<const void*>(&oneShotKernel<Proto, __nv_bfloat16, kW>)}};
-}
-
-template <typename Proto>
-KernelSet byWorld(int world) {
-  return world <= 2   ? kernelsFor<Proto, 2>()
-         : world <= 4 ? kernelsFor<Proto, 4>()
-                      : kernelsFor<Proto, 8>();
-}
+struct OneShot {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&oneShotKernel<Proto, T, kW>);
+  }
+};
 
 }  // namespace
 
+#ifdef TPCOMM_KERNEL_TRACE
+bool readKernelTrace(int dev, unsigned long long* out) {
+  return cudaSetDevice(dev) == cudaSuccess &&
+         cudaMemcpyFromSymbol(out, g_kernel_trace, sizeof(g_kernel_trace)) == cudaSuccess;
+}
+#else
+bool readKernelTrace(int, unsigned long long*) {
+  return false;
+}
+#endif
+
 KernelSet oneShotKernels(int world) {
-  return byWorld<SentinelProto>(world);
+  return kernelSetByWorld<OneShot, SentinelProto>(world);
 }
 KernelSet hostOneShotKernels(int world) {
-  return byWorld<LLProto>(world);
+  return kernelSetByWorld<OneShot, LLProto>(world);
 }
 
 }  // namespace tpcomm

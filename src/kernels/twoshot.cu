@@ -11,6 +11,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
+#include "kernels/kernel_set.cuh"
 
 namespace tpcomm {
 namespace {
@@ -97,27 +98,20 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (advance) advanceEpoch(c, epoch0, nsteps);
 }
 
-template <typename Proto, int kW>
-KernelSet kernelsFor() {
-  return KernelSet{{reinterpret_cast<const void*>(&twoShotKernel<Proto, float, kW>),
-                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __half, kW>),
-                    reinterpret_cast<const void*>(&twoShotKernel<Proto, __nv_bfloat16, kW>)}};
-}
-
-template <typename Proto>
-KernelSet byWorld(int world) {
-  return world <= 2   ? kernelsFor<Proto, 2>()
-         : world <= 4 ? kernelsFor<Proto, 4>()
-                      : kernelsFor<Proto, 8>();
-}
+struct TwoShot {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&twoShotKernel<Proto, T, kW>);
+  }
+};
 
 }  // namespace
 
 KernelSet twoShotKernels(int world) {
-  return byWorld<SentinelProto>(world);
+  return kernelSetByWorld<TwoShot, SentinelProto>(world);
 }
 KernelSet hostTwoShotKernels(int world) {
-  return byWorld<LLProto>(world);
+  return kernelSetByWorld<TwoShot, LLProto>(world);
 }
 
 }  // namespace tpcomm

@@ -32,6 +32,7 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
   size_t threads = (vecs_per_block + batch - 1) / batch;
   threads = (threads + 31) / 32 * 32;
   g.threads = static_cast<int>(std::clamp<size_t>(threads, 32, static_cast<size_t>(k.max_threads)));
+  g.push_eighths = std::clamp(k.push_eighths, 1, 7);
   return g;
 }
 

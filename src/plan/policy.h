@@ -52,9 +52,10 @@ struct Decision {
 const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false);
 
 // Whether a communicator lets auto pick the island algorithm where its islands allow it
-// (comm/fabric.cc, and tpcomm doctor's preview). Off until the island kernel has passed the GPU
-// suite; forcing it (TPCOMM_ALGO=island) works either way.
-constexpr bool kIslandAutoSelect = false;
+// (comm/fabric.cc, and tpcomm doctor's preview). On since the island kernel passed the GPU suite
+// (2x H200, worlds 4/6/8 with ranks sharing GPUs); its thresholds are estimates until `tpcomm
+// tune` measures a two-socket box. Forcing it (TPCOMM_ALGO=island) works either way.
+constexpr bool kIslandAutoSelect = true;
 
 // The island algorithm needs an even world of at least 4 (two islands of at least 2 ranks).
 bool islandWorld(int world);

@@ -66,11 +66,14 @@ TEST(DoctorPreview, EightGpuPcieBoxHasSevenWorldsAndIslandsAtEight) {
     EXPECT_EQ(ws[i].fabric, Fabric::kPcie);
     EXPECT_EQ(ws[i].gpus.size(), i + 2);
     for (const PreviewRow& r : ws[i].rows)
-      EXPECT_EQ(r.decision.algo, tableAlgoFor(defaultTable(Fabric::kPcie, ws[i].world), r.bytes));
+      EXPECT_EQ(r.decision.algo,
+                tableAlgoFor(defaultTable(Fabric::kPcie, ws[i].world, ws[i].two_islands), r.bytes));
   }
   EXPECT_FALSE(ws[2].two_islands);  // GPUs 0-3: one switch
   EXPECT_TRUE(ws[6].two_islands);   // GPUs 0-7: two sockets
   EXPECT_TRUE(has(ws[6].fabric_reason, "two islands")) << ws[6].fabric_reason;
+  // At 8 ranks over two sockets the large calls go to the island algorithm (auto selection on).
+  EXPECT_EQ(ws[6].rows.back().decision.algo, tpcommAlgoIsland) << ws[6].rows.back().decision.reason;
 }
 
 TEST(DoctorPreview, NoP2pWithoutHostTransportCannotServeAnything) {

@@ -56,5 +56,15 @@ TEST(Grid, PushBatchBySizeUnlessSet) {
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * KiB, kStep, 2, k).push_batch, 2);
 }
 
+TEST(Grid, PushShareOfTheSplitOneShotIsMeasuredDefaultWithinRange) {
+  LaunchKnobs k;
+  // The measured best on 2x H200 (plan/grid.h): 3 of 8 warps push, 5 reduce.
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).push_eighths, 3);
+  k.push_eighths = 0;  // out of range is clamped: both sides keep at least one eighth
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).push_eighths, 1);
+  k.push_eighths = 8;
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).push_eighths, 7);
+}
+
 }  // namespace
 }  // namespace tpcomm

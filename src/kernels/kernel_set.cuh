@@ -1,0 +1,28 @@
+// The table of kernel entry points of one algorithm: one instantiation per datatype for each
+// world-size class (kernels keep per-peer registers sized for 2, 4 or 8 ranks). `Entry` names the
+// kernel template: a struct with `template <typename Proto, typename T, int kW> static const
+// void* get()`.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/algo_launch.h"
+
+namespace tpcomm {
+
+template <typename Entry, typename Proto, int kW>
+KernelSet kernelSetFor() {
+  return KernelSet{{Entry::template get<Proto, float, kW>(),
+                    Entry::template get<Proto, __half, kW>(),
+                    Entry::template get<Proto, __nv_bfloat16, kW>()}};
+}
+
+template <typename Entry, typename Proto>
+KernelSet kernelSetByWorld(int world) {
+  return world <= 2   ? kernelSetFor<Entry, Proto, 2>()
+         : world <= 4 ? kernelSetFor<Entry, Proto, 4>()
+                      : kernelSetFor<Entry, Proto, 8>();
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,24 @@
+// Host side of the kernel timeline trace (trace_device.cuh): only in TPCOMM_KERNEL_TRACE builds.
+#pragma once
+
+#include <cstddef>
+
+namespace tpcomm {
+
+constexpr int kTraceCalls = 4096;  // ring of the last calls, indexed by step epoch
+// The points a one-shot call marks, in order.
+enum TracePoint : int {
+  kTraceEntry,    // kernel entry, before griddepcontrol.wait
+  kTraceWaited,   // past griddepcontrol.wait (the previous kernel is complete)
+  kTraceEpoch,    // epoch known (input loads in flight with it)
+  kTracePushed,   // the call's first-step pushes issued
+  kTraceReduced,  // first step reduced and written (the peers' data had arrived)
+  kTraceEnd,      // just before exit
+  kTracePoints
+};
+
+// Copies device `dev`'s ring (kTraceCalls x kTracePoints nanosecond stamps) into out. False in
+// builds without TPCOMM_KERNEL_TRACE.
+bool readKernelTrace(int dev, unsigned long long* out);
+
+}  // namespace tpcomm
