@@ -18,15 +18,16 @@ struct LaunchKnobs {
   int max_threads = 512;        // threads per block at most (the kernels' launch bound)
   int push_batch = 0;           // vectors a thread loads before storing them (1..4; 0: by size)
   bool pdl = true;              // programmatic dependent launch (sm_90+)
-  int push_eighths = 3;  // multi-step one-shot: eighths of a block's threads that push (1..7)
+  int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
 };
 
 constexpr int kDefaultMaxBlocks = 128;
 
 // A multi-step one-shot call splits each block into pushing and reducing warps (oneshot.cu).
-// Measured on 2x H200, 64 MiB bf16 (us): 6/8 pushing 301, 5/8 249, 4/8 224, 3/8 211 (NCCL 247):
-// the reduce side (three HBM streams and the polls) needs more threads than the push side to
-// keep up with the link; see LaunchKnobs::push_eighths.
+// Measured on 2x H200, bf16, `tpcomm-bench --sweep-knobs` (us at 16 / 32 / 64 MiB; NCCL 77 /
+// 137 / 247): 1/8 pushing 62.6 / 116.1 / 223.5, 2/8 61.4 / 110.4 / 206.0, 3/8 66.7 / 115.9 /
+// 211.3, 4/8 72.6 / 125.1 / 225.4, 5/8 83.0 / 142.2 / 250.4. The reduce side (three HBM streams
+// and the polls) needs more threads than the push side to keep up with the link.
 
 // Measured (docs/BENCHMARKS.md): a batch of 4 loads per thread wins at 16 MiB and above (the
 // link is saturated and the reloads between steps cost), a batch of 1 below (latency).
@@ -36,7 +37,7 @@ struct GridPlan {
   int blocks = 1;
   int threads = 32;
   int push_batch = 1;
-  int push_eighths = 3;  // LaunchKnobs::push_eighths
+  int push_eighths = 2;  // LaunchKnobs::push_eighths
 };
 
 // chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the
