@@ -25,7 +25,9 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
+from bench_common import enable_symm_mem, import_tpcomm  # noqa: E402
+
 BACKENDS = ("tpcomm", "nccl", "symm1", "symm2")
 MODES = ("graph", "eager")
 LABELS = {"tpcomm": "tpcomm (auto)", "nccl": "NCCL (torch.distributed)",
@@ -91,17 +93,6 @@ def iters_for(nbytes, base):
 
 
 # ---------------------------------------------------------------- per-rank worker (GPU side)
-def enable_symm_mem(symm_mem, group_name):
-    """Older torch needs enable_symm_mem_for_group before rendezvous; newer deprecates it."""
-    import warnings
-
-    fn = getattr(symm_mem, "enable_symm_mem_for_group", None)
-    if fn is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn(group_name)
-
-
 def make_backends(rank, world, gloo, args, max_bytes):
     """name -> (setup(n) -> call, error) for every requested backend."""
     import torch
@@ -342,17 +333,6 @@ def plot(rows, sizes, backends, modes, path, title):
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
-
-
-def import_tpcomm():
-    """The installed package, else python/ of this checkout (spawned workers inherit sys.path)."""
-    try:
-        import tpcomm
-    except ImportError:
-        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
-        import tpcomm
-    import tpcomm.testing  # noqa: F401  (a submodule: not imported by the package itself)
-    return tpcomm
 
 
 def main(argv=None):

@@ -36,7 +36,9 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
+from bench_common import enable_symm_mem, import_tpcomm  # noqa: E402
+
 BACKENDS = ("nccl", "symm", "tpcomm", "none")
 LABELS = {"nccl": "NCCL (torch.distributed)", "symm": "torch symm-mem one-shot",
           "tpcomm": "tpcomm", "none": "no all-reduce (compute only)"}
@@ -171,17 +173,6 @@ class Stack:
             m = F.silu(g) * u
             x = x + reduce(2 * l + 1, lambda out, m=m, w=w: torch.matmul(m, w["w_d"], out=out))
         return x
-
-
-def enable_symm_mem(symm_mem, group_name):
-    """Older torch needs enable_symm_mem_for_group before rendezvous; newer deprecates it."""
-    import warnings
-
-    fn = getattr(symm_mem, "enable_symm_mem_for_group", None)
-    if fn is not None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn(group_name)
 
 
 def make_reduce(name, rank, gloo, args, comm):
@@ -400,17 +391,6 @@ def plot(rows, args, path, title):
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
-
-
-def import_tpcomm():
-    """The installed package, else python/ of this checkout (spawned workers inherit sys.path)."""
-    try:
-        import tpcomm
-    except ImportError:
-        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
-        import tpcomm
-    import tpcomm.testing  # noqa: F401  (a submodule: not imported by the package itself)
-    return tpcomm
 
 
 def main(argv=None):

@@ -1,0 +1,28 @@
+"""What bench/compare.py and bench/verify_pass.py share: finding the tpcomm package and switching
+on torch symmetric memory across torch versions."""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def import_tpcomm():
+    """The installed package, else python/ of this checkout (spawned workers inherit sys.path)."""
+    try:
+        import tpcomm
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+        import tpcomm
+    import tpcomm.testing  # noqa: F401  (a submodule: not imported by the package itself)
+    return tpcomm
+
+
+def enable_symm_mem(symm_mem, group_name):
+    """Older torch needs enable_symm_mem_for_group before rendezvous; newer deprecates it."""
+    import warnings
+
+    fn = getattr(symm_mem, "enable_symm_mem_for_group", None)
+    if fn is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(group_name)
