@@ -25,20 +25,23 @@ __device__ __forceinline__ void pdlLaunchDependents() {
 // Must be called by all threads of the block (it synchronises the block). One acquire load: the
 // bookkeeping that advances the epoch runs later (arriveEpoch after the pushes, advanceEpoch at the
 // kernel's end), off the path between a call's start and its data reaching the peers.
-__device__ __forceinline__ unsigned long long readEpoch(const DeviceComm& c) {
+__device__ __forceinline__ unsigned long long readEpoch(RankState* st) {
   __shared__ unsigned long long s_epoch;
   if (threadIdx.x == 0) {
     unsigned long long e;
     // The abort flag is loaded first so that both loads are in flight together: after the
     // acquire below, a load would wait for the epoch (one more L2 round trip before the pushes).
-    const unsigned aborted = *reinterpret_cast<volatile unsigned int*>(&c.state->abort);
+    const unsigned aborted = *reinterpret_cast<volatile unsigned int*>(&st->abort);
     // Acquire: this block's later atomicAdd on `arrive` cannot be performed before this read, so
     // the last block's advance (after all arrivals) can never be seen here.
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(e) : "l"(&c.state->epoch) : "memory");
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(e) : "l"(&st->epoch) : "memory");
     s_epoch = aborted != 0u ? ~0ull : e;
   }
   __syncthreads();
   return s_epoch;
+}
+__device__ __forceinline__ unsigned long long readEpoch(const DeviceComm& c) {
+  return readEpoch(c.state);
 }
 
 // Counts the block in (thread 0, relaxed atomic, no fence: it must not wait for the block's remote

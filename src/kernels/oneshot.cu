@@ -22,14 +22,24 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
   KernelTrace trace;
   trace.mark(kTraceEntry);
-  pdlWait();
-  trace.mark(kTraceWaited);
+  // Everything that depends only on the arguments is read and computed before
+  // griddepcontrol.wait (pdlWait, below): the first touch of each line of the parameters misses
+  // the constant cache, and those misses then overlap the previous kernel instead of delaying
+  // the pushes.
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
   const size_t region = slotVecs<Proto>(c) / c.world;  // vectors per source rank and step
   const size_t nsteps = (nvec + region - 1) / region;
   const int pb = c.push_batch;
+  const int rank = c.rank, world = c.world;
+  const bool aligned = c.aligned != 0;
+  const size_t slot_bytes = Proto::slotBytes(c);
+  char* peer[kW];  // peer[p]: the staging (or inbox) base of rank (rank + p) % world; [0] mine
+#pragma unroll
+  for (int p = 0; p < kW; ++p) peer[p] = p < world ? Proto::bufs(c)[(rank + p) % world] : nullptr;
+  RankState* const state = c.state;
+  const unsigned long long timeout_ns = c.timeout_ns;
 
   // This block's share of step s: vectors [first, last) of the message. The share's offsets
   // within a region are the same in every step (per is fixed for the call, even in a shorter last
@@ -42,11 +52,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     *first = base + min(len, blockIdx.x * per);
     *last = base + min(len, blockIdx.x * per + per);
   };
-  // Calls of two or more steps split the block: the first half of the warps push, the second
-  // half reduce, so the link carries step j while the reduce pass of an earlier step runs (with
-  // every thread doing both, every block pushes, then every block reduces, in lockstep, and the
-  // link idles during the reduce: about a third of the time at 64 MiB). Single-step calls keep
-  // every thread for both (latency).
+  // Calls of two or more steps split the block: the first warps push (c.push_eighths of them,
+  // plan/grid.h), the others reduce, so the link carries step j while the reduce pass of an
+  // earlier step runs (with every thread doing both, every block pushes, then every block
+  // reduces, in lockstep, and the link idles during the reduce: about a third of the time at
+  // 64 MiB). Single-step calls keep every thread for both (latency).
   const bool split = nsteps >= 2 && blockDim.x >= 64 && blockDim.x % 64 == 0;
   const unsigned np =
       split ? min(blockDim.x - 32, max(32u, blockDim.x * c.push_eighths / 8 / 32 * 32))
@@ -55,17 +65,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const unsigned tr = split ? threadIdx.x - np : threadIdx.x;  // index among reducing threads
   const unsigned nr = split ? blockDim.x - np : blockDim.x;
 
+  size_t first0, last0;
+  share(0, &first0, &last0);
+
+  pdlWait();  // the input may be the previous kernel's output; the epoch is its last write
+  trace.mark(kTraceWaited);
   // The first batch is loaded before the epoch, so both are in flight together.
   uint4 x[kPushBatch];
-  {
-    size_t first, last;
-    share(0, &first, &last);
-    if (pusher) loadBatch<T>(send, first + threadIdx.x, np, last, count, c.aligned, pb, x);
-  }
-  const unsigned long long epoch = readEpoch(c);
+  if (pusher) loadBatch<T>(send, first0 + threadIdx.x, np, last0, count, aligned, pb, x);
+  const unsigned long long epoch = readEpoch(state);
   if (epoch == ~0ull) return;  // communicator aborted by an earlier timeout
   trace.mark(kTraceEpoch);
-  WaitCtx ctx = makeWaitCtx(c);
+  WaitCtx ctx{globalTimerNs() + timeout_ns, false};
 
   // Push step s (pushing threads): my vectors into my region of every peer's slot. x holds the
   // first batch of step 0 on entry.
@@ -73,20 +84,20 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     size_t first, last;
     share(s, &first, &last);
     const uint32_t flag = stepFlag(epoch + s);
-    const size_t slot_off = ((epoch + s) % kNumSlots) * Proto::slotBytes(c);
+    const size_t slot_off = ((epoch + s) % kNumSlots) * slot_bytes;
     const size_t base = s * region;  // message vector v is entry (v - base) of its region
     for (size_t v = first + threadIdx.x; v < last; v += np * pb) {
-      if (s > 0 || v != first + threadIdx.x)
-        loadBatch<T>(send, v, np, last, count, c.aligned, pb, x);
+      if (s > 0 || v != first + threadIdx.x) loadBatch<T>(send, v, np, last, count, aligned, pb, x);
 #pragma unroll
       for (int u = 0; u < kPushBatch; ++u) {
         const size_t vv = v + u * np;
         if (u >= pb || vv >= last) continue;
         const uint4 y = canon<T>(x[u]);
-        for (int p = 1; p < c.world; ++p) {
-          const int peer = (c.rank + p) % c.world;
-          uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[peer] + slot_off);
-          Proto::put(dst + (c.rank * region + (vv - base)) * K, y, flag);
+#pragma unroll
+        for (int p = 1; p < kW; ++p) {
+          if (p >= world) continue;
+          uint4* dst = reinterpret_cast<uint4*>(peer[p] + slot_off);
+          Proto::put(dst + (rank * region + (vv - base)) * K, y, flag);
         }
       }
     }
@@ -97,8 +108,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     size_t first, last;
     share(s, &first, &last);
     const size_t base = s * region;
-    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] +
-                                           ((epoch + s) % kNumSlots) * Proto::slotBytes(c));
+    uint4* mine = reinterpret_cast<uint4*>(peer[0] + ((epoch + s) % kNumSlots) * slot_bytes);
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t v = first + tr; v < last; v += nr * R) {
       uint4 y[R];
@@ -107,7 +117,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         return false;
 #pragma unroll
       for (int u = 0; u < R; ++u)
-        if (v + u * nr < last) storeVec<T>(recv, v + u * nr, count, c.aligned, y[u]);
+        if (v + u * nr < last) storeVec<T>(recv, v + u * nr, count, aligned, y[u]);
     }
     return true;
   };
