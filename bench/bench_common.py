@@ -1,5 +1,5 @@
-"""What bench/compare.py and bench/verify_pass.py share: finding the tpcomm package and switching
-on torch symmetric memory across torch versions."""
+"""What bench/compare.py and bench/verify_pass.py share: finding the tpcomm package, checking for
+torch and enough GPUs, and switching on torch symmetric memory across torch versions."""
 import os
 import sys
 
@@ -15,6 +15,21 @@ def import_tpcomm():
         import tpcomm
     import tpcomm.testing  # noqa: F401  (a submodule: not imported by the package itself)
     return tpcomm
+
+
+def torch_with_gpus(script, nprocs):
+    """torch, once it imports and sees `nprocs` GPUs; else None after saying why on stderr (the
+    script then exits with 2)."""
+    try:
+        import torch
+    except ImportError:
+        print(f"bench/{script} needs torch (with CUDA) on this machine", file=sys.stderr)
+        return None
+    if torch.cuda.device_count() < nprocs:
+        print(f"bench/{script} needs {nprocs} GPUs, {torch.cuda.device_count()} visible",
+              file=sys.stderr)
+        return None
+    return torch
 
 
 def enable_symm_mem(symm_mem, group_name):

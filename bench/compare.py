@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
-from bench_common import enable_symm_mem, import_tpcomm  # noqa: E402
+from bench_common import enable_symm_mem, import_tpcomm, torch_with_gpus  # noqa: E402
 
 BACKENDS = ("tpcomm", "nccl", "symm1", "symm2")
 MODES = ("graph", "eager")
@@ -341,14 +341,7 @@ def main(argv=None):
     testing = tpcomm.testing
 
     testing.set_env_defaults()
-    try:
-        import torch
-    except ImportError:
-        print("bench/compare.py needs torch (with CUDA) on this machine", file=sys.stderr)
-        return 2
-    if torch.cuda.device_count() < args.nprocs:
-        print(f"bench/compare.py needs {args.nprocs} GPUs, {torch.cuda.device_count()} visible",
-              file=sys.stderr)
+    if torch_with_gpus("compare.py", args.nprocs) is None:
         return 2
     os.makedirs(args.out, exist_ok=True)
     print(f"compare: {len(args.sizes)} sizes x {args.backends} x {args.modes}, {args.dtype}, "

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -277,50 +278,42 @@ int main(int argc, char** argv) {
     backends.push_back(std::move(b));
   }
   if (a.sweep_knobs) {
+    // One backend per launch-knob variant: a communicator of `algo` whose default knobs `tweak`
+    // changes on every rank.
+    auto addVariant = [&](const std::string& label, int algo,
+                          const std::function<void(LaunchKnobs&)>& tweak) {
+      Backend b;
+      b.label = label;
+      b.algo = algo;
+      initTpcomm(b, devlist, algo, a.max_blocks);
+      LaunchKnobs k;
+      getLaunchKnobs(b.comms[0], &k);
+      tweak(k);
+      for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
+      labels.push_back(b.label);
+      backends.push_back(std::move(b));
+    };
     // Grid shapes for the defaults in plan/grid.h, for each kernel algorithm among --backends:
     // labels are algo/bytes-per-block/push-batch.
     for (const std::string& name : a.backends) {
       const int algo = parseAlgoName(name);
       if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
       for (int bb : {1024, 2048, 4096, 8192, 16384})
-        for (int pb : {1, 4}) {
-          Backend b;
-          b.label = name + "/" + std::to_string(bb / 1024) + "K/p" + std::to_string(pb);
-          b.algo = algo;
-          initTpcomm(b, devlist, algo, a.max_blocks);
-          LaunchKnobs k;
-          getLaunchKnobs(b.comms[0], &k);
-          k.block_bytes = bb;
-          k.host_block_bytes = bb;
-          k.push_batch = pb;
-          for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
-          labels.push_back(b.label);
-          backends.push_back(std::move(b));
-        }
+        for (int pb : {1, 4})
+          addVariant(name + "/" + std::to_string(bb / 1024) + "K/p" + std::to_string(pb), algo,
+                     [&](LaunchKnobs& k) {
+                       k.block_bytes = bb;
+                       k.host_block_bytes = bb;
+                       k.push_batch = pb;
+                     });
     }
     // The split one-shot's push share (multi-step calls only): labels oneshot/splitN (N eighths).
     if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end())
-      for (int e : {1, 2, 3, 4, 5}) {
-        Backend b;
-        b.label = "oneshot/split" + std::to_string(e);
-        b.algo = tpcommAlgoOneShot;
-        initTpcomm(b, devlist, b.algo, a.max_blocks);
-        LaunchKnobs k;
-        getLaunchKnobs(b.comms[0], &k);
-        k.push_eighths = e;
-        for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
-        labels.push_back(b.label);
-        backends.push_back(std::move(b));
-      }
-    Backend b;  // the default shape without programmatic dependent launch
-    b.label = "auto/nopdl";
-    initTpcomm(b, devlist, tpcommAlgoAuto, a.max_blocks);
-    LaunchKnobs k;
-    getLaunchKnobs(b.comms[0], &k);
-    k.pdl = false;
-    for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
-    labels.push_back(b.label);
-    backends.push_back(std::move(b));
+      for (int e : {1, 2, 3, 4, 5})
+        addVariant("oneshot/split" + std::to_string(e), tpcommAlgoOneShot,
+                   [&](LaunchKnobs& k) { k.push_eighths = e; });
+    // The default shape without programmatic dependent launch.
+    addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });
   }
   std::vector<size_t> sizes;
   for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor))

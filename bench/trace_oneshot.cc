@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "kernels/trace.h"
@@ -16,13 +17,16 @@
 
 namespace {
 
-#define CK(call)                                                                   \
-  do {                                                                             \
-    if ((call) != 0) {                                                             \
-      fprintf(stderr, "trace-oneshot: %s failed (line %d): %s\n", #call, __LINE__, \
-              tpcommGetLastError());                                               \
-      exit(1);                                                                     \
-    }                                                                              \
+// CUDA and tpcomm both return 0 on success; a tpcomm failure also has a message.
+#define CK(call)                                                                           \
+  do {                                                                                     \
+    const int rc_ = static_cast<int>(call);                                                \
+    if (rc_ != 0) {                                                                        \
+      fprintf(stderr, "trace-oneshot: %s failed with code %d (line %d)%s%s\n", #call, rc_, \
+              __LINE__, strncmp(#call, "tpcomm", 6) == 0 ? ": " : "",                      \
+              strncmp(#call, "tpcomm", 6) == 0 ? tpcommGetLastError() : "");               \
+      exit(1);                                                                             \
+    }                                                                                      \
   } while (0)
 
 double median(std::vector<double> v) {

@@ -37,7 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
-from bench_common import enable_symm_mem, import_tpcomm  # noqa: E402
+from bench_common import enable_symm_mem, import_tpcomm, torch_with_gpus  # noqa: E402
 
 BACKENDS = ("nccl", "symm", "tpcomm", "none")
 LABELS = {"nccl": "NCCL (torch.distributed)", "symm": "torch symm-mem one-shot",
@@ -399,14 +399,8 @@ def main(argv=None):
     testing = tpcomm.testing
 
     testing.set_env_defaults()
-    try:
-        import torch
-    except ImportError:
-        print("bench/verify_pass.py needs torch (with CUDA) on this machine", file=sys.stderr)
-        return 2
-    if torch.cuda.device_count() < args.nprocs:
-        print(f"bench/verify_pass.py needs {args.nprocs} GPUs, {torch.cuda.device_count()} "
-              "visible", file=sys.stderr)
+    torch = torch_with_gpus("verify_pass.py", args.nprocs)
+    if torch is None:
         return 2
     need = bytes_per_rank(args)
     have = torch.cuda.get_device_properties(0).total_memory

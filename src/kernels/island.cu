@@ -20,6 +20,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
+#include "plan/policy.h"
 
 namespace tpcomm {
 namespace {
@@ -169,7 +170,7 @@ KernelSet kernelsFor() {
 }  // namespace
 
 KernelSet islandKernels(int world) {
-  if (world < 4 || world % 2 != 0) return KernelSet{};
+  if (!islandWorld(world)) return KernelSet{};
   return world / 2 <= 2 ? kernelsFor<2>() : kernelsFor<4>();
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
+#include "plan/policy.h"
 
 namespace tpcomm {
 
@@ -20,7 +21,7 @@ size_t twoShotChunkVecs(const DeviceComm& c) {
 }
 // Island: a slot holds 2m + 2 areas of seg_cap entries (island.cu), a step m segments.
 size_t islandChunkVecs(const DeviceComm& c) {
-  if (c.world < 4 || c.world % 2 != 0) return 0;
+  if (!islandWorld(c.world)) return 0;
   const size_t m = static_cast<size_t>(c.world / 2);
   return c.slot_bytes / kVecBytes / (2 * m + 2) * m;
 }
