@@ -24,7 +24,8 @@ void usage(FILE* f) {
           "  --iters 50 --reps 9 --warmup 5\n"
           "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
           "  --sweep-knobs        also time oneshot/twoshot with several grid shapes (bytes per\n"
-          "                       block 1K..16K, push batch 1 and 4, and without PDL)\n"
+          "                       block 1K..16K, push batch 1 and 4), oneshot with 1..5 of 8\n"
+          "                       warps pushing in multi-step calls, and auto without PDL\n"
           "  --no-check           skip the correctness check of every backend\n"
           "  --json FILE          write every measurement as JSON\n");
 }
