@@ -294,20 +294,35 @@ int main(int argc, char** argv) {
       backends.push_back(std::move(b));
     };
     // Grid shapes for the defaults in plan/grid.h, for each kernel algorithm among --backends:
-    // labels are algo/bytes-per-block/push-batch.
+    // labels are algo/bytes-per-block/push-batch. host_bulk: bytes per block (larger shares: one
+    // fence and flag per block and step) by push share and batch: host_bulk/16K/s2/p1.
     for (const std::string& name : a.backends) {
       const int algo = parseAlgoName(name);
       if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
+      if (algo == tpcommAlgoHostBulk) {
+        for (int bb : {8192, 16384, 32768, 65536})
+          for (int e : {2, 4, 6})
+            for (int pb : {1, 4})
+              addVariant(name + "/" + std::to_string(bb / 1024) + "K/s" + std::to_string(e) + "/p" +
+                             std::to_string(pb),
+                         algo, [&](LaunchKnobs& k) {
+                           k.bulk_block_bytes = bb;
+                           k.push_eighths = e;
+                           k.push_batch = pb;
+                         });
+        continue;
+      }
       for (int bb : {1024, 2048, 4096, 8192, 16384})
         for (int pb : {1, 4})
           addVariant(name + "/" + std::to_string(bb / 1024) + "K/p" + std::to_string(pb), algo,
                      [&](LaunchKnobs& k) {
                        k.block_bytes = bb;
                        k.host_block_bytes = bb;
+                       k.bulk_block_bytes = bb;
                        k.push_batch = pb;
                      });
     }
-    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN (N eighths).
+    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN.
     if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end())
       for (int e : {1, 2, 3, 4, 5})
         addVariant("oneshot/split" + std::to_string(e), tpcommAlgoOneShot,

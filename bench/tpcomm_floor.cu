@@ -3,13 +3,16 @@
 //   * a kernel inside a CUDA graph: empty, with programmatic dependent launch (PDL), and with the
 //     loads a call cannot avoid (its input; the communicator's epoch and abort words);
 //   * one-way latency of a flag between two GPUs over peer memory (NVLink/PCIe P2P) and through
-//     pinned host memory, from a ping-pong of two single-thread kernels.
+//     pinned host memory, from a ping-pong of two single-thread kernels;
+//   * zero-copy bandwidth between SMs and pinned host memory with every GPU streaming at once
+//     (writes, reads, and both together: what the host-memory transport moves its data with).
 // Pure CUDA, no tpcomm library: it measures the machine, not our code.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -183,6 +186,74 @@ double oneWayUs(bool host) {
   return us;
 }
 
+// Streams `bytes` between this GPU's SMs and pinned host memory: mode 0 writes `dst`, 1 reads
+// `src` (volatile, as the transport does), 2 does both with half the threads each.
+__global__ void hostStream(int mode, const uint4* src, uint4* dst, size_t n, unsigned* sink) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const bool writer = mode == 0 || (mode == 2 && blockIdx.x % 2 == 0);
+  unsigned acc = 0;
+  for (; i < n; i += stride) {
+    if (writer) {
+      dst[i] = make_uint4(static_cast<unsigned>(i), 1, 2, 3);
+    } else {
+      unsigned x, y, z, w;  // one 16-byte volatile load, as the transport's loadVolatile
+      asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+                   : "l"(src + i));
+      acc ^= x ^ y ^ z ^ w;
+    }
+  }
+  if (acc == 0x12345678u) *sink = acc;  // keeps the loads
+}
+
+// GB/s per GPU (the slowest GPU's), every GPU streaming 64 MiB at once in the given mode.
+double hostBandwidthGBs(int ngpu, int mode) {
+  constexpr size_t kBytes = 64u << 20;
+  const size_t n = kBytes / sizeof(uint4);
+  std::vector<uint4*> buf(ngpu);
+  std::vector<unsigned*> sink(ngpu);
+  std::vector<cudaStream_t> s(ngpu);
+  std::vector<cudaEvent_t> e0(ngpu), e1(ngpu);
+  for (int d = 0; d < ngpu; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaHostAlloc(&buf[d], kBytes, cudaHostAllocMapped | cudaHostAllocPortable));
+    CK(cudaMalloc(&sink[d], sizeof(unsigned)));
+    CK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking));
+    CK(cudaEventCreate(&e0[d]));
+    CK(cudaEventCreate(&e1[d]));
+  }
+  double worst = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int d = 0; d < ngpu; ++d) {
+      CK(cudaSetDevice(d));
+      CK(cudaEventRecord(e0[d], s[d]));
+      // Each GPU reads the buffer the next one writes: host memory another device touches.
+      hostStream<<<264, 512, 0, s[d]>>>(mode, buf[(d + 1) % ngpu], buf[d], n, sink[d]);
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(e1[d], s[d]));
+    }
+    double slowest = 0;
+    for (int d = 0; d < ngpu; ++d) {
+      CK(cudaSetDevice(d));
+      CK(cudaEventSynchronize(e1[d]));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0[d], e1[d]));
+      slowest = std::max(slowest, static_cast<double>(ms));
+    }
+    if (rep > 0) worst = std::min(worst, slowest);  // the first rep warms the mappings up
+  }
+  for (int d = 0; d < ngpu; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaFreeHost(buf[d]));
+    CK(cudaFree(sink[d]));
+    CK(cudaStreamDestroy(s[d]));
+    CK(cudaEventDestroy(e0[d]));
+    CK(cudaEventDestroy(e1[d]));
+  }
+  return static_cast<double>(kBytes) / (worst * 1e-3) / 1e9;
+}
+
 }  // namespace
 
 int main() {
@@ -213,5 +284,9 @@ int main() {
     printf("%-40s %6.2f us\n", "one-way flag, peer memory", oneWayUs(false));
     printf("%-40s %6.2f us\n", "one-way flag, pinned host memory", oneWayUs(true));
   }
+  const char* modes[] = {"writes", "reads", "half writes, half reads"};
+  for (int m = 0; m < 3; ++m)
+    printf("%-40s %6.1f GB/s per GPU (%d GPUs at once)\n",
+           (std::string("host memory, ") + modes[m]).c_str(), hostBandwidthGBs(n, m), n);
   return 0;
 }

@@ -77,8 +77,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     in.two_islands = w->two_islands && kIslandAutoSelect;  // as comm/fabric.cc decides
     in.nccl_available = o.nccl_available;
     in.host_transport =
-        o.host_transport && (w->fabric == Fabric::kHost || o.forced_algo == tpcommAlgoHostOneShot ||
-                             o.forced_algo == tpcommAlgoHostTwoShot);
+        o.host_transport && (w->fabric == Fabric::kHost || isHostAlgo(o.forced_algo));
     in.forced_algo = o.forced_algo;
     in.strict = o.strict;
     in.tuned = tuned;

@@ -147,8 +147,8 @@ std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes) {
 }  // namespace
 
 std::vector<int> tuneCandidates() {
-  return {tpcommAlgoOneShot,     tpcommAlgoTwoShot,     tpcommAlgoIsland,
-          tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot, tpcommAlgoNccl};
+  return {tpcommAlgoOneShot,     tpcommAlgoTwoShot,  tpcommAlgoIsland, tpcommAlgoHostOneShot,
+          tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoNccl};
 }
 
 std::string measureAll(const MeasureConfig& cfg, MeasureResult* out) {

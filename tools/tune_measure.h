@@ -31,7 +31,8 @@ struct MeasureResult {
 };
 
 // The candidates tune tries, in column order: oneshot, twoshot, island, host_oneshot,
-// host_twoshot, then NCCL. Those that cannot run here are skipped with the library's reason.
+// host_twoshot, host_bulk, then NCCL. Those that cannot run here are skipped with the library's
+// reason.
 std::vector<int> tuneCandidates();
 
 // Measures every candidate at every size; progress on stderr. Returns "" or why the measurement

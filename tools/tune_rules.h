@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "plan/policy.h"
 #include "plan/tuning_table.h"
 
 namespace tpcomm::cli {
@@ -32,8 +33,7 @@ inline std::vector<size_t> sweepSizes(size_t min_bytes, size_t max_bytes, size_t
 inline bool eligibleOn(Fabric fabric, int algo) {
   if (algo == tpcommAlgoNccl) return true;
   if (algo == tpcommAlgoIsland) return fabric == Fabric::kPcie;
-  const bool host = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
-  return fabric == Fabric::kHost ? host : !host;
+  return fabric == Fabric::kHost ? isHostAlgo(algo) : !isHostAlgo(algo);
 }
 
 inline std::vector<TuningSample> eligibleSamples(const std::vector<TuningSample>& samples,

@@ -66,7 +66,8 @@ typedef enum {
   tpcommAlgoHostOneShot = 4, /* one-shot through pinned host shared memory (no P2P) */
   tpcommAlgoHostTwoShot = 5, /* two-shot through pinned host shared memory (no P2P) */
   tpcommAlgoIsland = 6,      /* hierarchical for two-socket PCIe: reduce in islands, exchange */
-  tpcommNumAlgos = 7
+  tpcommAlgoHostBulk = 7,    /* one-shot through pinned host memory, bulk data + a flag per block */
+  tpcommNumAlgos = 8
 } tpcommAlgo_t;
 
 /* What the caller asks of NCCL as a fallback. */

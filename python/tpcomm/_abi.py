@@ -24,7 +24,8 @@ DTYPE_SIZES = {FLOAT16: 2, FLOAT32: 4, BFLOAT16: 2}
 SUM = 0  # tpcommRedOp_t
 
 # tpcommAlgo_t (the names are the library's own, from tpcommAlgoName).
-ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island")
+ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
+              "host_bulk")
 NUM_ALGOS = len(ALGO_NAMES)
 
 # tpcommNcclMode_t

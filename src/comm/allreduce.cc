@@ -41,7 +41,7 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
 
 bool isKernelAlgo(int a) {
   return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoHostOneShot ||
-         a == tpcommAlgoHostTwoShot || a == tpcommAlgoIsland;
+         a == tpcommAlgoHostTwoShot || a == tpcommAlgoIsland || a == tpcommAlgoHostBulk;
 }
 
 // Vectors per step of a chunked algorithm (two-shot on its transport, island).
@@ -54,6 +54,7 @@ size_t chunkOf(const tpcommComm* c, int algo) {
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
   const size_t step = algo == tpcommAlgoOneShot       ? c->oneshot_step_bytes
                       : algo == tpcommAlgoHostOneShot ? c->host_step_bytes
+                      : algo == tpcommAlgoHostBulk    ? c->bulk_step_bytes
                                                       : chunkOf(c, algo) * kVecBytes;
   return planGrid(algo, bytes, step, c->world, c->knobs);
 }

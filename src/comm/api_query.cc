@@ -69,6 +69,8 @@ const char* tpcommAlgoName(int algo) {
       return "host_twoshot";
     case tpcommAlgoIsland:
       return "island";
+    case tpcommAlgoHostBulk:
+      return "host_bulk";
     default:
       return nullptr;
   }

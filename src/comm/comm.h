@@ -50,6 +50,7 @@ struct tpcommComm {
   tpcomm::HostSegment host_seg;     // host-memory transport (mapped only when used)
   size_t host_step_bytes = 0;       // bytes per host one-shot step
   size_t host_chunk_vecs = 0;       // vectors per host two-shot step
+  size_t bulk_step_bytes = 0;       // bytes per host bulk step (an outbox slot)
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;

@@ -68,8 +68,7 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
 }
 
 bool wantsHostTransport(const tpcommComm* c) {
-  return c->world > 1 && (c->fabric == Fabric::kHost || c->settings.algo == tpcommAlgoHostOneShot ||
-                          c->settings.algo == tpcommAlgoHostTwoShot);
+  return c->world > 1 && (c->fabric == Fabric::kHost || isHostAlgo(c->settings.algo));
 }
 
 // Attaches to rank 0's host segment when this communicator uses the host transport; otherwise
@@ -89,8 +88,12 @@ tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
   for (int p = 0; p < c->world; ++p)
     c->dev.hbufs[p] = hostInbox(c->host_seg, p, c->settings.host_slot_bytes);
   c->dev.host_slot_bytes = c->settings.host_slot_bytes;
+  c->dev.hout = hostOutbox(c->host_seg, c->world, 0, c->settings.host_slot_bytes);
+  c->dev.out_stride = bulkOutboxBytes(c->settings.host_slot_bytes);
+  c->dev.out_slot_bytes = bulkSlotBytes(c->settings.host_slot_bytes);
   c->host_step_bytes = hostOneShotStepBytes(c->dev);
   c->host_chunk_vecs = hostTwoShotChunkVecs(c->dev);
+  c->bulk_step_bytes = hostBulkStepBytes(c->dev);
   TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank,
               c->settings.host_slot_bytes);
   return tpcommSuccess;

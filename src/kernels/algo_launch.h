@@ -26,9 +26,11 @@ KernelSet oneShotKernels(int world);
 KernelSet twoShotKernels(int world);
 KernelSet hostOneShotKernels(int world);
 KernelSet hostTwoShotKernels(int world);
+// One-shot through host memory with the bulk protocol (outboxes, a flag per block and step).
+KernelSet hostBulkKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
-// The kernels of an algorithm (one of the five above); all zero for other algorithms.
+// The kernels of an algorithm (one of the six above); all zero for other algorithms.
 KernelSet kernelsOf(int algo, int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
@@ -38,6 +40,7 @@ size_t oneShotStepBytes(const DeviceComm& c);
 size_t twoShotChunkVecs(const DeviceComm& c);
 size_t hostTwoShotChunkVecs(const DeviceComm& c);
 size_t hostOneShotStepBytes(const DeviceComm& c);
+size_t hostBulkStepBytes(const DeviceComm& c);
 // Vectors per island step (m segments); 0 unless the world is even and at least 4.
 size_t islandChunkVecs(const DeviceComm& c);
 
@@ -45,7 +48,7 @@ int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
 size_t dtypeSize(tpcommDataType_t dt);
 
 struct LaunchArgs {
-  int algo;  // a kernel algorithm (oneshot, twoshot, host_oneshot, host_twoshot, island)
+  int algo;  // a kernel algorithm (oneshot, twoshot, host_oneshot, host_twoshot, island, host_bulk)
   int blocks;
   int threads;
   int push_batch;    // vectors per thread per push round (1..4)

@@ -16,6 +16,22 @@ constexpr int kVecBytes = 16;  // every staging access is one 16-byte vector
 constexpr uint32_t kSentinelWord = 0xFFFFFFFFu;
 constexpr unsigned char kSentinelByte = 0xFF;
 
+// The bulk host protocol (host_bulk, proto_device.cuh): every rank writes its data once into its
+// own outbox in pinned host memory and its peers read it from there. An outbox holds kNumSlots
+// slots of bulkSlotBytes, then a flag per slot and block (a block publishes a step's share with
+// one flag once its data is written). A slot is a quarter of an inbox slot (1 MiB by default):
+// measured on 2x H200 (docs/BENCHMARKS.md), 1 MiB steps beat 256 KiB ones at every size from
+// 1 MiB up (51 against 59 us at 1 MiB, 448 against 528 at 16 MiB): each step costs a fence and a
+// flag round trip per block, more than the overlap of smaller steps wins back.
+constexpr int kBulkFlagBlocks = 1024;  // the largest grid (config.maxBlocks <= 1024)
+constexpr size_t kBulkFlagBytes = static_cast<size_t>(kNumSlots) * kBulkFlagBlocks * 4;
+constexpr size_t bulkSlotBytes(size_t host_slot_bytes) {
+  return host_slot_bytes / 4 / 256 * 256 > 4096 ? host_slot_bytes / 4 / 256 * 256 : 4096;
+}
+constexpr size_t bulkOutboxBytes(size_t host_slot_bytes) {
+  return kNumSlots * bulkSlotBytes(host_slot_bytes) + kBulkFlagBytes;
+}
+
 // Per-rank state in device memory, private to the rank.
 struct RankState {
   unsigned long long epoch;  // steps completed; the next step uses slot epoch % kNumSlots
@@ -45,6 +61,11 @@ struct DeviceComm {
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];
   size_t host_slot_bytes;
+  // The bulk host protocol: rank r's outbox is hout + r * out_stride (one segment, so a reader
+  // addresses every source from one base); slots of out_slot_bytes, then the flags.
+  char* hout;
+  size_t out_stride;
+  size_t out_slot_bytes;
   // The island algorithm (island.cu): the two islands' members in rank order, this rank's island
   // (0 or 1; -1 when the communicator has no island split: odd world or world < 4), its local
   // index (position in its island) and its partner (the same local index in the other island).

@@ -23,8 +23,8 @@ tpcommResult_t checkKernelImages(int device) {
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   std::vector<KernelSet> sets;
   for (int w : kWorldClasses)
-    for (int algo :
-         {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot})
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
+                     tpcommAlgoHostTwoShot, tpcommAlgoHostBulk})
       sets.push_back(kernelsOf(algo, w));
   for (int w : {4, 8}) sets.push_back(islandKernels(w));  // island sizes 2 and 4
   bool jit = false;

@@ -16,6 +16,10 @@ size_t oneShotStepBytes(const DeviceComm& c) {
 size_t hostOneShotStepBytes(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / c.world * kVecBytes;
 }
+// Bulk: a step is one outbox slot (each rank writes only its own data there).
+size_t hostBulkStepBytes(const DeviceComm& c) {
+  return c.out_slot_bytes / kVecBytes * kVecBytes;
+}
 size_t twoShotChunkVecs(const DeviceComm& c) {
   return c.slot_bytes / kVecBytes / (2 * c.world) * c.world;
 }
@@ -41,6 +45,8 @@ KernelSet kernelsOf(int algo, int world) {
       return hostTwoShotKernels(world);
     case tpcommAlgoIsland:
       return islandKernels(world);
+    case tpcommAlgoHostBulk:
+      return hostBulkKernels(world);
     default:
       return KernelSet{};
   }

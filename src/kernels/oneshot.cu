@@ -8,6 +8,8 @@
 // carried by the data (proto_device.cuh): the sentinel scheme of TensorRT-LLM's "Lamport" kernels
 // over peer memory, NCCL-style LL packets over host memory. Four slots rotated by step epoch keep
 // a rank that runs ahead from writing into a slot its slower peer still reads (docs/PROTOCOL.md).
+// Over host memory the bulk protocol (BulkProto) instead writes each rank's data once, into its
+// own outbox, and its peers read it there once a flag per block and step says it is complete.
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
@@ -29,15 +31,29 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
-  const size_t region = slotVecs<Proto>(c) / c.world;  // vectors per source rank and step
+  // Vectors per source rank and step: a slot holds every source's region, an outbox only ours.
+  const size_t region = Proto::kOutbox ? slotVecs<Proto>(c) : slotVecs<Proto>(c) / c.world;
   const size_t nsteps = (nvec + region - 1) / region;
   const int pb = c.push_batch;
   const int rank = c.rank, world = c.world;
   const bool aligned = c.aligned != 0;
   const size_t slot_bytes = Proto::slotBytes(c);
-  char* peer[kW];  // peer[p]: the staging (or inbox) base of rank (rank + p) % world; [0] mine
+  // peer[p]: the staging (or inbox) base of rank (rank + p) % world; [0] mine. Bulk: [0] is my
+  // outbox, and the sources' outboxes are src_base + r * src_stride (in vectors).
+  char* peer[kW];
+  char* src_base;
+  size_t src_stride;
+  if constexpr (Proto::kOutbox) {
+    src_base = c.hout;
+    src_stride = c.out_stride / kVecBytes;
 #pragma unroll
-  for (int p = 0; p < kW; ++p) peer[p] = p < world ? Proto::bufs(c)[(rank + p) % world] : nullptr;
+    for (int p = 0; p < kW; ++p) peer[p] = p == 0 ? src_base + rank * c.out_stride : nullptr;
+  } else {
+#pragma unroll
+    for (int p = 0; p < kW; ++p) peer[p] = p < world ? Proto::bufs(c)[(rank + p) % world] : nullptr;
+    src_base = peer[0];
+    src_stride = region;
+  }
   RankState* const state = c.state;
   const unsigned long long timeout_ns = c.timeout_ns;
 
@@ -93,14 +109,19 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         const size_t vv = v + u * np;
         if (u >= pb || vv >= last) continue;
         const uint4 y = canon<T>(x[u]);
+        if constexpr (Proto::kOutbox) {
+          Proto::put(reinterpret_cast<uint4*>(peer[0] + slot_off) + (vv - base), y, flag);
+        } else {
 #pragma unroll
-        for (int p = 1; p < kW; ++p) {
-          if (p >= world) continue;
-          uint4* dst = reinterpret_cast<uint4*>(peer[p] + slot_off);
-          Proto::put(dst + (rank * region + (vv - base)) * K, y, flag);
+          for (int p = 1; p < kW; ++p) {
+            if (p >= world) continue;
+            uint4* dst = reinterpret_cast<uint4*>(peer[p] + slot_off);
+            Proto::put(dst + (rank * region + (vv - base)) * K, y, flag);
+          }
         }
       }
     }
+    if constexpr (Proto::kOutbox) bulkPublish(c, np, epoch + s);
   };
   // Reduce step s (reducing threads) in rank order from my slot and write the output. False on
   // timeout or abort.
@@ -108,11 +129,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     size_t first, last;
     share(s, &first, &last);
     const size_t base = s * region;
-    uint4* mine = reinterpret_cast<uint4*>(peer[0] + ((epoch + s) % kNumSlots) * slot_bytes);
+    if constexpr (Proto::kOutbox) {
+      if (!bulkAwait(c, tr, nr, epoch + s, ctx)) return false;
+    }
+    uint4* mine = reinterpret_cast<uint4*>(src_base + ((epoch + s) % kNumSlots) * slot_bytes);
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t v = first + tr; v < last; v += nr * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kW>(c, mine, region, v - base, nr, last - base, send, v, count,
+      if (!reduceBatch<Proto, T, kW>(c, mine, src_stride, v - base, nr, last - base, send, v, count,
                                      epoch + s, ctx, y))
         return false;
 #pragma unroll
@@ -189,6 +213,9 @@ KernelSet oneShotKernels(int world) {
 }
 KernelSet hostOneShotKernels(int world) {
   return kernelSetByWorld<OneShot, LLProto>(world);
+}
+KernelSet hostBulkKernels(int world) {
+  return kernelSetByWorld<OneShot, BulkProto>(world);
 }
 
 }  // namespace tpcomm

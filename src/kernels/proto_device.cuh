@@ -8,6 +8,13 @@
 //   a 4-byte flag, the step's epoch, in one 8-byte half of a 16-byte store, as in NCCL's LL
 //   protocol: the reader needs no clearing pass over PCIe (stale flags are older epochs), and a
 //   half-written entry is never mistaken for data. Half the bandwidth; the latency path.
+// BulkProto (pinned host memory, larger messages): a rank writes its data once, plain, into its
+//   own outbox (device_comm.h), and its peers read it from there; arrival is one flag per block
+//   and step, set after a system-scope fence once the block's share is written, and polled by
+//   one thread of the reading block (NCCL's "Simple" protocol does the same per chunk). Every
+//   byte crosses PCIe once each way, and PCIe carries one poll per block and step instead of LL's
+//   poll per entry and flag word per data word; the price is a fence and a flag round trip per
+//   step, so LL stays the small-message path. Bounded by one write plus one read of the message.
 #pragma once
 
 #include "kernels/device_comm.h"
@@ -17,6 +24,7 @@ namespace tpcomm {
 
 struct SentinelProto {
   static constexpr int kEntry = 1;           // 16-byte entries per data vector
+  static constexpr bool kOutbox = false;     // pushes into every peer's slot
   static constexpr unsigned kBackoffNs = 0;  // polls local memory: spin
   struct Raw {
     uint4 a;
@@ -35,6 +43,7 @@ struct SentinelProto {
 
 struct LLProto {
   static constexpr int kEntry = 2;
+  static constexpr bool kOutbox = false;
   // Polls cross PCIe (each a read round trip); thousands of threads re-polling without pause
   // crowd out the very writes they wait for, so a missed poll sleeps (doubling up to 1 us).
   static constexpr unsigned kBackoffNs = 64;
@@ -54,6 +63,30 @@ struct LLProto {
   __device__ static void clear(uint4*) {}
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hbufs; }
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.host_slot_bytes; }
+};
+
+struct BulkProto {
+  static constexpr int kEntry = 1;
+  static constexpr bool kOutbox = true;      // writes its own outbox once; readers poll flags
+  static constexpr unsigned kBackoffNs = 0;  // entries are never polled (arrived is always true)
+  struct Raw {
+    uint4 a;
+  };
+  // Volatile: host memory a peer rewrites every kNumSlots steps must not be served from cache.
+  __device__ static Raw load(const uint4* e) { return Raw{loadVolatile(e)}; }
+  template <typename T>
+  __device__ static bool arrived(const Raw&, uint32_t) {
+    return true;  // the block's flag said so before any entry is read
+  }
+  __device__ static uint4 data(const Raw& r) { return r.a; }
+  __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVec16(e, v); }
+  __device__ static void clear(uint4*) {}
+  __device__ static size_t slotBytes(const DeviceComm& c) { return c.out_slot_bytes; }
+  // Rank r's flag of slot `slot` and block `block`.
+  __device__ static uint32_t* flag(const DeviceComm& c, int r, size_t slot, unsigned block) {
+    char* flags = c.hout + static_cast<size_t>(r) * c.out_stride + kNumSlots * c.out_slot_bytes;
+    return reinterpret_cast<uint32_t*>(flags) + slot * kBulkFlagBlocks + block;
+  }
 };
 
 // Backoff between missed polls (Proto::kBackoffNs > 0): sleeps, doubling up to 1 us.

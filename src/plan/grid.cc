@@ -16,8 +16,10 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
                                                   : 1;
   const size_t share = (step_bytes + segments - 1) / static_cast<size_t>(segments);
   const bool host = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
-  const size_t per_block_target =
-      static_cast<size_t>(std::max(host ? k.host_block_bytes : k.block_bytes, 16));
+  const int target = algo == tpcommAlgoHostBulk ? k.bulk_block_bytes
+                     : host                     ? k.host_block_bytes
+                                                : k.block_bytes;
+  const size_t per_block_target = static_cast<size_t>(std::max(target, 16));
   const int cap = k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks;
   GridPlan g;
   g.blocks = static_cast<int>(
@@ -25,10 +27,13 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
                        std::max<size_t>(1, (share + per_block_target - 1) / per_block_target)));
   // One vector (16 bytes) per thread per batch; whole warps; at most max_threads.
   const size_t vecs_per_block = ((share + 15) / 16 + g.blocks - 1) / g.blocks;
-  g.push_batch = k.push_batch > 0           ? std::clamp(k.push_batch, 1, 4)
-                 : bytes >= kBatchFromBytes ? 4
-                                            : 1;
-  const size_t batch = static_cast<size_t>(g.push_batch);
+  const bool bulk = algo == tpcommAlgoHostBulk;
+  g.push_batch = k.push_batch > 0                    ? std::clamp(k.push_batch, 1, 4)
+                 : bytes >= kBatchFromBytes && !bulk ? 4
+                                                     : 1;
+  // Bulk keeps a thread per vector whatever the batch: its reads of host memory want every
+  // thread the block can have in flight, and a batch only deepens the pushes.
+  const size_t batch = bulk ? 1 : static_cast<size_t>(g.push_batch);
   size_t threads = (vecs_per_block + batch - 1) / batch;
   threads = (threads + 31) / 32 * 32;
   g.threads = static_cast<int>(std::clamp<size_t>(threads, 32, static_cast<size_t>(k.max_threads)));

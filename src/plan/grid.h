@@ -11,13 +11,15 @@
 namespace tpcomm {
 
 struct LaunchKnobs {
-  int block_bytes = 2048;       // target message bytes per block (per step; two-shot: per segment)
-  int host_block_bytes = 1024;  // the same for the host-memory algorithms (measured: fewer bytes
-                                // per block poll PCIe less per thread and win up to 64 KiB)
-  int max_blocks = 0;           // 0: kDefaultMaxBlocks
-  int max_threads = 512;        // threads per block at most (the kernels' launch bound)
-  int push_batch = 0;           // vectors a thread loads before storing them (1..4; 0: by size)
-  bool pdl = true;              // programmatic dependent launch (sm_90+)
+  int block_bytes = 2048;        // target message bytes per block (per step; two-shot: per segment)
+  int host_block_bytes = 1024;   // the same for the host-memory LL algorithms (measured: fewer
+                                 // bytes per block poll PCIe less per thread and win up to 64 KiB)
+  int bulk_block_bytes = 16384;  // the same for host_bulk: one fence and one flag per block and
+                                 // step favour larger shares (measured below)
+  int max_blocks = 0;            // 0: kDefaultMaxBlocks
+  int max_threads = 512;         // threads per block at most (the kernels' launch bound)
+  int push_batch = 0;            // vectors a thread loads before storing them (1..4; 0: by size)
+  bool pdl = true;               // programmatic dependent launch (sm_90+)
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
 };
 
@@ -28,6 +30,12 @@ constexpr int kDefaultMaxBlocks = 128;
 // 137 / 247): 1/8 pushing 62.6 / 116.1 / 223.5, 2/8 61.4 / 110.4 / 206.0, 3/8 66.7 / 115.9 /
 // 211.3, 4/8 72.6 / 125.1 / 225.4, 5/8 83.0 / 142.2 / 250.4. The reduce side (three HBM streams
 // and the polls) needs more threads than the push side to keep up with the link.
+
+// host_bulk, 2x H200, `TPCOMM_TRANSPORT=host tpcomm-bench --backends host_bulk --sweep-knobs`
+// with 1 MiB steps (us at 64 KiB / 1 MiB / 16 MiB / 64 MiB): 8 KiB per block 14.6 / 53.9 / 459 /
+// 1712, 16 KiB 12.3 / 51.2 / 448 / 1691, 32 KiB 14.2 / 50.5 / 461 / 1792, 64 KiB 20.9 / 51.5 /
+// 529 / 1906; 2 of 8 warps pushing at least as good as 4 and 6 from 16 KiB per block on; a push
+// batch of 4 within noise of 1 (bulk keeps a thread per vector whatever the batch).
 
 // Measured (docs/BENCHMARKS.md): a batch of 4 loads per thread wins at 16 MiB and above (the
 // link is saturated and the reloads between steps cost), a batch of 1 below (latency).

@@ -26,9 +26,6 @@ std::string fmtBytes(size_t b) {
 bool isP2pAlgo(int a) {
   return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland;
 }
-bool isHostAlgo(int a) {
-  return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot;
-}
 
 // Why algorithm a cannot serve this call, or "" if it can. A forced island needs no islands in
 // the topology: the communicator then splits the ranks into halves (comm/fabric.cc).
@@ -54,9 +51,10 @@ int lookup(const SizeTable& t, size_t bytes) {
   return t.empty() ? tpcommAlgoTwoShot : t.back().algo;
 }
 
-// The tpcomm algorithm that can always serve a call on this fabric (chunked two-shot).
+// The tpcomm algorithm that can always serve a call on this fabric (chunked two-shot; over host
+// memory the bulk one-shot, faster than the LL two-shot at every size measured).
 int bandwidthAlgo(Fabric f) {
-  return f == Fabric::kHost ? tpcommAlgoHostTwoShot : tpcommAlgoTwoShot;
+  return f == Fabric::kHost ? tpcommAlgoHostBulk : tpcommAlgoTwoShot;
 }
 
 }  // namespace
@@ -83,7 +81,7 @@ const char* fabricName(Fabric f) {
 // us). Worlds 3..8 were measured with ranks sharing GPUs only (correctness, not speed): one-shot
 // moves (world-1)x the bytes, so two-shot takes over earlier. PCIe: posted writes but much less
 // bandwidth, so two-shot earlier still. Host: the host-memory kernels up to where NCCL's own
-// host path (NCCL_P2P_DISABLE=1) is not slower. `tpcomm tune` replaces these per machine.
+// host path (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm tune` replaces these per machine.
 //
 // Two islands (ESTIMATE, not measured: no two-socket PCIe box yet): the island algorithm sends
 // one fp32 partial per vector across the islands each way, two-shot m/2 vectors (m = world/2),
@@ -99,9 +97,17 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
   static const SizeTable pcieIslands = {
       {64 * KiB, tpcommAlgoOneShot}, {1 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoIsland}};
   // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL one-shot
-  // wins up to 64 KiB (12.4 us against two-shot's 15.4 and NCCL's 15.9 there); above, NCCL's bulk
-  // copies through host memory are 2-3x faster, so NCCL serves them (and says so).
-  static const SizeTable host = {{64 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoNccl}};
+  // wins up to 64 KiB (12.2 us against bulk's 12.3 and NCCL's 16.4 there), the bulk one-shot
+  // from there on at every size measured (22.3 against NCCL's 36.7 us at 256 KiB, 51 against 65
+  // at 1 MiB, 1691 against 2371 at 64 MiB). Bulk makes every rank read every peer's data, so
+  // at larger worlds NCCL's ring through host memory moves less per GPU (ESTIMATE, no larger
+  // box measured: bulk reads (world-1)x the message, a ring ~2x): NCCL above 4 MiB at worlds 3-4
+  // and above 1 MiB from 5 on. `tpcomm tune` replaces these per machine.
+  static const SizeTable host2 = {{64 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoHostBulk}};
+  static const SizeTable host4 = {
+      {64 * KiB, tpcommAlgoHostOneShot}, {4 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
+  static const SizeTable host8 = {
+      {64 * KiB, tpcommAlgoHostOneShot}, {1 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
   switch (fabric) {
     case Fabric::kNvlink:
       return world <= 2 ? nvlink2 : nvlinkN;
@@ -109,7 +115,7 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
       if (two_islands && islandWorld(world) && world >= 6) return pcieIslands;
       return world <= 2 ? pcie2 : pcieN;
     case Fabric::kHost:
-      return host;
+      return world <= 2 ? host2 : world <= 4 ? host4 : host8;
   }
   return nvlinkN;
 }

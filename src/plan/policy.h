@@ -60,6 +60,11 @@ constexpr bool kIslandAutoSelect = true;
 // The island algorithm needs an even world of at least 4 (two islands of at least 2 ranks).
 bool islandWorld(int world);
 
+// The algorithms that run over the host-memory transport (pinned host shared memory).
+inline bool isHostAlgo(int a) {
+  return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot || a == tpcommAlgoHostBulk;
+}
+
 Decision choose(const PolicyInput& in);
 
 }  // namespace tpcomm

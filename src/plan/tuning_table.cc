@@ -75,7 +75,7 @@ bool rulesFromJson(const json::Value& v, const std::string& where, SizeTable* ou
     if (rule.algo <= tpcommAlgoAuto)
       return r.fail("algo", "'" + name +
                                 "' is not an algorithm (oneshot, twoshot, nccl, host_oneshot, "
-                                "host_twoshot, island)");
+                                "host_twoshot, host_bulk, island)");
     out->push_back(rule);
   }
   return true;

@@ -73,7 +73,8 @@ tpcommResult_t mapName(const std::string& name, size_t bytes, bool create, char*
 }  // namespace
 
 size_t hostSegmentBytes(int world, size_t slot_bytes) {
-  return kHostHeaderBytes + static_cast<size_t>(world) * kNumSlots * slot_bytes;
+  return kHostHeaderBytes + static_cast<size_t>(world) * (kNumSlots * slot_bytes) +
+         static_cast<size_t>(world) * bulkOutboxBytes(slot_bytes);
 }
 
 tpcommResult_t hostSegmentCreate(int world, size_t slot_bytes, HostSegment* seg) {
@@ -160,6 +161,11 @@ void hostSegmentRelease(HostSegment* seg, bool unlink) {
 
 char* hostInbox(const HostSegment& seg, int rank, size_t slot_bytes) {
   return seg.dev + kHostHeaderBytes + static_cast<size_t>(rank) * kNumSlots * slot_bytes;
+}
+
+char* hostOutbox(const HostSegment& seg, int world, int rank, size_t slot_bytes) {
+  return hostInbox(seg, world, slot_bytes) +
+         static_cast<size_t>(rank) * bulkOutboxBytes(slot_bytes);
 }
 
 }  // namespace tpcomm

@@ -1,6 +1,7 @@
 // Host-memory transport for GPUs that cannot reach each other (no P2P: consumer cards, VMs,
-// broken IOMMU/ACS): one POSIX shared-memory segment holds every rank's inbox slots, registered
-// with cudaHostRegister so kernels write into peers' inboxes and poll their own over PCIe.
+// broken IOMMU/ACS): one POSIX shared-memory segment holds every rank's inbox slots (LL packets:
+// kernels write into peers' inboxes and poll their own over PCIe) and every rank's bulk outbox
+// (a rank writes its data once, its peers read it), registered with cudaHostRegister.
 // The name is 128 random bits, the mode 0600, and the name is unlinked as soon as the last rank
 // has mapped it (a counter in the segment's header), so nothing lingers in /dev/shm.
 #pragma once
@@ -32,5 +33,7 @@ tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot
 void hostSegmentRelease(HostSegment* seg, bool unlink);
 // Rank r's inbox (kNumSlots slots of slot_bytes) as a device pointer.
 char* hostInbox(const HostSegment& seg, int rank, size_t slot_bytes);
+// Rank r's bulk outbox (device_comm.h: bulkOutboxBytes), after every rank's inbox.
+char* hostOutbox(const HostSegment& seg, int world, int rank, size_t slot_bytes);
 
 }  // namespace tpcomm

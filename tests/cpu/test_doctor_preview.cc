@@ -95,9 +95,7 @@ TEST(DoctorPreview, NoP2pWithoutHostTransportCannotServeAnything) {
   for (const PreviewWorld& w : previewMachine(t, o))
     for (const PreviewRow& r : w.rows) {
       EXPECT_EQ(r.decision.error, tpcommSuccess) << r.decision.reason;
-      EXPECT_TRUE(r.decision.algo == tpcommAlgoHostOneShot ||
-                  r.decision.algo == tpcommAlgoHostTwoShot)
-          << r.decision.reason;
+      EXPECT_TRUE(isHostAlgo(r.decision.algo)) << r.decision.reason;
     }
 }
 

@@ -11,7 +11,7 @@ constexpr size_t KiB = 1024, MiB = 1024 * KiB;
 constexpr size_t kStep = 8 * MiB;  // a one-shot step / two-shot chunk of the default slots
 
 TEST(Grid, SpreadsByBytesPerBlock) {
-  const LaunchKnobs k;
+  LaunchKnobs k;
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * KiB, kStep, 2, k).blocks, 1);
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 16 * KiB, kStep, 2, k).blocks, 8);
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * KiB, kStep, 2, k).blocks, 32);
@@ -22,14 +22,21 @@ TEST(Grid, SpreadsByBytesPerBlock) {
   EXPECT_EQ(planGrid(tpcommAlgoIsland, 64 * KiB, kStep, 8, k).blocks, 8);
   EXPECT_EQ(planGrid(tpcommAlgoIsland, 64 * KiB, kStep, 4, k).blocks, 16);
   EXPECT_EQ(planGrid(tpcommAlgoIsland, 64 * KiB, kStep, 6, k).blocks, 11);
-  // Host algorithms: 1 KiB per block.
+  // Host algorithms: 1 KiB per block (LL), 16 KiB for bulk (a flag and a fence per block).
   EXPECT_EQ(planGrid(tpcommAlgoHostOneShot, 16 * KiB, kStep, 2, k).blocks, 16);
+  EXPECT_EQ(planGrid(tpcommAlgoHostBulk, 256 * KiB, kStep, 2, k).blocks, 16);
+  EXPECT_EQ(planGrid(tpcommAlgoHostBulk, 256 * KiB, kStep, 2, k).threads, 512);
+  // Bulk keeps a thread per vector (up to the bound) whatever the push batch.
+  k.push_batch = 4;
+  EXPECT_EQ(planGrid(tpcommAlgoHostBulk, 256 * KiB, kStep, 2, k).threads, 512);
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 256 * KiB, kStep, 2, k).threads, 32);
 }
 
 TEST(Grid, ThreadsAreWholeWarpsWithinTheLaunchBound) {
   const LaunchKnobs k;
   for (size_t b : {size_t{2}, size_t{100}, 4 * KiB, 1 * MiB, 256 * MiB})
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoIsland})
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoIsland,
+                     tpcommAlgoHostBulk})
       for (int world : {2, 3, 8}) {
         const GridPlan g = planGrid(algo, b, kStep, world, k);
         EXPECT_GE(g.blocks, 1);

@@ -41,6 +41,7 @@ TEST(Policy, LargerWorldsSwitchToTwoShotEarlier) {
 }
 
 TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
+  // World 2 (measured): LL packets up to 64 KiB, the bulk protocol above, NCCL never.
   PolicyInput p = nvlink(2, 4 * KiB);
   p.fabric = Fabric::kHost;
   p.host_transport = true;
@@ -48,22 +49,34 @@ TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
   p.bytes = 64 * KiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
   p.bytes = 64 * KiB + 1;
-  EXPECT_EQ(choose(p).algo, tpcommAlgoNccl);
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
+  p.bytes = 64 * MiB;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
+  EXPECT_FALSE(choose(p).fallback);
+  // Larger worlds: bulk reads every peer's data, so NCCL's ring takes the large messages.
+  p.world = 8;
   p.bytes = 1 * MiB;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
+  p.bytes = 1 * MiB + 1;
   Decision d = choose(p);
   EXPECT_EQ(d.algo, tpcommAlgoNccl);
   EXPECT_TRUE(d.fallback);
   EXPECT_NE(d.reason.find("NCCL measured faster"), std::string::npos) << d.reason;
+  p.world = 4;
+  p.bytes = 4 * MiB;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
+  p.bytes = 4 * MiB + 1;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoNccl);
   // Without NCCL the host kernels serve every size, and the reason says why.
   p.nccl_available = false;
   d = choose(p);
-  EXPECT_EQ(d.algo, tpcommAlgoHostTwoShot);
+  EXPECT_EQ(d.algo, tpcommAlgoHostBulk);
   EXPECT_FALSE(d.fallback);
   EXPECT_NE(d.reason.find("no NCCL communicator"), std::string::npos) << d.reason;
 }
 
 TEST(Policy, StrictModeRefusesEveryFallback) {
-  PolicyInput p = nvlink(2, 1 * MiB);
+  PolicyInput p = nvlink(8, 64 * MiB);
   p.fabric = Fabric::kHost;
   p.host_transport = true;
   p.strict = true;

@@ -151,7 +151,7 @@ TEST(TuningTable, ForeignTopologyKey) {
 TEST(TuningTable, UnknownAlgorithm) {
   EXPECT_EQ(rejection(with(kGood, "\"algo\": \"twoshot\"", "\"algo\": \"threeshot\"")),
             "tables[0].rules[1].algo: 'threeshot' is not an algorithm (oneshot, twoshot, nccl, "
-            "host_oneshot, host_twoshot, island)");
+            "host_oneshot, host_twoshot, host_bulk, island)");
   EXPECT_NE(rejection(with(kGood, "\"algo\": \"twoshot\"", "\"algo\": \"auto\"")).find("'auto'"),
             std::string::npos);
   EXPECT_NE(

@@ -74,6 +74,10 @@ TEST(Correctness, World2HostOneShot) {
 TEST(Correctness, World2HostTwoShot) {
   runMatrix(2, tpcommAlgoHostTwoShot, true, 0);
 }
+// The bulk protocol over host memory (outboxes, a flag per block and step).
+TEST(Correctness, World2HostBulk) {
+  runMatrix(2, tpcommAlgoHostBulk, true, 0);
+}
 
 TEST(Correctness, World2Nccl) {
   if (visibleGpus() < 2) GTEST_SKIP() << "NCCL needs 2 distinct GPUs";
@@ -86,8 +90,8 @@ TEST(Correctness, World2Nccl) {
 TEST(Correctness, ManyStepsWithAPartialLastStep) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
-    for (int algo :
-         {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
+    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
+                     tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
       tpcommConfig_t cfg = configFor(algo, 8, 20000);
       cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB (host inboxes: 64 KiB)
       std::string err;
@@ -165,7 +169,7 @@ class SharedWorld : public ::testing::TestWithParam<int> {};
 TEST_P(SharedWorld, AllAlgorithms) {
   const int world = GetParam();
   for (int algo : {tpcommAlgoAuto, tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
-                   tpcommAlgoHostTwoShot}) {
+                   tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
     SCOPED_TRACE(tpcommAlgoName(algo));
     runMatrix(world, algo, false, 4, /*light=*/true);
   }
@@ -178,7 +182,8 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const std::pair<int, int> runs[] = {{2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},
                                       {2, tpcommAlgoHostOneShot}, {2, tpcommAlgoHostTwoShot},
-                                      {4, tpcommAlgoIsland},      {8, tpcommAlgoIsland}};
+                                      {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
+                                      {8, tpcommAlgoIsland}};
   for (const auto& [world, algo] : runs) {
     SCOPED_TRACE(std::string(tpcommAlgoName(algo)) + " world " + std::to_string(world));
     const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);

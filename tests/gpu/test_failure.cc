@@ -19,10 +19,14 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
     size_t buffer_bytes;  // 0: default
   };
   // One-shot, two-shot, and a many-step one-shot (pushing and reducing warps split: the pushers
-  // must not be left waiting for reducers that gave up). Fresh communicators each.
+  // must not be left waiting for reducers that gave up); bulk over host memory, single-step and
+  // split (one thread per block polls the flags, and the whole block must learn of the timeout).
+  // Fresh communicators each.
   const Case cases[] = {{tpcommAlgoAuto, 1024, 0},
                         {tpcommAlgoAuto, size_t{4} << 20, 0},
-                        {tpcommAlgoOneShot, size_t{1} << 20, 256u << 10}};
+                        {tpcommAlgoOneShot, size_t{1} << 20, 256u << 10},
+                        {tpcommAlgoHostBulk, 1024, 0},
+                        {tpcommAlgoHostBulk, size_t{1} << 20, 0}};
   for (const Case& k : cases) {
     tpcommConfig_t cfg = configFor(k.algo, 0, /*timeout_ms=*/300);
     cfg.bufferBytes = k.buffer_bytes;
