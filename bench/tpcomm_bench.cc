@@ -295,20 +295,21 @@ int main(int argc, char** argv) {
     };
     // Grid shapes for the defaults in plan/grid.h, for each kernel algorithm among --backends:
     // labels are algo/bytes-per-block/push-batch. host_bulk: bytes per block (larger shares: one
-    // fence and flag per block and step) by push share and batch: host_bulk/16K/s2/p1.
+    // fence and flag per block and step) by bytes per step by push share: host_bulk/16K/step64K/s2.
     for (const std::string& name : a.backends) {
       const int algo = parseAlgoName(name);
       if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
       if (algo == tpcommAlgoHostBulk) {
-        for (int bb : {8192, 16384, 32768, 65536})
-          for (int e : {2, 4, 6})
-            for (int pb : {1, 4})
-              addVariant(name + "/" + std::to_string(bb / 1024) + "K/s" + std::to_string(e) + "/p" +
-                             std::to_string(pb),
+        for (int bb : {8192, 16384})
+          for (int step : {0, 256 << 10, 64 << 10, 16 << 10})
+            for (int e : {2, 4})
+              addVariant(name + "/" + std::to_string(bb / 1024) + "K/step" +
+                             (step ? std::to_string(step / 1024) + "K" : std::string("slot")) +
+                             "/s" + std::to_string(e),
                          algo, [&](LaunchKnobs& k) {
                            k.bulk_block_bytes = bb;
+                           k.bulk_step_bytes = step;
                            k.push_eighths = e;
-                           k.push_batch = pb;
                          });
         continue;
       }

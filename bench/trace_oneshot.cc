@@ -2,8 +2,9 @@
 // stamps (build with -DTPCOMM_KERNEL_TRACE=ON; src/kernels/trace_device.cuh). One process drives
 // every visible GPU (one rank each), captures `calls` back-to-back all-reduces of `bytes` per rank
 // into a CUDA graph, replays it, and prints per GPU the median time between the stamps of a call
-// and from one call's end to the next call's start.
-//   trace-oneshot [bytes=1024] [calls=1000]
+// and from one call's end to the next call's start. The one-shot kernel also runs host_oneshot
+// and host_bulk (the same kernel over host memory): name one as the third argument.
+//   trace-oneshot [bytes=1024] [calls=1000] [oneshot|host_oneshot|host_bulk]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -41,6 +42,15 @@ int main(int argc, char** argv) {
   using namespace tpcomm;
   const size_t bytes = argc > 1 ? strtoull(argv[1], nullptr, 0) : 1024;
   const int calls = argc > 2 ? atoi(argv[2]) : 1000;
+  int algo = tpcommAlgoOneShot;
+  if (argc > 3) {
+    for (int a : {tpcommAlgoOneShot, tpcommAlgoHostOneShot, tpcommAlgoHostBulk})
+      if (strcmp(argv[3], tpcommAlgoName(a)) == 0) algo = a;
+    if (strcmp(argv[3], tpcommAlgoName(algo)) != 0) {
+      fprintf(stderr, "trace-oneshot: %s is not oneshot, host_oneshot or host_bulk\n", argv[3]);
+      return 2;
+    }
+  }
   int n = 0;
   CK(cudaGetDeviceCount(&n));
   if (n < 2 || calls < 2 || calls > kTraceCalls) {
@@ -51,7 +61,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) devs[i] = i;
   std::vector<tpcommComm_t> comms(n);
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
-  cfg.algo = tpcommAlgoOneShot;
+  cfg.algo = algo;
   CK(tpcommCommInitAll(comms.data(), n, devs.data(), &cfg));
   std::vector<void*> buf(n);
   std::vector<cudaStream_t> st(n);
@@ -81,8 +91,8 @@ int main(int argc, char** argv) {
       CK(cudaStreamSynchronize(st[r]));
     }
   }
-  printf("# trace-oneshot: %d GPUs, %zu bytes, %d calls per graph; medians in ns\n", n, bytes,
-         calls);
+  printf("# trace-oneshot: %s, %d GPUs, %zu bytes, %d calls per graph; medians in ns\n",
+         tpcommAlgoName(algo), n, bytes, calls);
   printf("gpu  wait  epoch   push  reduce   end | end->next entry  end->next waited | period\n");
   std::vector<unsigned long long> t(static_cast<size_t>(kTraceCalls) * kTracePoints);
   for (int r = 0; r < n; ++r) {

@@ -2,6 +2,7 @@
 // hand to NCCL, counted and logged) -> record what ran.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "comm/comm.h"
@@ -44,17 +45,23 @@ bool isKernelAlgo(int a) {
          a == tpcommAlgoHostTwoShot || a == tpcommAlgoIsland || a == tpcommAlgoHostBulk;
 }
 
-// Vectors per step of a chunked algorithm (two-shot on its transport, island).
+// Bytes per host_bulk step: an outbox slot, or less when the knob asks for shorter steps.
+size_t bulkStepBytes(const tpcommComm* c) {
+  const size_t knob = static_cast<size_t>(c->knobs.bulk_step_bytes) / kVecBytes * kVecBytes;
+  return knob > 0 ? std::min(knob, c->bulk_step_bytes) : c->bulk_step_bytes;
+}
+
+// Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk).
 size_t chunkOf(const tpcommComm* c, int algo) {
   return algo == tpcommAlgoHostTwoShot ? c->host_chunk_vecs
          : algo == tpcommAlgoIsland    ? c->island_chunk_vecs
+         : algo == tpcommAlgoHostBulk  ? bulkStepBytes(c) / kVecBytes
                                        : c->chunk_vecs;
 }
 
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
   const size_t step = algo == tpcommAlgoOneShot       ? c->oneshot_step_bytes
                       : algo == tpcommAlgoHostOneShot ? c->host_step_bytes
-                      : algo == tpcommAlgoHostBulk    ? c->bulk_step_bytes
                                                       : chunkOf(c, algo) * kVecBytes;
   return planGrid(algo, bytes, step, c->world, c->knobs);
 }

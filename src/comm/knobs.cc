@@ -10,7 +10,7 @@ namespace tpcomm {
 tpcommResult_t setLaunchKnobs(tpcommComm_t comm, const LaunchKnobs& k) {
   TPCOMM_CHECK(checkComm(comm, "setLaunchKnobs"));
   if (k.block_bytes < 16 || k.host_block_bytes < 16 || k.bulk_block_bytes < 16 ||
-      k.max_blocks < 0 || k.max_blocks > 1024 || k.max_threads < 32 ||
+      k.bulk_step_bytes < 0 || k.max_blocks < 0 || k.max_blocks > 1024 || k.max_threads < 32 ||
       k.max_threads > kThreadsPerBlock || k.max_threads % 32 || k.push_batch < 0 ||
       k.push_batch > 4 || k.push_eighths < 1 || k.push_eighths > 7)
     return fail(tpcommInvalidArgument,

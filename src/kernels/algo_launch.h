@@ -58,7 +58,7 @@ struct LaunchArgs {
   void* recv;
   size_t count;
   tpcommDataType_t dtype;
-  size_t chunk_vecs;  // two-shot and island only
+  size_t chunk_vecs;  // vectors per step: two-shot, island and host_bulk (others ignore it)
 };
 
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);

@@ -21,7 +21,8 @@ namespace {
 
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count) {
+    oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+                  size_t step_vecs) {
   KernelTrace trace;
   trace.mark(kTraceEntry);
   // Everything that depends only on the arguments is read and computed before
@@ -31,8 +32,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
-  // Vectors per source rank and step: a slot holds every source's region, an outbox only ours.
-  const size_t region = Proto::kOutbox ? slotVecs<Proto>(c) : slotVecs<Proto>(c) / c.world;
+  // Vectors per source rank and step: a slot holds every source's region, an outbox only ours
+  // (bulk: step_vecs of it, when the host asks for shorter steps; 0 or more: the whole slot).
+  const size_t region =
+      Proto::kOutbox ? (step_vecs > 0 ? min(step_vecs, slotVecs<Proto>(c)) : slotVecs<Proto>(c))
+                     : slotVecs<Proto>(c) / c.world;
   const size_t nsteps = (nvec + region - 1) / region;
   const int pb = c.push_batch;
   const int rank = c.rank, world = c.world;

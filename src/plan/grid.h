@@ -16,6 +16,8 @@ struct LaunchKnobs {
                                  // bytes per block poll PCIe less per thread and win up to 64 KiB)
   int bulk_block_bytes = 16384;  // the same for host_bulk: one fence and one flag per block and
                                  // step favour larger shares (measured below)
+  int bulk_step_bytes = 0;       // host_bulk: message bytes per step (0: a whole outbox slot;
+                                 // shorter steps measured slower at every size, see below)
   int max_blocks = 0;            // 0: kDefaultMaxBlocks
   int max_threads = 512;         // threads per block at most (the kernels' launch bound)
   int push_batch = 0;            // vectors a thread loads before storing them (1..4; 0: by size)
@@ -35,7 +37,10 @@ constexpr int kDefaultMaxBlocks = 128;
 // with 1 MiB steps (us at 64 KiB / 1 MiB / 16 MiB / 64 MiB): 8 KiB per block 14.6 / 53.9 / 459 /
 // 1712, 16 KiB 12.3 / 51.2 / 448 / 1691, 32 KiB 14.2 / 50.5 / 461 / 1792, 64 KiB 20.9 / 51.5 /
 // 529 / 1906; 2 of 8 warps pushing at least as good as 4 and 6 from 16 KiB per block on; a push
-// batch of 4 within noise of 1 (bulk keeps a thread per vector whatever the batch).
+// batch of 4 within noise of 1 (bulk keeps a thread per vector whatever the batch). Steps shorter
+// than the 1 MiB slot (bulk_step_bytes, same sweep) lose everywhere: 256 KiB steps 58 us at
+// 1 MiB against 50, 64 KiB steps 112, 16 KiB steps 401 (the grid follows the step, and each step
+// pays a fence and a flag round trip per block).
 
 // Measured (docs/BENCHMARKS.md): a batch of 4 loads per thread wins at 16 MiB and above (the
 // link is saturated and the reloads between steps cost), a batch of 1 below (latency).

@@ -41,20 +41,22 @@ TEST(Policy, LargerWorldsSwitchToTwoShotEarlier) {
 }
 
 TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
-  // World 2 (measured): LL packets up to 64 KiB, the bulk protocol above, NCCL never.
+  // World 2 (measured): LL packets up to 16 KiB, the bulk protocol above, NCCL never.
   PolicyInput p = nvlink(2, 4 * KiB);
   p.fabric = Fabric::kHost;
   p.host_transport = true;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
-  p.bytes = 64 * KiB;
+  p.bytes = 16 * KiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
-  p.bytes = 64 * KiB + 1;
+  p.bytes = 16 * KiB + 1;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
   p.bytes = 64 * MiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
   EXPECT_FALSE(choose(p).fallback);
   // Larger worlds: bulk reads every peer's data, so NCCL's ring takes the large messages.
   p.world = 8;
+  p.bytes = 64 * KiB;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
   p.bytes = 1 * MiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
   p.bytes = 1 * MiB + 1;

@@ -45,6 +45,12 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
         "$BUILD/tests/gpu/tpcomm_gpu_tests" \
         --gtest_filter='Correctness.SentinelPayloadAndNegativeZero:Stats.*:Failure.BadArguments*'
     done
+    # The bulk host protocol's split path: named barriers, the flag barrier, the outbox rotation.
+    for tool in racecheck synccheck; do
+      step "sanitizer_bulk_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+        --gtest_filter='Correctness.HostBulkSplitSteps'
+    done
   fi
 fi
 if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
@@ -55,10 +61,10 @@ if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
     --json "$OUT/bench_knobs.json"
   # The host-memory transport against NCCL without P2P, as on a box where P2P does not work.
   step bench_host 240 env TPCOMM_TRANSPORT=host NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
-    --backends auto,host_oneshot,host_twoshot,nccl --mode graph --min 1K --max 64M --factor 4 \
-    --json "$OUT/bench_host.json"
+    --backends auto,host_oneshot,host_twoshot,host_bulk,nccl --mode graph --min 1K --max 64M \
+    --factor 4 --json "$OUT/bench_host.json"
   step bench_host_knobs 240 env TPCOMM_TRANSPORT=host "$BUILD/bench/tpcomm-bench" \
-    --backends host_oneshot,host_twoshot --sweep-knobs --mode graph --min 1K --max 4M \
+    --backends host_oneshot,host_twoshot,host_bulk --sweep-knobs --mode graph --min 1K --max 4M \
     --factor 4 --no-check --json "$OUT/bench_host_knobs.json"
   step bench_nccl_p2p_off 120 env NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
     --backends nccl --mode graph --min 1K --max 64M --factor 4 --json "$OUT/bench_nccl_p2p_off.json"

@@ -110,6 +110,27 @@ TEST(Correctness, ManyStepsWithAPartialLastStep) {
   }
 }
 
+// The bulk host protocol's split path, small enough for the sanitizers (run_suite.sh runs
+// racecheck and synccheck on it): 16 KiB outbox slots, so each call takes dozens of steps with
+// pushing and reducing warps held in step by named barriers, and a flag per block and step.
+TEST(Correctness, HostBulkSplitSteps) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  tpcommConfig_t cfg = configFor(tpcommAlgoHostBulk, 4, 20000);
+  cfg.bufferBytes = 256 << 10;  // host inbox slots of 64 KiB, bulk outbox slots of 16 KiB
+  std::string err;
+  auto g = makeGroup(2, &cfg, 1 * MiB, &err);
+  ASSERT_TRUE(g) << err;
+  for (int rep = 0; rep < 4; ++rep) {
+    const size_t count = 100003 + 4099 * rep;  // fp32: ~400 KiB, ~25 steps, a partial last one
+    Case c{tpcommFloat32, count, rep % 2 == 1, rep == 3 ? size_t{1} : size_t{0}, 4242u + rep};
+    const Outcome o = runCase(*g, c);
+    ASSERT_EQ(o.result, tpcommSuccess)
+        << caseName(c, tpcommAlgoHostBulk, 2) << ": " << o.describe();
+    EXPECT_EQ(o.wrong, 0u) << caseName(c, tpcommAlgoHostBulk, 2) << ": " << o.describe();
+    EXPECT_TRUE(o.ranks_agree) << caseName(c, tpcommAlgoHostBulk, 2);
+  }
+}
+
 // The island algorithm, forced, at every world it serves (4, 6, 8: ranks share GPUs, small grids
 // so that every rank's kernel is resident). Islands follow the GPUs where the ranks span two
 // (ranks 0,2,.. and 1,3,..), else the halves of the ranks: every datatype, odd sizes, misaligned
