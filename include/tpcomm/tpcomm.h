@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define TPCOMM_MAJOR 0
-#define TPCOMM_MINOR 1
+#define TPCOMM_MINOR 2
 #define TPCOMM_PATCH 0
 #define TPCOMM_VERSION_CODE (TPCOMM_MAJOR * 10000 + TPCOMM_MINOR * 100 + TPCOMM_PATCH)
 
