@@ -289,7 +289,12 @@ int main(int argc, char** argv) {
       LaunchKnobs k;
       getLaunchKnobs(b.comms[0], &k);
       tweak(k);
-      for (tpcommComm_t c : b.comms) setLaunchKnobs(c, k);
+      for (tpcommComm_t c : b.comms) {
+        if (setLaunchKnobs(c, k) != tpcommSuccess) {
+          fprintf(stderr, "tpcomm-bench: %s: %s\n", label.c_str(), tpcommGetLastError());
+          exit(1);
+        }
+      }
       labels.push_back(b.label);
       backends.push_back(std::move(b));
     };
@@ -319,7 +324,6 @@ int main(int argc, char** argv) {
                      [&](LaunchKnobs& k) {
                        k.block_bytes = bb;
                        k.host_block_bytes = bb;
-                       k.bulk_block_bytes = bb;
                        k.push_batch = pb;
                      });
     }

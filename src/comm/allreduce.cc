@@ -51,12 +51,21 @@ size_t bulkStepBytes(const tpcommComm* c) {
   return knob > 0 ? std::min(knob, c->bulk_step_bytes) : c->bulk_step_bytes;
 }
 
-// Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk).
+// Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk); 0 for
+// the one-shots over peer memory and LL, whose kernels take a whole slot region per step.
 size_t chunkOf(const tpcommComm* c, int algo) {
-  return algo == tpcommAlgoHostTwoShot ? c->host_chunk_vecs
-         : algo == tpcommAlgoIsland    ? c->island_chunk_vecs
-         : algo == tpcommAlgoHostBulk  ? bulkStepBytes(c) / kVecBytes
-                                       : c->chunk_vecs;
+  switch (algo) {
+    case tpcommAlgoTwoShot:
+      return c->chunk_vecs;
+    case tpcommAlgoHostTwoShot:
+      return c->host_chunk_vecs;
+    case tpcommAlgoIsland:
+      return c->island_chunk_vecs;
+    case tpcommAlgoHostBulk:
+      return bulkStepBytes(c) / kVecBytes;
+    default:
+      return 0;
+  }
 }
 
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {

@@ -33,7 +33,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
   // Vectors per source rank and step: a slot holds every source's region, an outbox only ours
-  // (bulk: step_vecs of it, when the host asks for shorter steps; 0 or more: the whole slot).
+  // (bulk: step_vecs of it, when the host asks for shorter steps; 0: the whole slot; the other
+  // protocols get 0).
   const size_t region =
       Proto::kOutbox ? (step_vecs > 0 ? min(step_vecs, slotVecs<Proto>(c)) : slotVecs<Proto>(c))
                      : slotVecs<Proto>(c) / c.world;

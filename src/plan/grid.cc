@@ -1,6 +1,7 @@
 #include "plan/grid.h"
 
 #include <algorithm>
+#include <string>
 
 #include "tpcomm/tpcomm.h"
 
@@ -15,10 +16,9 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
                        : algo == tpcommAlgoIsland ? std::max(world / 2, 1)
                                                   : 1;
   const size_t share = (step_bytes + segments - 1) / static_cast<size_t>(segments);
-  const bool host = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
-  const int target = algo == tpcommAlgoHostBulk ? k.bulk_block_bytes
-                     : host                     ? k.host_block_bytes
-                                                : k.block_bytes;
+  const bool ll = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
+  const bool bulk = algo == tpcommAlgoHostBulk;
+  const int target = bulk ? k.bulk_block_bytes : ll ? k.host_block_bytes : k.block_bytes;
   const size_t per_block_target = static_cast<size_t>(std::max(target, 16));
   const int cap = k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks;
   GridPlan g;
@@ -27,7 +27,6 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
                        std::max<size_t>(1, (share + per_block_target - 1) / per_block_target)));
   // One vector (16 bytes) per thread per batch; whole warps; at most max_threads.
   const size_t vecs_per_block = ((share + 15) / 16 + g.blocks - 1) / g.blocks;
-  const bool bulk = algo == tpcommAlgoHostBulk;
   g.push_batch = k.push_batch > 0                    ? std::clamp(k.push_batch, 1, 4)
                  : bytes >= kBatchFromBytes && !bulk ? 4
                                                      : 1;
@@ -39,6 +38,32 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
   g.threads = static_cast<int>(std::clamp<size_t>(threads, 32, static_cast<size_t>(k.max_threads)));
   g.push_eighths = std::clamp(k.push_eighths, 1, 7);
   return g;
+}
+
+std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
+  struct Check {
+    const char* name;
+    int value;
+    bool ok;
+    const char* expected;
+  };
+  const Check checks[] = {
+      {"block_bytes", k.block_bytes, k.block_bytes >= 16, ">= 16"},
+      {"host_block_bytes", k.host_block_bytes, k.host_block_bytes >= 16, ">= 16"},
+      {"bulk_block_bytes", k.bulk_block_bytes, k.bulk_block_bytes >= 16, ">= 16"},
+      {"bulk_step_bytes", k.bulk_step_bytes, k.bulk_step_bytes >= 0, ">= 0 (0: a whole slot)"},
+      {"max_blocks", k.max_blocks, k.max_blocks >= 0 && k.max_blocks <= 1024, "0..1024"},
+      {"max_threads", k.max_threads,
+       k.max_threads >= 32 && k.max_threads <= threads_bound && k.max_threads % 32 == 0,
+       "a multiple of 32 up to the kernels' launch bound"},
+      {"push_batch", k.push_batch, k.push_batch >= 0 && k.push_batch <= 4, "0..4"},
+      {"push_eighths", k.push_eighths, k.push_eighths >= 1 && k.push_eighths <= 7, "1..7"},
+  };
+  for (const Check& c : checks)
+    if (!c.ok)
+      return std::string(c.name) + "=" + std::to_string(c.value) + " is out of range (expected " +
+             c.expected + ")";
+  return "";
 }
 
 }  // namespace tpcomm

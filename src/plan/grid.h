@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace tpcomm {
 
@@ -56,5 +57,9 @@ struct GridPlan {
 // chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the
 // slot; two-shot and island: a chunk). world: ranks.
 GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k);
+
+// Why a set of knobs cannot be used ("" if it can), naming the first field out of range.
+// threads_bound: the kernels' launch bound (kThreadsPerBlock).
+std::string launchKnobsError(const LaunchKnobs& k, int threads_bound);
 
 }  // namespace tpcomm

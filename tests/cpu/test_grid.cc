@@ -73,5 +73,38 @@ TEST(Grid, PushShareOfTheSplitOneShotIsMeasuredDefaultWithinRange) {
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).push_eighths, 7);
 }
 
+// setLaunchKnobs refuses knobs out of range with this reason, naming the field and its value.
+TEST(Grid, KnobsOutOfRangeAreNamed) {
+  constexpr int kBound = 512;
+  EXPECT_EQ(launchKnobsError(LaunchKnobs{}, kBound), "");
+  const struct {
+    void (*set)(LaunchKnobs&);
+    const char* says;
+  } cases[] = {
+      {[](LaunchKnobs& k) { k.block_bytes = 8; }, "block_bytes=8 is out of range"},
+      {[](LaunchKnobs& k) { k.host_block_bytes = 15; }, "host_block_bytes=15 is out of range"},
+      {[](LaunchKnobs& k) { k.bulk_block_bytes = 0; }, "bulk_block_bytes=0 is out of range"},
+      {[](LaunchKnobs& k) { k.bulk_step_bytes = -1; }, "bulk_step_bytes=-1 is out of range"},
+      {[](LaunchKnobs& k) { k.max_blocks = 1025; }, "max_blocks=1025 is out of range"},
+      {[](LaunchKnobs& k) { k.max_threads = 48; }, "max_threads=48 is out of range"},
+      {[](LaunchKnobs& k) { k.max_threads = 1024; }, "max_threads=1024 is out of range"},
+      {[](LaunchKnobs& k) { k.push_batch = 5; }, "push_batch=5 is out of range"},
+      {[](LaunchKnobs& k) { k.push_eighths = 8; }, "push_eighths=8 is out of range"},
+  };
+  for (const auto& c : cases) {
+    LaunchKnobs k;
+    c.set(k);
+    EXPECT_EQ(launchKnobsError(k, kBound).rfind(c.says, 0), 0u) << launchKnobsError(k, kBound);
+  }
+  // The bounds themselves are accepted.
+  LaunchKnobs edge;
+  edge.block_bytes = edge.host_block_bytes = edge.bulk_block_bytes = 16;
+  edge.max_blocks = 1024;
+  edge.max_threads = kBound;
+  edge.push_batch = 4;
+  edge.push_eighths = 7;
+  EXPECT_EQ(launchKnobsError(edge, kBound), "");
+}
+
 }  // namespace
 }  // namespace tpcomm
