@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
                          });
         continue;
       }
-      for (int bb : {1024, 2048, 4096, 8192, 16384})
+      for (int bb : {512, 1024, 2048, 4096, 8192, 16384})
         for (int pb : {1, 4})
           addVariant(name + "/" + std::to_string(bb / 1024) + "K/p" + std::to_string(pb), algo,
                      [&](LaunchKnobs& k) {

@@ -1,4 +1,4 @@
-"""bench/compare.py and bench/verify_pass.py without a GPU: they parse their arguments, import
+"""bench/compare.py, bench/verify_pass.py and bench/eager_cost.py without a GPU: they parse their arguments, import
 without torch, refuse clearly when torch or GPUs are missing, and their reporting and
 break-even math are right (the GPU numbers come from the real runs)."""
 import importlib.util
@@ -20,14 +20,14 @@ def load(name):
     return module
 
 
-@pytest.mark.parametrize("script", ["compare.py", "verify_pass.py"])
+@pytest.mark.parametrize("script", ["compare.py", "verify_pass.py", "eager_cost.py"])
 def test_help_needs_no_torch(script):
     r = subprocess.run([sys.executable, os.path.join(BENCH, script), "--help"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and "--out" in r.stdout, r.stderr
 
 
-@pytest.mark.parametrize("script", ["compare.py", "verify_pass.py"])
+@pytest.mark.parametrize("script", ["compare.py", "verify_pass.py", "eager_cost.py"])
 def test_module_import_does_not_import_torch(script):
     code = (f"import importlib.util, sys; s = importlib.util.spec_from_file_location('m', "
             f"{os.path.join(BENCH, script)!r}); m = importlib.util.module_from_spec(s); "

@@ -56,15 +56,18 @@ def from_torch(t):
         torch = sys.modules["torch"]
         _torch_codes = {torch.float16: _abi.FLOAT16, torch.float32: _abi.FLOAT32,
                         torch.bfloat16: _abi.BFLOAT16}
-    codes = _torch_codes
-    if t.dtype not in codes:
+    code = _torch_codes.get(t.dtype)
+    if code is None:
         raise _bad(f"tensor dtype {t.dtype} is not supported: tpcomm reduces float16, bfloat16 "
                    "and float32")
-    if t.device.type != "cuda":
+    # is_cuda and get_device() (an int) are cheaper than building t.device: eager engines pay
+    # this on every call.
+    if not t.is_cuda:
         raise _bad(f"tensor is on {t.device}, not on a CUDA device")
+    device = t.get_device()
     if not t.is_contiguous():
         raise _bad(f"tensor of shape {tuple(t.shape)} and strides {t.stride()} is not contiguous")
-    return Buffer(t.data_ptr(), t.numel(), codes[t.dtype], t.device.index, None)
+    return Buffer(t.data_ptr(), t.numel(), code, device, None)
 
 
 def _contiguous(shape, strides, itemsize):

@@ -108,6 +108,7 @@ class Communicator:
         `stream`: an int handle, a torch/CuPy stream, or None (torch: the current stream;
         otherwise the array's __cuda_array_interface__ stream, else the default stream).
         Graph-capture safe: inside torch.cuda.graph the call is captured like a kernel."""
+        torch_in = _buffers.is_torch_tensor(tensor)
         src, keep_src = _buffers.describe(tensor, dtype, stream)
         dst, keep_dst = (src, None) if out is None else _buffers.describe(out, dtype, stream)
         if out is not None and (dst.count != src.count or dst.dtype != src.dtype):
@@ -115,17 +116,26 @@ class Communicator:
                 f"out has {dst.count} x {_abi.DTYPE_NAMES[dst.dtype]}, the input "
                 f"{src.count} x {_abi.DTYPE_NAMES[src.dtype]}", code=4)
         for buf in (src,) if out is None else (src, dst):
-            self._check_device(buf)
+            if buf.device != self.device:  # unknown (None) or another GPU: the slow check
+                self._check_device(buf)
         if src.count == 0:
             return tensor if out is None else out
         if stream is None:
-            handle = self._torch_stream() if _buffers.is_torch_tensor(tensor) else (src.stream or 0)
+            handle = self._torch_stream() if torch_in else (src.stream or 0)
         else:
             handle = _buffers.stream_handle(stream)
         check(_loader.lib().tpcommAllReduce(src.ptr, dst.ptr, src.count, src.dtype, _abi.SUM,
                                             self._live(), handle), "tpcommAllReduce")
         del keep_src, keep_dst  # DLPack capsules may die now: the call is enqueued
         return tensor if out is None else out
+
+    def _all_reduce_checked(self, sendptr, recvptr, count, dtype_code):
+        """The call on the current torch stream, for torch tensors the caller has already
+        checked (tpcomm.torch.CustomAllreduce.should_custom_ar: dense, a supported dtype, on
+        this GPU): an engine's eager call should not pay for the same checks twice."""
+        check(_loader.lib().tpcommAllReduce(sendptr, recvptr, count, dtype_code, _abi.SUM,
+                                            self._live(), self._torch_stream()),
+              "tpcommAllReduce")
 
     def all_reduce_raw(self, sendptr, recvptr, count, dtype, stream=0):
         """The C call itself, for callers that hold raw device pointers."""
@@ -209,8 +219,17 @@ class Communicator:
                 f"{self.device}", code=4)
 
     def _torch_stream(self):
+        return _torch_raw_stream()(self.device)
+
+
+_raw_stream = None
+
+
+def _torch_raw_stream():
+    """device index -> torch's current cudaStream_t as an int (found once: a per-call cost)."""
+    global _raw_stream
+    if _raw_stream is None:
         torch = sys.modules["torch"]
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object: faster
-        if raw is not None:
-            return raw(self.device)
-        return torch.cuda.current_stream(self.device).cuda_stream
+        _raw_stream = raw or (lambda device: torch.cuda.current_stream(device).cuda_stream)
+    return _raw_stream

@@ -15,12 +15,15 @@ import logging
 import torch
 import torch.distributed as dist
 
+from . import _abi
 from .communicator import Communicator
 from .errors import TpcommError
 
 logger = logging.getLogger("tpcomm")
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+_DTYPE_CODES = {torch.float16: _abi.FLOAT16, torch.bfloat16: _abi.BFLOAT16,
+                torch.float32: _abi.FLOAT32}
 
 
 class CustomAllreduce:
@@ -41,6 +44,7 @@ class CustomAllreduce:
         self._IS_CAPTURING = False  # the engines' attribute name, kept for code that reads it
         self._captured_before = 0
         self.device = _as_device(device)
+        self._device_index = self.device.index if self.device.type == "cuda" else None
         self.rank = dist.get_rank(group)
         self.world_size = dist.get_world_size(group)
         if self.world_size == 1:
@@ -67,19 +71,26 @@ class CustomAllreduce:
     def should_custom_ar(self, inp):
         """True when custom_all_reduce will serve `inp`: enabled, a supported dtype, contiguous,
         non-empty, at most max_size bytes, and on this communicator's GPU."""
+        # Engines call this and then custom_all_reduce on every eager all-reduce, so it reads
+        # only cheap tensor properties (get_device(): an int, no torch.device object).
         if self.disabled:
             return False
-        if inp.dtype not in SUPPORTED_DTYPES or not inp.is_contiguous():
+        if inp.dtype not in _DTYPE_CODES or not inp.is_contiguous():
             return False
         nbytes = inp.numel() * inp.element_size()
-        return 0 < nbytes <= self.max_size and inp.device == self.device
+        return (0 < nbytes <= self.max_size and inp.is_cuda
+                and inp.get_device() == self._device_index)
 
     def custom_all_reduce(self, inp):
         """A new tensor holding the sum over ranks, or None when should_custom_ar(inp) is False
         (the engine then takes its NCCL path). Works eagerly and under CUDA graph capture."""
         if not self.should_custom_ar(inp):
             return None
-        return self.all_reduce(inp)
+        out = torch.empty_like(inp)  # contiguous like inp (preserve_format of a dense tensor)
+        # should_custom_ar has checked what Communicator.all_reduce would check again.
+        self.comm._all_reduce_checked(inp.data_ptr(), out.data_ptr(), inp.numel(),
+                                      _DTYPE_CODES[inp.dtype])
+        return out
 
     def all_reduce(self, inp, *, out=None, registered=False):
         """Out of place into `out` (allocated if None). `registered` is accepted for vLLM's

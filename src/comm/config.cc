@@ -4,6 +4,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "kernels/device_comm.h"
 
 namespace tpcomm {
 
@@ -72,8 +73,9 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   }
   s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size
   // Host inboxes are a quarter of the device slots: the host path is latency-bound (LL packets)
-  // and every rank's inbox lives in one shared segment of host memory.
-  s.host_slot_bytes = std::max<size_t>(64u << 10, s.slot_bytes / 4 / 256 * 256);
+  // and every rank's inbox lives in one shared segment of host memory. Whole LL blocks, so that
+  // every inbox slot starts on one (the segment's header is a multiple too).
+  s.host_slot_bytes = std::max<size_t>(64u << 10, s.slot_bytes / 4 / kLLBlockBytes * kLLBlockBytes);
   *out = s;
   return tpcommSuccess;
 }

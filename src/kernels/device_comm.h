@@ -15,6 +15,9 @@ constexpr int kVecBytes = 16;  // every staging access is one 16-byte vector
 // that carry exactly this NaN payload to another NaN, so data can never look like "not arrived".
 constexpr uint32_t kSentinelWord = 0xFFFFFFFFu;
 constexpr unsigned char kSentinelByte = 0xFF;
+// The LL protocol (host inboxes) stores the two halves of its 32-byte entries apart within
+// aligned blocks of this size (proto_device.cuh, LLProto::half), so host slots are whole blocks.
+constexpr size_t kLLBlockBytes = 1024;
 
 // The bulk host protocol (host_bulk, proto_device.cuh): every rank writes its data once into its
 // own outbox in pinned host memory and its peers read it from there. An outbox holds kNumSlots

@@ -50,15 +50,29 @@ struct LLProto {
   struct Raw {
     uint4 a, b;
   };
-  __device__ static Raw load(const uint4* e) { return Raw{loadVolatile(e), loadVolatile(e + 1)}; }
+  // Where the two 16-byte halves of the 32-byte entry at `e` live. Within each aligned 1 KiB
+  // block of a slot, the first halves of its 32 entries lie side by side, then their second
+  // halves: a warp moving 32 consecutive entries then stores (and loads) two contiguous 512-byte
+  // runs, whole 32-byte sectors, instead of sixty-four 16-byte pieces each filling half a sector
+  // of PCIe traffic. A bijection on addresses, so every access that goes through it agrees;
+  // needs slots that are 1 KiB-aligned whole 1 KiB blocks (config.cc).
+  __device__ static uint4* half(const uint4* e, int h) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(e);
+    const uintptr_t block = a & ~static_cast<uintptr_t>(kLLBlockBytes - 1);
+    const uintptr_t entry = (a & (kLLBlockBytes - 1)) / (2 * kVecBytes);
+    return reinterpret_cast<uint4*>(block + h * (kLLBlockBytes / 2) + entry * kVecBytes);
+  }
+  __device__ static Raw load(const uint4* e) {
+    return Raw{loadVolatile(half(e, 0)), loadVolatile(half(e, 1))};
+  }
   template <typename T>
   __device__ static bool arrived(const Raw& r, uint32_t f) {
     return r.a.y == f && r.a.w == f && r.b.y == f && r.b.w == f;
   }
   __device__ static uint4 data(const Raw& r) { return make_uint4(r.a.x, r.a.z, r.b.x, r.b.z); }
   __device__ static void put(uint4* e, const uint4& v, uint32_t f) {
-    storeVolatile16(e, make_uint4(v.x, f, v.y, f));
-    storeVolatile16(e + 1, make_uint4(v.z, f, v.w, f));
+    storeVolatile16(half(e, 0), make_uint4(v.x, f, v.y, f));
+    storeVolatile16(half(e, 1), make_uint4(v.z, f, v.w, f));
   }
   __device__ static void clear(uint4*) {}
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hbufs; }

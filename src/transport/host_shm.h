@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 
+#include "kernels/device_comm.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -21,6 +22,7 @@ struct HostSegment {
 };
 
 constexpr size_t kHostHeaderBytes = 4096;
+static_assert(kHostHeaderBytes % kLLBlockBytes == 0, "inboxes must start on an LL block");
 
 size_t hostSegmentBytes(int world, size_t slot_bytes);
 // Rank 0: creates and maps a zeroed segment (zero = no LL flag has arrived).

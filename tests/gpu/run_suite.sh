@@ -45,6 +45,11 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
         "$BUILD/tests/gpu/tpcomm_gpu_tests" \
         --gtest_filter='Correctness.SentinelPayloadAndNegativeZero:Stats.*:Failure.BadArguments*'
     done
+    # The LL protocol's half-split entries over host memory, blocks straddling ranks' regions.
+    step sanitizer_ll_memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+      --gtest_filter='Correctness.HostLLBlocksAcrossRegions'
+
     # The bulk host protocol's split path: named barriers, the flag barrier, the outbox rotation.
     for tool in racecheck synccheck; do
       step "sanitizer_bulk_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \

@@ -131,6 +131,30 @@ TEST(Correctness, HostBulkSplitSteps) {
   }
 }
 
+// The LL protocol's entries, stored half-split in 1 KiB blocks (LLProto::half), at a world whose
+// per-rank regions do not start on a block: 64 KiB inbox slots hold 682 entries per source at
+// world 3, so blocks straddle two ranks' regions. Small enough for memcheck (run_suite.sh).
+TEST(Correctness, HostLLBlocksAcrossRegions) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (int algo : {tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
+    tpcommConfig_t cfg = configFor(algo, 4, 20000);
+    cfg.bufferBytes = 256 << 10;  // host inbox slots of 64 KiB
+    std::string err;
+    auto g = makeGroup(3, &cfg, 256 << 10, &err);
+    ASSERT_TRUE(g) << err;
+    const Case cases[] = {{tpcommBfloat16, 1000, false, 0, 91u},
+                          {tpcommFloat32, 7, true, 1, 92u},
+                          {tpcommFloat32, 40000, false, 1, 93u},  // 160 KiB: several steps
+                          {tpcommBfloat16, 65537, true, 0, 94u}};
+    for (const Case& c : cases) {
+      const Outcome o = runCase(*g, c);
+      ASSERT_EQ(o.result, tpcommSuccess) << caseName(c, algo, 3) << ": " << o.describe();
+      EXPECT_EQ(o.wrong, 0u) << caseName(c, algo, 3) << ": " << o.describe();
+      EXPECT_TRUE(o.ranks_agree) << caseName(c, algo, 3);
+    }
+  }
+}
+
 // The island algorithm, forced, at every world it serves (4, 6, 8: ranks share GPUs, small grids
 // so that every rank's kernel is resident). Islands follow the GPUs where the ranks span two
 // (ranks 0,2,.. and 1,3,..), else the halves of the ranks: every datatype, odd sizes, misaligned
