@@ -305,8 +305,8 @@ int main(int argc, char** argv) {
       const int algo = parseAlgoName(name);
       if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
       if (algo == tpcommAlgoHostBulk) {
-        for (int bb : {8192, 16384})
-          for (int step : {0, 256 << 10, 64 << 10, 16 << 10})
+        for (int bb : {2048, 4096, 8192, 16384})
+          for (int step : {0, 256 << 10, 128 << 10, 64 << 10, 32 << 10})
             for (int e : {2, 4})
               addVariant(name + "/" + std::to_string(bb / 1024) + "K/step" +
                              (step ? std::to_string(step / 1024) + "K" : std::string("slot")) +
@@ -320,8 +320,10 @@ int main(int argc, char** argv) {
       }
       for (int bb : {512, 1024, 2048, 4096, 8192, 16384})
         for (int pb : {1, 4})
-          addVariant(name + "/" + std::to_string(bb / 1024) + "K/p" + std::to_string(pb), algo,
-                     [&](LaunchKnobs& k) {
+          addVariant(name + "/" +
+                         (bb >= 1024 ? std::to_string(bb / 1024) + "K" : std::to_string(bb)) +
+                         "/p" + std::to_string(pb),
+                     algo, [&](LaunchKnobs& k) {
                        k.block_bytes = bb;
                        k.host_block_bytes = bb;
                        k.push_batch = pb;

@@ -41,7 +41,11 @@ constexpr int kDefaultMaxBlocks = 128;
 // batch of 4 within noise of 1 (bulk keeps a thread per vector whatever the batch). Steps shorter
 // than the 1 MiB slot (bulk_step_bytes, same sweep) lose everywhere: 256 KiB steps 58 us at
 // 1 MiB against 50, 64 KiB steps 112, 16 KiB steps 401 (the grid follows the step, and each step
-// pays a fence and a flag round trip per block).
+// pays a fence and a flag round trip per block). Keeping the grid large while the steps shrink
+// (2-8 KiB per block) loses as well: at 256 KiB, 16 blocks of 4 KiB in 64 KiB steps take 45 us
+// against the default's 21.6, and no variant of 2-16 KiB per block by 32 KiB..slot steps beat
+// the default from 128 KiB to 2 MiB (docs/bench/bulk/sweep_grid_step.json): a step's writes and
+// its peers' reads do not overlap enough to pay for the extra fences and flag round trips.
 
 // Measured (docs/BENCHMARKS.md): a batch of 4 loads per thread wins at 16 MiB and above (the
 // link is saturated and the reloads between steps cost), a batch of 1 below (latency).

@@ -97,14 +97,14 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
   static const SizeTable pcieIslands = {
       {64 * KiB, tpcommAlgoOneShot}, {1 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoIsland}};
   // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL one-shot
-  // wins up to 64 KiB since its entries travel as whole sectors (LLProto::half: 4.8 us at 16 KiB
-  // and 8.1-8.2 at 64 KiB, against bulk's 8.9 and 11.9 and NCCL's 12.2 and 16.9), the bulk
-  // one-shot from there on at every size measured (21.8 against LL's 21.9 and NCCL's 36.8 at
-  // 256 KiB, 50.5 against 63.9 at 1 MiB, 1688 against 2352 at 64 MiB). Bulk makes every rank read every peer's data, so at larger worlds
+  // wins up to 128 KiB since its entries travel as whole sectors (LLProto::half; us, LL / bulk /
+  // NCCL: 4.9 / 8.7 / 12.0 at 16 KiB, 8.1 / 11.6 / 16.3 at 64 KiB, 12.4 / 16.5 / 22.4 at
+  // 128 KiB), then bulk (21.0 / 35.6 at 256 KiB, where LL ties at 21.4; 50.0 / 62.4 at 1 MiB,
+  // 1687 / 2341 at 64 MiB). Bulk makes every rank read every peer's data, so at larger worlds
   // NCCL's ring through host memory moves less per GPU (ESTIMATE, no larger box measured: bulk
   // reads (world-1)x the message, a ring ~2x): LL up to 64 KiB as before, then bulk up to 4 MiB
   // at worlds 3-4 and up to 1 MiB from 5 on, NCCL above. `tpcomm tune` replaces these per machine.
-  static const SizeTable host2 = {{64 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoHostBulk}};
+  static const SizeTable host2 = {{128 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoHostBulk}};
   static const SizeTable host4 = {
       {64 * KiB, tpcommAlgoHostOneShot}, {4 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
   static const SizeTable host8 = {
