@@ -48,15 +48,29 @@ def is_torch_tensor(obj):
 
 
 _torch_codes = None
+_torch_tensor = None
 
 
-def from_torch(t):
+def torch_dtype_code(dtype):
+    """The tpcommDataType_t of a torch.dtype, or None (built once: eager engines' hot path)."""
     global _torch_codes
-    if _torch_codes is None:  # built once: this is the per-call hot path of eager engines
+    if _torch_codes is None:
         torch = sys.modules["torch"]
         _torch_codes = {torch.float16: _abi.FLOAT16, torch.float32: _abi.FLOAT32,
                         torch.bfloat16: _abi.BFLOAT16}
-    code = _torch_codes.get(t.dtype)
+    return _torch_codes.get(dtype)
+
+
+def torch_tensor_type():
+    """torch.Tensor if torch has been imported (by anyone), else None; never imports it."""
+    global _torch_tensor
+    if _torch_tensor is None and "torch" in sys.modules:
+        _torch_tensor = sys.modules["torch"].Tensor
+    return _torch_tensor
+
+
+def from_torch(t):
+    code = torch_dtype_code(t.dtype)
     if code is None:
         raise _bad(f"tensor dtype {t.dtype} is not supported: tpcomm reduces float16, bfloat16 "
                    "and float32")
