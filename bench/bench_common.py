@@ -32,6 +32,22 @@ def torch_with_gpus(script, nprocs):
     return torch
 
 
+def symm_mem_world():
+    """torch symmetric memory over the WORLD group with the CUDA backend (IPC-mapped cudaMalloc
+    memory, not NVSHMEM): (the symm_mem module, the group's name), ready for symm_mem.empty and
+    rendezvous."""
+    import torch.distributed as dist
+    import torch.distributed._symmetric_memory as symm_mem
+
+    try:
+        symm_mem.set_backend("CUDA")
+    except Exception:  # older torch: one backend only
+        pass
+    name = dist.group.WORLD.group_name
+    enable_symm_mem(symm_mem, name)
+    return symm_mem, name
+
+
 def enable_symm_mem(symm_mem, group_name):
     """Older torch needs enable_symm_mem_for_group before rendezvous; newer deprecates it."""
     import warnings

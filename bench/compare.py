@@ -26,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
-from bench_common import enable_symm_mem, import_tpcomm, torch_with_gpus  # noqa: E402
+from bench_common import import_tpcomm, symm_mem_world, torch_with_gpus  # noqa: E402
 
 BACKENDS = ("tpcomm", "nccl", "symm1", "symm2")
 MODES = ("graph", "eager")
@@ -116,14 +116,7 @@ def make_backends(rank, world, gloo, args, max_bytes):
             return x, (lambda: dist.all_reduce(x)), x
         made["nccl"] = (nccl_setup, None)
     if "symm1" in args.backends or "symm2" in args.backends:
-        import torch.distributed._symmetric_memory as symm_mem
-
-        try:
-            symm_mem.set_backend("CUDA")  # IPC-mapped cudaMalloc memory, not NVSHMEM
-        except Exception:
-            pass
-        group_name = dist.group.WORLD.group_name
-        enable_symm_mem(symm_mem, group_name)
+        symm_mem, group_name = symm_mem_world()
         buf = symm_mem.empty(max_bytes // esize, dtype=dtype, device=f"cuda:{rank}")
         symm_mem.rendezvous(buf, group_name)
         out = torch.empty_like(buf)

@@ -27,7 +27,7 @@ import time
 import timeit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import enable_symm_mem, import_tpcomm, torch_with_gpus  # noqa: E402
+from bench_common import import_tpcomm, symm_mem_world, torch_with_gpus  # noqa: E402
 
 
 def parse_size(text):
@@ -60,7 +60,6 @@ def worker(rank, world, gloo, args):
     import torch
     import torch.distributed as dist
 
-    import tpcomm
     from tpcomm import _abi, _buffers, _loader
     from tpcomm.torch import CustomAllreduce
 
@@ -87,14 +86,7 @@ def worker(rank, world, gloo, args):
         "NCCL torch.distributed.all_reduce": lambda: dist.all_reduce(x),
     }
     try:
-        import torch.distributed._symmetric_memory as symm_mem
-
-        try:
-            symm_mem.set_backend("CUDA")
-        except Exception:
-            pass
-        name = dist.group.WORLD.group_name
-        enable_symm_mem(symm_mem, name)
+        symm_mem, name = symm_mem_world()
         buf = symm_mem.empty(n, dtype=dtype, device=f"cuda:{rank}")
         symm_mem.rendezvous(buf, name)
         buf.zero_()

@@ -37,7 +37,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
-from bench_common import enable_symm_mem, import_tpcomm, torch_with_gpus  # noqa: E402
+from bench_common import import_tpcomm, symm_mem_world, torch_with_gpus  # noqa: E402
 
 BACKENDS = ("nccl", "symm", "tpcomm", "none")
 LABELS = {"nccl": "NCCL (torch.distributed)", "symm": "torch symm-mem one-shot",
@@ -206,14 +206,7 @@ def make_reduce(name, rank, gloo, args, comm):
             return reduce
         return tp
     if name == "symm":
-        import torch.distributed._symmetric_memory as symm_mem
-
-        try:
-            symm_mem.set_backend("CUDA")
-        except Exception:
-            pass
-        group_name = dist.group.WORLD.group_name
-        enable_symm_mem(symm_mem, group_name)
+        symm_mem, group_name = symm_mem_world()
         kmax = max(args.k)
         bufs = [symm_mem.empty(kmax * h, dtype=torch.bfloat16, device=f"cuda:{rank}")
                 for _ in range(2)]
