@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define TPCOMM_MAJOR 0
-#define TPCOMM_MINOR 2
+#define TPCOMM_MINOR 3
 #define TPCOMM_PATCH 0
 #define TPCOMM_VERSION_CODE (TPCOMM_MAJOR * 10000 + TPCOMM_MINOR * 100 + TPCOMM_PATCH)
 
@@ -173,12 +173,16 @@ TPCOMM_API tpcommResult_t tpcommGroupEnd(void);
 
 /* ---- what ran ---- */
 
+/* Room in tpcommStats_t::calls for algorithms to come: adding one does not change the struct. */
+#define TPCOMM_STATS_MAX_ALGOS 16
+
 typedef struct {
-  uint64_t calls[tpcommNumAlgos]; /* per algorithm, counted when enqueued (a captured call counts
-                                     once at capture, not at each replay) */
-  uint64_t fallbacks;             /* calls served by NCCL although a tpcomm algorithm was wanted */
-  uint64_t captured;              /* calls enqueued while the stream was capturing a graph */
-  uint64_t bytes;                 /* payload bytes over all calls */
+  uint64_t calls[TPCOMM_STATS_MAX_ALGOS]; /* [a] per tpcommAlgo_t a < tpcommNumAlgos, counted
+                                             when enqueued (a captured call counts once at
+                                             capture, not at each replay); the rest are 0 */
+  uint64_t fallbacks; /* calls served by NCCL although a tpcomm algorithm was wanted */
+  uint64_t captured;  /* calls enqueued while the stream was capturing a graph */
+  uint64_t bytes;     /* payload bytes over all calls */
 } tpcommStats_t;
 
 typedef struct {

@@ -56,6 +56,7 @@ def test_algorithms():
 
 def test_constants():
     assert define("TPCOMM_CONFIG_MAGIC") == _abi.CONFIG_MAGIC
+    assert define("TPCOMM_STATS_MAX_ALGOS") == _abi.STATS_MAX_ALGOS >= _abi.NUM_ALGOS
     assert define("TPCOMM_CONFIG_VERSION") == _abi.CONFIG_VERSION
     assert define("TPCOMM_UNIQUE_ID_BYTES") == _abi.UNIQUE_ID_BYTES
     assert define("TPCOMM_RANK_HANDLE_BYTES") == _abi.RANK_HANDLE_BYTES

@@ -27,6 +27,7 @@ SUM = 0  # tpcommRedOp_t
 ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
               "host_bulk")
 NUM_ALGOS = len(ALGO_NAMES)
+STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
 # tpcommNcclMode_t
 NCCL_AUTO, NCCL_OFF, NCCL_GIVEN = 0, 1, 2
@@ -68,7 +69,7 @@ class RankHandle(ctypes.Structure):
 
 class Stats(ctypes.Structure):
     _fields_ = [
-        ("calls", c_uint64 * NUM_ALGOS),
+        ("calls", c_uint64 * STATS_MAX_ALGOS),
         ("fallbacks", c_uint64),
         ("captured", c_uint64),
         ("bytes", c_uint64),

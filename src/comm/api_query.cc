@@ -106,6 +106,10 @@ tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncE
   return tpcommSuccess;
 }
 
+static_assert(tpcommNumAlgos <= TPCOMM_STATS_MAX_ALGOS,
+              "tpcommStats_t::calls has no room for every algorithm: raise TPCOMM_STATS_MAX_ALGOS "
+              "(an ABI change)");
+
 tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommGetStats"));
   if (!stats) return fail(tpcommInvalidArgument, "tpcommCommGetStats: stats is NULL");
