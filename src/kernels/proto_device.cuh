@@ -18,6 +18,7 @@
 #pragma once
 
 #include "kernels/device_comm.h"
+#include "kernels/ll_layout.h"
 #include "kernels/vec_device.cuh"
 
 namespace tpcomm {
@@ -53,17 +54,10 @@ struct LLProto {
   struct Raw {
     uint4 a, b;
   };
-  // Where the two 16-byte halves of the 32-byte entry at `e` live. Within each aligned 1 KiB
-  // block of a slot, the first halves of its 32 entries lie side by side, then their second
-  // halves: a warp moving 32 consecutive entries then stores (and loads) two contiguous 512-byte
-  // runs, whole 32-byte sectors, instead of sixty-four 16-byte pieces each filling half a sector
-  // of PCIe traffic. A bijection on addresses, so every access that goes through it agrees;
-  // needs slots that are 1 KiB-aligned whole 1 KiB blocks (config.cc).
+  // Where the two 16-byte halves of the 32-byte entry at `e` live (ll_layout.h: whole sectors
+  // over PCIe). Every access goes through it; slots are 1 KiB-aligned whole blocks (config.cc).
   __device__ static uint4* half(const uint4* e, int h) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(e);
-    const uintptr_t block = a & ~static_cast<uintptr_t>(kLLBlockBytes - 1);
-    const uintptr_t entry = (a & (kLLBlockBytes - 1)) / (2 * kVecBytes);
-    return reinterpret_cast<uint4*>(block + h * (kLLBlockBytes / 2) + entry * kVecBytes);
+    return reinterpret_cast<uint4*>(llHalfAddress(reinterpret_cast<uintptr_t>(e), h));
   }
   __device__ static Raw load(const uint4* e) {
     return Raw{loadVolatile(half(e, 0)), loadVolatile(half(e, 1))};
