@@ -153,8 +153,7 @@ class Communicator:
                     or not out.is_contiguous()):
                 return False
             recv = out.data_ptr()
-        check(_loader.lib().tpcommAllReduce(send, recv, count, code, _abi.SUM, self._live(),
-                                            self._torch_stream()), "tpcommAllReduce")
+        self._all_reduce_checked(send, recv, count, code)
         return True
 
     def _all_reduce_checked(self, sendptr, recvptr, count, dtype_code):

@@ -15,15 +15,13 @@ import logging
 import torch
 import torch.distributed as dist
 
-from . import _abi
+from . import _buffers
 from .communicator import Communicator
 from .errors import TpcommError
 
 logger = logging.getLogger("tpcomm")
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-_DTYPE_CODES = {torch.float16: _abi.FLOAT16, torch.bfloat16: _abi.BFLOAT16,
-                torch.float32: _abi.FLOAT32}
 
 
 class CustomAllreduce:
@@ -75,7 +73,7 @@ class CustomAllreduce:
         # only cheap tensor properties (get_device(): an int, no torch.device object).
         if self.disabled:
             return False
-        if inp.dtype not in _DTYPE_CODES or not inp.is_contiguous():
+        if _buffers.torch_dtype_code(inp.dtype) is None or not inp.is_contiguous():
             return False
         nbytes = inp.numel() * inp.element_size()
         return (0 < nbytes <= self.max_size and inp.is_cuda
@@ -89,7 +87,7 @@ class CustomAllreduce:
         out = torch.empty_like(inp)  # contiguous like inp (preserve_format of a dense tensor)
         # should_custom_ar has checked what Communicator.all_reduce would check again.
         self.comm._all_reduce_checked(inp.data_ptr(), out.data_ptr(), inp.numel(),
-                                      _DTYPE_CODES[inp.dtype])
+                                      _buffers.torch_dtype_code(inp.dtype))
         return out
 
     def all_reduce(self, inp, *, out=None, registered=False):
