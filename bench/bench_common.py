@@ -17,6 +17,15 @@ def import_tpcomm():
     return tpcomm
 
 
+def parse_size(text):
+    """Bytes from "8K", "8KiB", "1M", "64m" or a plain number."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    text = text.strip().lower().rstrip("ib").rstrip("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
+
+
 def torch_with_gpus(script, nprocs):
     """torch, once it imports and sees `nprocs` GPUs; else None after saying why on stderr (the
     script then exits with 2)."""

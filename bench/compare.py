@@ -26,20 +26,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
-from bench_common import import_tpcomm, symm_mem_world, torch_with_gpus  # noqa: E402
+from bench_common import (import_tpcomm, parse_size, symm_mem_world,  # noqa: E402
+                          torch_with_gpus)
 
 BACKENDS = ("tpcomm", "nccl", "symm1", "symm2")
 MODES = ("graph", "eager")
 LABELS = {"tpcomm": "tpcomm (auto)", "nccl": "NCCL (torch.distributed)",
           "symm1": "torch symm-mem one-shot", "symm2": "torch symm-mem two-shot"}
-
-
-def parse_size(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower().rstrip("ib").rstrip("b")
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
 
 
 def fmt_size(n):

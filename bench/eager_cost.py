@@ -27,12 +27,8 @@ import time
 import timeit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_common import import_tpcomm, symm_mem_world, torch_with_gpus  # noqa: E402
-
-
-def parse_size(text):
-    mult = {"K": 1 << 10, "M": 1 << 20}
-    return int(text[:-1]) * mult[text[-1].upper()] if text[-1].upper() in mult else int(text)
+from bench_common import (import_tpcomm, parse_size, symm_mem_world,  # noqa: E402
+                          torch_with_gpus)
 
 
 def loop_cost(fn, calls, sync):
