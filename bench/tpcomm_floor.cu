@@ -5,7 +5,8 @@
 //   * one-way latency of a flag between two GPUs over peer memory (NVLink/PCIe P2P) and through
 //     pinned host memory, from a ping-pong of two single-thread kernels;
 //   * zero-copy bandwidth between SMs and pinned host memory with every GPU streaming at once
-//     (writes, reads, and both together: what the host-memory transport moves its data with).
+//     (writes, reads, and both together in three proportions: what the host-memory transport
+//     moves its data with), and the copy engines' bandwidth the same way, for comparison.
 // Pure CUDA, no tpcomm library: it measures the machine, not our code.
 #include <cuda_runtime.h>
 
@@ -186,12 +187,13 @@ double oneWayUs(bool host) {
   return us;
 }
 
-// Streams `bytes` between this GPU's SMs and pinned host memory: mode 0 writes `dst`, 1 reads
-// `src` (volatile, as the transport does), 2 does both with half the threads each.
-__global__ void hostStream(int mode, const uint4* src, uint4* dst, size_t n, unsigned* sink) {
+// Streams `bytes` between this GPU's SMs and pinned host memory: blocks b with b % 4 < writers4
+// write `dst`, the others read `src` (volatile, as the transport does). writers4 = 4: writes
+// only, 0: reads only, 1..3: both at once in that proportion.
+__global__ void hostStream(int writers4, const uint4* src, uint4* dst, size_t n, unsigned* sink) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool writer = mode == 0 || (mode == 2 && blockIdx.x % 2 == 0);
+  const bool writer = static_cast<int>(blockIdx.x % 4) < writers4;
   unsigned acc = 0;
   for (; i < n; i += stride) {
     if (writer) {
@@ -207,21 +209,36 @@ __global__ void hostStream(int mode, const uint4* src, uint4* dst, size_t n, uns
   if (acc == 0x12345678u) *sink = acc;  // keeps the loads
 }
 
-// GB/s per GPU (the slowest GPU's), every GPU streaming 64 MiB at once in the given mode.
-double hostBandwidthGBs(int ngpu, int mode) {
+// How a bandwidth measurement moves its 64 MiB per GPU: SM loads/stores (writers4 as in
+// hostStream) or the copy engines (cudaMemcpyAsync device -> pinned host, host -> device, or both
+// directions at once on two streams: 128 MiB moved).
+struct HostTraffic {
+  bool copy_engine;
+  int writers4;   // SMs: 0..4 (hostStream)
+  bool d2h, h2d;  // copy engines
+};
+
+// GB/s per GPU (the slowest GPU's; both directions counted), every GPU moving 64 MiB at once.
+double hostBandwidthGBs(int ngpu, const HostTraffic& how) {
   constexpr size_t kBytes = 64u << 20;
   const size_t n = kBytes / sizeof(uint4);
-  std::vector<uint4*> buf(ngpu);
+  std::vector<uint4*> buf(ngpu), dbuf(ngpu, nullptr), dbuf2(ngpu, nullptr);
   std::vector<unsigned*> sink(ngpu);
-  std::vector<cudaStream_t> s(ngpu);
-  std::vector<cudaEvent_t> e0(ngpu), e1(ngpu);
+  std::vector<cudaStream_t> s(ngpu), s2(ngpu);
+  std::vector<cudaEvent_t> e0(ngpu), e1(ngpu), e2(ngpu);
   for (int d = 0; d < ngpu; ++d) {
     CK(cudaSetDevice(d));
     CK(cudaHostAlloc(&buf[d], kBytes, cudaHostAllocMapped | cudaHostAllocPortable));
     CK(cudaMalloc(&sink[d], sizeof(unsigned)));
+    if (how.copy_engine) {
+      CK(cudaMalloc(&dbuf[d], kBytes));
+      CK(cudaMalloc(&dbuf2[d], kBytes));
+    }
     CK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&s2[d], cudaStreamNonBlocking));
     CK(cudaEventCreate(&e0[d]));
     CK(cudaEventCreate(&e1[d]));
+    CK(cudaEventCreate(&e2[d]));
   }
   double worst = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
@@ -229,8 +246,17 @@ double hostBandwidthGBs(int ngpu, int mode) {
       CK(cudaSetDevice(d));
       CK(cudaEventRecord(e0[d], s[d]));
       // Each GPU reads the buffer the next one writes: host memory another device touches.
-      hostStream<<<264, 512, 0, s[d]>>>(mode, buf[(d + 1) % ngpu], buf[d], n, sink[d]);
-      CK(cudaGetLastError());
+      uint4* theirs = buf[(d + 1) % ngpu];
+      if (!how.copy_engine) {
+        hostStream<<<264, 512, 0, s[d]>>>(how.writers4, theirs, buf[d], n, sink[d]);
+        CK(cudaGetLastError());
+      } else {
+        CK(cudaStreamWaitEvent(s2[d], e0[d], 0));
+        if (how.d2h) CK(cudaMemcpyAsync(buf[d], dbuf[d], kBytes, cudaMemcpyDeviceToHost, s[d]));
+        if (how.h2d) CK(cudaMemcpyAsync(dbuf2[d], theirs, kBytes, cudaMemcpyHostToDevice, s2[d]));
+        CK(cudaEventRecord(e2[d], s2[d]));
+        CK(cudaStreamWaitEvent(s[d], e2[d], 0));
+      }
       CK(cudaEventRecord(e1[d], s[d]));
     }
     double slowest = 0;
@@ -247,11 +273,16 @@ double hostBandwidthGBs(int ngpu, int mode) {
     CK(cudaSetDevice(d));
     CK(cudaFreeHost(buf[d]));
     CK(cudaFree(sink[d]));
+    if (dbuf[d]) CK(cudaFree(dbuf[d]));
+    if (dbuf2[d]) CK(cudaFree(dbuf2[d]));
     CK(cudaStreamDestroy(s[d]));
+    CK(cudaStreamDestroy(s2[d]));
     CK(cudaEventDestroy(e0[d]));
     CK(cudaEventDestroy(e1[d]));
+    CK(cudaEventDestroy(e2[d]));
   }
-  return static_cast<double>(kBytes) / (worst * 1e-3) / 1e9;
+  const double moved = how.copy_engine && how.d2h && how.h2d ? 2.0 * kBytes : kBytes;
+  return moved / (worst * 1e-3) / 1e9;
 }
 
 }  // namespace
@@ -268,7 +299,7 @@ int main() {
          p.name, p.major, p.minor, kChain, kReps);
   const char* names[] = {"empty kernel", "empty kernel, PDL wait", "PDL + 1 KiB load/store",
                          "PDL + load/store + epoch/abort loads"};
-  for (int m = 0; m < 4; ++m) printf("%-40s %6.2f us\n", names[m], chainUs(0, m, nullptr));
+  for (int m = 0; m < 4; ++m) printf("%-52s %6.2f us\n", names[m], chainUs(0, m, nullptr));
   if (n >= 2) {
     uint4* remote = nullptr;
     CK(cudaSetDevice(1));
@@ -277,16 +308,30 @@ int main() {
     const cudaError_t e = cudaDeviceEnablePeerAccess(1, 0);
     if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled) {
       (void)cudaGetLastError();
-      printf("%-40s %6.2f us\n", "PDL + load/store + 1 KiB to a peer GPU", chainUs(0, 4, remote));
+      printf("%-52s %6.2f us\n", "PDL + load/store + 1 KiB to a peer GPU", chainUs(0, 4, remote));
     }
     CK(cudaSetDevice(1));
     CK(cudaFree(remote));
-    printf("%-40s %6.2f us\n", "one-way flag, peer memory", oneWayUs(false));
-    printf("%-40s %6.2f us\n", "one-way flag, pinned host memory", oneWayUs(true));
+    printf("%-52s %6.2f us\n", "one-way flag, peer memory", oneWayUs(false));
+    printf("%-52s %6.2f us\n", "one-way flag, pinned host memory", oneWayUs(true));
   }
-  const char* modes[] = {"writes", "reads", "half writes, half reads"};
-  for (int m = 0; m < 3; ++m)
-    printf("%-40s %6.1f GB/s per GPU (%d GPUs at once)\n",
-           (std::string("host memory, ") + modes[m]).c_str(), hostBandwidthGBs(n, m), n);
+  // SM traffic is what the host transport uses; the copy engines are the other way to move data
+  // between a GPU and host memory (both directions at once is the all-reduce's pattern).
+  const struct {
+    const char* name;
+    HostTraffic how;
+  } traffic[] = {
+      {"SMs, writes", {false, 4, false, false}},
+      {"SMs, reads", {false, 0, false, false}},
+      {"SMs, 1/4 writing, 3/4 reading", {false, 1, false, false}},
+      {"SMs, half writes, half reads", {false, 2, false, false}},
+      {"SMs, 3/4 writing, 1/4 reading", {false, 3, false, false}},
+      {"copy engines, device to host", {true, 0, true, false}},
+      {"copy engines, host to device", {true, 0, false, true}},
+      {"copy engines, both directions at once", {true, 0, true, true}},
+  };
+  for (const auto& t : traffic)
+    printf("%-52s %6.1f GB/s per GPU (%d GPUs at once)\n",
+           (std::string("host memory, ") + t.name).c_str(), hostBandwidthGBs(n, t.how), n);
   return 0;
 }

@@ -40,11 +40,6 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
   return in;
 }
 
-bool isKernelAlgo(int a) {
-  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoHostOneShot ||
-         a == tpcommAlgoHostTwoShot || a == tpcommAlgoIsland || a == tpcommAlgoHostBulk;
-}
-
 // Bytes per host_bulk step: an outbox slot, or less when the knob asks for shorter steps.
 size_t bulkStepBytes(const tpcommComm* c) {
   const size_t knob = static_cast<size_t>(c->knobs.bulk_step_bytes) / kVecBytes * kVecBytes;
@@ -176,11 +171,10 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommExplain"));
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplain: info is NULL");
-  const size_t esize = datatype == tpcommFloat32 ? 4 : 2;
   if (dtypeIndex(datatype) < 0)
     return fail(tpcommInvalidArgument, "tpcommCommExplain: datatype %d is not supported",
                 static_cast<int>(datatype));
-  const size_t bytes = count * esize;
+  const size_t bytes = count * dtypeSize(datatype);
   const Decision d = choose(policyInput(comm, bytes));
   *info = tpcommCallInfo_t{};
   info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;

@@ -32,6 +32,8 @@ KernelSet hostBulkKernels(int world);
 KernelSet islandKernels(int world);
 // The kernels of an algorithm (one of the six above); all zero for other algorithms.
 KernelSet kernelsOf(int algo, int world);
+// Whether tpcomm runs `algo` as its own kernel (one of the six above; not auto, not NCCL).
+bool isKernelAlgo(int algo);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
 // Bytes one step of the one-shot kernel takes (a peer region of a slot); larger calls take steps.

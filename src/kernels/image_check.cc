@@ -22,11 +22,12 @@ tpcommResult_t checkKernelImages(int device) {
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   std::vector<KernelSet> sets;
+  // Every kernel algorithm at every world-size class (the island kernels exist from world 4 on:
+  // island sizes 2 and 4; at world 2 their set is empty).
   for (int w : kWorldClasses)
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
-                     tpcommAlgoHostTwoShot, tpcommAlgoHostBulk})
-      sets.push_back(kernelsOf(algo, w));
-  for (int w : {4, 8}) sets.push_back(islandKernels(w));  // island sizes 2 and 4
+    for (int algo = 0; algo < tpcommNumAlgos; ++algo)
+      if (isKernelAlgo(algo) && kernelsOf(algo, w).fn[0] != nullptr)
+        sets.push_back(kernelsOf(algo, w));
   bool jit = false;
   for (const KernelSet& set : sets) {
     {

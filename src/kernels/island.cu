@@ -19,6 +19,7 @@
 // slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
+#include "kernels/chunked_device.cuh"
 #include "kernels/epoch_device.cuh"
 #include "plan/policy.h"
 
@@ -26,11 +27,6 @@ namespace tpcomm {
 namespace {
 
 using Proto = SentinelProto;
-
-__device__ __forceinline__ size_t segLen(size_t seg, size_t len, int j) {
-  const size_t first = static_cast<size_t>(j) * seg;
-  return first >= len ? 0 : min(seg, len - first);
-}
 
 // Waits for the Q fp32 entries at x (the partner's partial of one vector), then clears them.
 // False on timeout or abort.
@@ -67,37 +63,24 @@ template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     islandKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                  size_t chunk_vecs) {
-  pdlWait();
-  constexpr int E = VecTraits<T>::kElems;
-  constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector (1 or 2)
+  constexpr int Q = VecTraits<T>::kElems / 4;  // fp32 entries of a partial sum per data vector
   const int m = c.island_size;
   const int me = c.island_local;
   const signed char* members = c.island_members[c.island];
-  const size_t seg_cap = slotVecs<Proto>(c) / (2 * m + 2);  // entries per area and member
-  chunk_vecs = min(chunk_vecs, seg_cap * m);
-  const size_t nvec = (count + E - 1) / E;
-  const size_t nsteps = (nvec + chunk_vecs - 1) / chunk_vecs;
+  const ChunkedCall k = chunkedCall<T>(slotVecs<Proto>(c), 2 * m + 2, m, count, chunk_vecs);
+  const size_t seg_cap = k.seg_cap;
+  const size_t stride = blockDim.x;
+  const size_t xa = m * seg_cap;        // entry index of the X area
+  const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
+  pdlWait();
   const unsigned long long epoch0 = readEpoch(c);
   if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
   const bool advance = arriveEpoch(c);
-
-  const size_t stride = blockDim.x;
-  // Offsets within a segment are fixed for the call, even in a shorter last step
-  // (docs/PROTOCOL.md): every wait of a thread is on entries written by the same thread index.
-  const size_t seg_full = (min(chunk_vecs, nvec) + m - 1) / m;
-  const size_t per = (seg_full + gridDim.x - 1) / gridDim.x;
-  const size_t xa = m * seg_cap;        // entry index of the X area
-  const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
   WaitCtx ctx = makeWaitCtx(c);
-  for (size_t step = 0; step < nsteps; ++step) {
-    const unsigned long long e = epoch0 + step;
-    const uint32_t flag = stepFlag(e);
-    const size_t slot_off = (e % kNumSlots) * Proto::slotBytes(c);
-    const size_t base = step * chunk_vecs;  // first vector of the chunk
-    const size_t len = min(chunk_vecs, nvec - base);
-    const size_t seg = (len + m - 1) / m;
-    const size_t o0 = blockIdx.x * per + threadIdx.x;  // this thread's first offset in a segment
-    const size_t o1 = min(blockIdx.x * per + per, seg);
+  for (size_t step = 0; step < k.nsteps; ++step) {
+    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c));
+    const uint32_t flag = st.flag;
+    const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
     auto slotOf = [&](int rank) {
       return reinterpret_cast<uint4*>(Proto::bufs(c)[rank] + slot_off);
     };
@@ -106,14 +89,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // 1. Reduce-scatter inside the island: segment j of my input into member j's RS area.
     for (int p = 1; p < m; ++p) {
       const int j = (me + p) % m;
-      const size_t end = min(o1, segLen(seg, len, j));
+      const size_t end = min(o1, st.segLen(j));
       pushRange<Proto, T>(c, send, base + j * seg, o0, end, stride, count,
                           slotOf(members[j]) + me * seg_cap, flag);
     }
 
     // 2. + 3. My segment: the island's partial sum, exchanged with the partner in fp32, summed
     // island 0 first, rounded once; written out and pushed to every island member's AG area.
-    const size_t own_end = min(o1, segLen(seg, len, me));
+    const size_t own_end = min(o1, st.segLen(me));
     const size_t own_first = base + me * seg;  // vector index of my segment's start
     uint4* to_partner = slotOf(c.partner) + xa;
     // Batch of 2 keeps the sources' entries in registers, except with 4 sources and fp32 partials
@@ -123,7 +106,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       Acc<T> acc[R];
       if (!sumSources<Proto, T, kM, R>(
               c, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap, o,
-              stride, own_end, send, own_first + o, count, e, ctx,
+              stride, own_end, send, own_first + o, count, st.epoch, ctx,
               [&acc](int u, const Acc<T>& a) { acc[u] = a; }))
         return;  // timed out; no block-wide barrier follows
 #pragma unroll
@@ -137,7 +120,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (int u = 0; u < R; ++u) {
         if (o + u * stride >= own_end) continue;
         uint4 theirs[Q];
-        if (!takePartial<Q>(c, mine + xa + (o + u * stride) * 2, flag, e, ctx, theirs)) return;
+        if (!takePartial<Q>(c, mine + xa + (o + u * stride) * 2, flag, st.epoch, ctx, theirs))
+          return;
 #pragma unroll
         for (int h = 0; h < Q; ++h) acc[u].addQuad(h, theirs[h], /*first=*/c.island == 1);
         const uint4 y = acc[u].result();
@@ -146,18 +130,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
       }
     }
-    if (step + 1 == nsteps) pdlLaunchDependents();
+    if (step + 1 == k.nsteps) pdlLaunchDependents();
 
     // 4. All-gather receive: the other segments of the island, from their owners.
     for (int p = 1; p < m; ++p) {
       const int j = (me + p) % m;
-      const size_t end = min(o1, segLen(seg, len, j));
+      const size_t end = min(o1, st.segLen(j));
       if (!receiveRange<Proto, T>(c, mine + ag + j * seg_cap, o0, end, stride, recv, base + j * seg,
-                                  count, members[j], e, ctx))
+                                  count, members[j], st.epoch, ctx))
         return;  // timed out
     }
   }
-  if (advance) advanceEpoch(c, epoch0, nsteps);
+  if (advance) advanceEpoch(c, epoch0, k.nsteps);
 }
 
 template <int kM>

@@ -33,23 +33,29 @@ size_t hostTwoShotChunkVecs(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
 }
 
+namespace {
+// The one list of the algorithms tpcomm runs as its own kernels (everything but auto and NCCL).
+struct AlgoKernels {
+  int algo;
+  KernelSet (*of)(int world);
+};
+constexpr AlgoKernels kAlgoKernels[] = {
+    {tpcommAlgoOneShot, oneShotKernels},         {tpcommAlgoTwoShot, twoShotKernels},
+    {tpcommAlgoHostOneShot, hostOneShotKernels}, {tpcommAlgoHostTwoShot, hostTwoShotKernels},
+    {tpcommAlgoIsland, islandKernels},           {tpcommAlgoHostBulk, hostBulkKernels},
+};
+}  // namespace
+
+bool isKernelAlgo(int algo) {
+  for (const AlgoKernels& a : kAlgoKernels)
+    if (a.algo == algo) return true;
+  return false;
+}
+
 KernelSet kernelsOf(int algo, int world) {
-  switch (algo) {
-    case tpcommAlgoOneShot:
-      return oneShotKernels(world);
-    case tpcommAlgoTwoShot:
-      return twoShotKernels(world);
-    case tpcommAlgoHostOneShot:
-      return hostOneShotKernels(world);
-    case tpcommAlgoHostTwoShot:
-      return hostTwoShotKernels(world);
-    case tpcommAlgoIsland:
-      return islandKernels(world);
-    case tpcommAlgoHostBulk:
-      return hostBulkKernels(world);
-    default:
-      return KernelSet{};
-  }
+  for (const AlgoKernels& a : kAlgoKernels)
+    if (a.algo == algo) return a.of(world);
+  return KernelSet{};
 }
 
 int dtypeIndex(tpcommDataType_t dt) {
