@@ -70,7 +70,7 @@ def _load_locked():
         _lib, _lib_path = lib, os.path.abspath(path)
         return
     raise TpcommLibraryNotFoundError(
-        "cannot load libtpcomm.so. Install the wheel (pip install .), or build it "
+        "cannot load libtpcomm.so. Install the wheel (python -m pip install .), or build it "
         "(cmake --build build --target tpcomm) and set TPCOMM_LIBRARY=/path/to/libtpcomm.so. "
         "Tried: " + "; ".join(tried))
 
