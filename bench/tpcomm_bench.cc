@@ -329,11 +329,17 @@ int main(int argc, char** argv) {
                        k.push_batch = pb;
                      });
     }
-    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN.
-    if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end())
+    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN; and its
+    // steps shorter than a slot's region (more steps, a shorter pipeline fill and drain):
+    // labels oneshot/stepNM.
+    if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end()) {
       for (int e : {1, 2, 3, 4, 5})
         addVariant("oneshot/split" + std::to_string(e), tpcommAlgoOneShot,
                    [&](LaunchKnobs& k) { k.push_eighths = e; });
+      for (int mb : {1, 2, 3, 4, 6, 8})
+        addVariant("oneshot/step" + std::to_string(mb) + "M", tpcommAlgoOneShot,
+                   [&](LaunchKnobs& k) { k.oneshot_step_bytes = mb << 20; });
+    }
     // The default shape without programmatic dependent launch.
     addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });
   }

@@ -40,16 +40,26 @@ PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
   return in;
 }
 
-// Bytes per host_bulk step: an outbox slot, or less when the knob asks for shorter steps.
+// Bytes per step: `full` (what the slot layout holds), or less when a knob asks for shorter
+// steps.
+size_t stepBytes(int knob_bytes, size_t full) {
+  const size_t knob = static_cast<size_t>(knob_bytes) / kVecBytes * kVecBytes;
+  return knob > 0 ? std::min(knob, full) : full;
+}
 size_t bulkStepBytes(const tpcommComm* c) {
-  const size_t knob = static_cast<size_t>(c->knobs.bulk_step_bytes) / kVecBytes * kVecBytes;
-  return knob > 0 ? std::min(knob, c->bulk_step_bytes) : c->bulk_step_bytes;
+  return stepBytes(c->knobs.bulk_step_bytes, c->bulk_step_bytes);
+}
+size_t oneShotStepBytes(const tpcommComm* c) {
+  return stepBytes(c->knobs.oneshot_step_bytes, c->oneshot_step_bytes);
 }
 
-// Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk); 0 for
-// the one-shots over peer memory and LL, whose kernels take a whole slot region per step.
+// Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk) and of
+// the one-shot over peer memory (0: a whole slot region); 0 for the LL one-shot, whose kernel
+// takes a whole slot region per step.
 size_t chunkOf(const tpcommComm* c, int algo) {
   switch (algo) {
+    case tpcommAlgoOneShot:
+      return c->knobs.oneshot_step_bytes > 0 ? oneShotStepBytes(c) / kVecBytes : 0;
     case tpcommAlgoTwoShot:
       return c->chunk_vecs;
     case tpcommAlgoHostTwoShot:
@@ -64,7 +74,7 @@ size_t chunkOf(const tpcommComm* c, int algo) {
 }
 
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
-  const size_t step = algo == tpcommAlgoOneShot       ? c->oneshot_step_bytes
+  const size_t step = algo == tpcommAlgoOneShot       ? oneShotStepBytes(c)
                       : algo == tpcommAlgoHostOneShot ? c->host_step_bytes
                                                       : chunkOf(c, algo) * kVecBytes;
   return planGrid(algo, bytes, step, c->world, c->knobs);

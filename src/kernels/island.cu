@@ -19,7 +19,7 @@
 // slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
-#include "kernels/chunked_device.cuh"
+#include "kernels/chunk_layout.h"
 #include "kernels/epoch_device.cuh"
 #include "plan/policy.h"
 
@@ -63,11 +63,13 @@ template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     islandKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                  size_t chunk_vecs) {
-  constexpr int Q = VecTraits<T>::kElems / 4;  // fp32 entries of a partial sum per data vector
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector
   const int m = c.island_size;
   const int me = c.island_local;
   const signed char* members = c.island_members[c.island];
-  const ChunkedCall k = chunkedCall<T>(slotVecs<Proto>(c), 2 * m + 2, m, count, chunk_vecs);
+  const ChunkedCall k =
+      chunkedCall(slotVecs<Proto>(c), 2 * m + 2, m, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
   const size_t xa = m * seg_cap;        // entry index of the X area
@@ -78,8 +80,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool advance = arriveEpoch(c);
   WaitCtx ctx = makeWaitCtx(c);
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c));
-    const uint32_t flag = st.flag;
+    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const uint32_t flag = stepFlag(st.epoch);
     const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
     auto slotOf = [&](int rank) {
       return reinterpret_cast<uint4*>(Proto::bufs(c)[rank] + slot_off);

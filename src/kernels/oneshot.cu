@@ -32,12 +32,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
-  // Vectors per source rank and step: a slot holds every source's region, an outbox only ours
-  // (bulk: step_vecs of it, when the host asks for shorter steps; 0: the whole slot; the other
-  // protocols get 0).
-  const size_t region =
-      Proto::kOutbox ? (step_vecs > 0 ? min(step_vecs, slotVecs<Proto>(c)) : slotVecs<Proto>(c))
-                     : slotVecs<Proto>(c) / c.world;
+  // Vectors per source rank and step: a slot holds every source's region, an outbox only ours;
+  // step_vecs > 0 asks for shorter steps (a launch knob; 0: the whole region or outbox slot).
+  const size_t full = Proto::kOutbox ? slotVecs<Proto>(c) : slotVecs<Proto>(c) / c.world;
+  const size_t region = step_vecs > 0 ? min(step_vecs, full) : full;
   const size_t nsteps = (nvec + region - 1) / region;
   const int pb = c.push_batch;
   const int rank = c.rank, world = c.world;

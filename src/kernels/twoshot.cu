@@ -10,7 +10,7 @@
 // one-shot kernel (proto_device.cuh), and slots rotate by step epoch.
 #include "kernels/algo_launch.h"
 #include "kernels/batch_device.cuh"
-#include "kernels/chunked_device.cuh"
+#include "kernels/chunk_layout.h"
 #include "kernels/epoch_device.cuh"
 #include "kernels/kernel_set.cuh"
 
@@ -21,9 +21,11 @@ template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                   size_t chunk_vecs) {
+  constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const int world = c.world;
-  const ChunkedCall k = chunkedCall<T>(slotVecs<Proto>(c), 2 * world, world, count, chunk_vecs);
+  const ChunkedCall k =
+      chunkedCall(slotVecs<Proto>(c), 2 * world, world, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
   const size_t ag = world * seg_cap;  // entry index of the AG area: [owner][seg_cap]
@@ -33,8 +35,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool advance = arriveEpoch(c);
   WaitCtx ctx = makeWaitCtx(c);
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c));
-    const uint32_t flag = st.flag;
+    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const uint32_t flag = stepFlag(st.epoch);
     const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + slot_off);
 

@@ -51,6 +51,8 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
       {"block_bytes", k.block_bytes, k.block_bytes >= 16, ">= 16"},
       {"host_block_bytes", k.host_block_bytes, k.host_block_bytes >= 16, ">= 16"},
       {"bulk_block_bytes", k.bulk_block_bytes, k.bulk_block_bytes >= 16, ">= 16"},
+      {"oneshot_step_bytes", k.oneshot_step_bytes, k.oneshot_step_bytes >= 0,
+       ">= 0 (0: a slot's region)"},
       {"bulk_step_bytes", k.bulk_step_bytes, k.bulk_step_bytes >= 0, ">= 0 (0: a whole slot)"},
       {"max_blocks", k.max_blocks, k.max_blocks >= 0 && k.max_blocks <= 1024, "0..1024"},
       {"max_threads", k.max_threads,

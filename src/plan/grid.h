@@ -17,18 +17,28 @@ struct LaunchKnobs {
                                  // bytes per block poll PCIe less per thread and win up to 64 KiB)
   int bulk_block_bytes = 16384;  // the same for host_bulk: one fence and one flag per block and
                                  // step favour larger shares (measured below)
-  int bulk_step_bytes = 0;       // host_bulk: message bytes per step (0: a whole outbox slot;
-                                 // shorter steps measured slower at every size, see below)
-  int max_blocks = 0;            // 0: kDefaultMaxBlocks
-  int max_threads = 512;         // threads per block at most (the kernels' launch bound)
-  int push_batch = 0;            // vectors a thread loads before storing them (1..4; 0: by size)
-  bool pdl = true;               // programmatic dependent launch (sm_90+)
+  int oneshot_step_bytes = 4 << 20;  // one-shot over peer memory: message bytes per step at
+                                     // most (0: a source's whole region of a slot; see below)
+  int bulk_step_bytes = 0;           // host_bulk: message bytes per step (0: a whole outbox slot;
+                                     // shorter steps measured slower at every size, see below)
+  int max_blocks = 0;                // 0: kDefaultMaxBlocks
+  int max_threads = 512;             // threads per block at most (the kernels' launch bound)
+  int push_batch = 0;    // vectors a thread loads before storing them (1..4; 0: by size)
+  bool pdl = true;       // programmatic dependent launch (sm_90+)
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
 };
 
 constexpr int kDefaultMaxBlocks = 128;
 
 // A multi-step one-shot call splits each block into pushing and reducing warps (oneshot.cu).
+// Its steps are at most 4 MiB of the message: the first step's push and the last step's reduce do
+// not overlap anything, and with the slot's whole 8 MiB region (world 2, 16 MiB slots) that fill
+// and drain is a quarter of a 32 MiB call. Measured on 2x H200, bf16, graphs, two runs
+// (`tpcomm-bench --backends oneshot,twoshot,nccl --sweep-knobs --min 8M --max 64M --factor 2`,
+// docs/bench/s5/sweep_step_{1,2}.json), us at 8 / 16 / 32 / 64 MiB: 1 MiB steps 35.5 / 68.5 / 140.8
+// / 277.1, 2 MiB 36.5 / 63.4 / 115.8 / 216.0, 3 MiB 32.2 / 56.9 / 104.0 / 199.8, 4 MiB 30.9 /
+// 54.6 / 102.2 / 197.0, 6 MiB 34.9 / 57.9 / 107.8 / 199.9, 8 MiB (the whole region) 31.8 / 61.0 /
+// 111.1 / 205.1; two-shot 29.1 / 59.1 / 118.2 / 234.7; NCCL 46.7 / 77.9 / 137.3 / 247.8.
 // Measured on 2x H200, bf16, `tpcomm-bench --sweep-knobs` (us at 16 / 32 / 64 MiB; NCCL 77 /
 // 137 / 247): 1/8 pushing 62.6 / 116.1 / 223.5, 2/8 61.4 / 110.4 / 206.0, 3/8 66.7 / 115.9 /
 // 211.3, 4/8 72.6 / 125.1 / 225.4, 5/8 83.0 / 142.2 / 250.4. The reduce side (three HBM streams

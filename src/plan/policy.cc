@@ -76,12 +76,14 @@ const char* fabricName(Fabric f) {
 }
 
 // Defaults, measured on 2x H200 NVLink, bf16, CUDA graphs (docs/BENCHMARKS.md, 2026-11-30):
-// world 2: one-shot up to 1 MiB (7.0 us vs two-shot 7.5), two-shot from 4 MiB to 16 MiB (16.7 vs
-// 17.7 us at 4 MiB), one-shot again above (its single wait per step wins at 64 MiB: 232 vs 241
-// us). Worlds 3..8 were measured with ranks sharing GPUs only (correctness, not speed): one-shot
-// moves (world-1)x the bytes, so two-shot takes over earlier. PCIe: posted writes but much less
-// bandwidth, so two-shot earlier still. Host: the host-memory kernels up to where NCCL's own
-// host path (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm tune` replaces these per machine.
+// world 2: one-shot up to 1 MiB (7.0 us vs two-shot 7.5), two-shot to 8 MiB (16.4 vs 17.0 us at
+// 4 MiB, 29.1 vs 30.9 at 8 MiB), one-shot again above, in 4 MiB steps with pushing and reducing
+// warps side by side (one wait per step; 54.6 vs 59.1 us at 16 MiB, 102 vs 118 at 32 MiB, 197
+// vs 235 at 64 MiB; plan/grid.h). Worlds 3..8 were measured with ranks sharing GPUs only
+// (correctness, not speed): one-shot moves (world-1)x the bytes, so two-shot takes over earlier.
+// PCIe: posted writes but much less bandwidth, so two-shot earlier still. Host: the host-memory
+// kernels up to where NCCL's own host path (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm
+// tune` replaces these per machine.
 //
 // Two islands (ESTIMATE, not measured: no two-socket PCIe box yet): the island algorithm sends
 // one fp32 partial per vector across the islands each way, two-shot m/2 vectors (m = world/2),
@@ -90,7 +92,7 @@ const char* fabricName(Fabric f) {
 // to 1 MiB (latency), island above, for worlds 6 and 8. Replace with `tpcomm tune` results.
 const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
   static const SizeTable nvlink2 = {
-      {1 * MiB, tpcommAlgoOneShot}, {16 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoOneShot}};
+      {1 * MiB, tpcommAlgoOneShot}, {8 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoOneShot}};
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};

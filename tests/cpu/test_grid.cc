@@ -85,6 +85,7 @@ TEST(Grid, KnobsOutOfRangeAreNamed) {
       {[](LaunchKnobs& k) { k.host_block_bytes = 15; }, "host_block_bytes=15 is out of range"},
       {[](LaunchKnobs& k) { k.bulk_block_bytes = 0; }, "bulk_block_bytes=0 is out of range"},
       {[](LaunchKnobs& k) { k.bulk_step_bytes = -1; }, "bulk_step_bytes=-1 is out of range"},
+      {[](LaunchKnobs& k) { k.oneshot_step_bytes = -5; }, "oneshot_step_bytes=-5 is out of range"},
       {[](LaunchKnobs& k) { k.max_blocks = 1025; }, "max_blocks=1025 is out of range"},
       {[](LaunchKnobs& k) { k.max_threads = 48; }, "max_threads=48 is out of range"},
       {[](LaunchKnobs& k) { k.max_threads = 1024; }, "max_threads=1024 is out of range"},

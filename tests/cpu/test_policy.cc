@@ -23,7 +23,9 @@ TEST(Policy, NvlinkWorld2DefaultsFollowTheMeasurements) {
   EXPECT_EQ(choose(nvlink(2, 1 * KiB)).algo, tpcommAlgoOneShot);
   EXPECT_EQ(choose(nvlink(2, 1 * MiB)).algo, tpcommAlgoOneShot);
   EXPECT_EQ(choose(nvlink(2, 1 * MiB + 1)).algo, tpcommAlgoTwoShot);
-  EXPECT_EQ(choose(nvlink(2, 16 * MiB)).algo, tpcommAlgoTwoShot);
+  EXPECT_EQ(choose(nvlink(2, 8 * MiB)).algo, tpcommAlgoTwoShot);
+  EXPECT_EQ(choose(nvlink(2, 8 * MiB + 1)).algo, tpcommAlgoOneShot);  // split, 4 MiB steps
+  EXPECT_EQ(choose(nvlink(2, 16 * MiB)).algo, tpcommAlgoOneShot);
   EXPECT_EQ(choose(nvlink(2, 64 * MiB)).algo, tpcommAlgoOneShot);
   const Decision d = choose(nvlink(2, 4 * MiB));
   EXPECT_FALSE(d.fallback);

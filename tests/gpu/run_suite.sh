@@ -50,6 +50,12 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
       --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
       --gtest_filter='Correctness.HostLLBlocksAcrossRegions'
 
+    # The chunked kernels (two-shot, island; src/kernels/chunk_layout.h): every size of the
+    # matrix through a 3-block two-shot, and the island kernel at world 4 (ranks sharing GPUs).
+    step sanitizer_chunked_memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+      --gtest_filter='Correctness.World2TwoShotSmallGrid:World/IslandWorld.FullMatrix/0'
+
     # The bulk host protocol's split path: named barriers, the flag barrier, the outbox rotation.
     for tool in racecheck synccheck; do
       step "sanitizer_bulk_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
