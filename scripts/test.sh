@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): builds the full fat binary (sm_75..sm_120 + PTX) with the
-# tests, then runs every test that needs no GPU: the C++ CPU suite (policy, validation,
-# bootstrap, inspector with nvcc-built fixtures, topology, tuning tables, doctor, tune) and the
-# Python package's CPU tests. The GPU suite is tests/gpu/run_suite.sh, on a GPU machine.
+# The test command (README, .ci/run): checks the C++/CUDA formatting, builds the full fat binary
+# (sm_75..sm_120 + PTX) with the tests, then runs every test that needs no GPU: the C++ CPU suite
+# (policy, validation, bootstrap, inspector with nvcc-built fixtures, topology, tuning tables,
+# doctor, tune) and the Python package's CPU tests. The GPU suite is tests/gpu/run_suite.sh, on a
+# GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
 JOBS=${TPCOMM_JOBS:-$(nproc)}
+
+echo "== format (clang-format, .clang-format)"
+scripts/check_format.sh
 
 echo "== configure + build ($BUILD, $JOBS jobs; the fat binary takes a few minutes on 2 cores)"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
