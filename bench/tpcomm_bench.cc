@@ -337,8 +337,12 @@ int main(int argc, char** argv) {
         addVariant("oneshot/split" + std::to_string(e), tpcommAlgoOneShot,
                    [&](LaunchKnobs& k) { k.push_eighths = e; });
       for (int mb : {1, 2, 3, 4, 6, 8})
-        addVariant("oneshot/step" + std::to_string(mb) + "M", tpcommAlgoOneShot,
-                   [&](LaunchKnobs& k) { k.oneshot_step_bytes = mb << 20; });
+        for (int pb : {0, 1})  // 0: the grid's batch (4 from 8 MiB: fewer threads per block)
+          addVariant("oneshot/step" + std::to_string(mb) + "M" + (pb ? "/p1" : ""),
+                     tpcommAlgoOneShot, [&](LaunchKnobs& k) {
+                       k.oneshot_step_bytes = mb << 20;
+                       k.push_batch = pb;
+                     });
     }
     // The default shape without programmatic dependent launch.
     addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });

@@ -27,9 +27,11 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
                        std::max<size_t>(1, (share + per_block_target - 1) / per_block_target)));
   // One vector (16 bytes) per thread per batch; whole warps; at most max_threads.
   const size_t vecs_per_block = ((share + 15) / 16 + g.blocks - 1) / g.blocks;
-  g.push_batch = k.push_batch > 0                    ? std::clamp(k.push_batch, 1, 4)
-                 : bytes >= kBatchFromBytes && !bulk ? 4
-                                                     : 1;
+  // The multi-step one-shot over peer memory keeps a vector per thread (grid.h).
+  const bool split_oneshot = algo == tpcommAlgoOneShot && bytes > step_bytes;
+  g.push_batch = k.push_batch > 0 ? std::clamp(k.push_batch, 1, 4)
+                 : bytes >= kBatchFromBytes && !bulk && !split_oneshot ? 4
+                                                                       : 1;
   // Bulk keeps a thread per vector whatever the batch: its reads of host memory want every
   // thread the block can have in flight, and a batch only deepens the pushes.
   const size_t batch = bulk ? 1 : static_cast<size_t>(g.push_batch);

@@ -17,7 +17,7 @@ struct LaunchKnobs {
                                  // bytes per block poll PCIe less per thread and win up to 64 KiB)
   int bulk_block_bytes = 16384;  // the same for host_bulk: one fence and one flag per block and
                                  // step favour larger shares (measured below)
-  int oneshot_step_bytes = 4 << 20;  // one-shot over peer memory: message bytes per step at
+  int oneshot_step_bytes = 1 << 20;  // one-shot over peer memory: message bytes per step at
                                      // most (0: a source's whole region of a slot; see below)
   int bulk_step_bytes = 0;           // host_bulk: message bytes per step (0: a whole outbox slot;
                                      // shorter steps measured slower at every size, see below)
@@ -31,9 +31,15 @@ struct LaunchKnobs {
 constexpr int kDefaultMaxBlocks = 128;
 
 // A multi-step one-shot call splits each block into pushing and reducing warps (oneshot.cu).
-// Its steps are at most 4 MiB of the message: the first step's push and the last step's reduce do
-// not overlap anything, and with the slot's whole 8 MiB region (world 2, 16 MiB slots) that fill
-// and drain is a quarter of a 32 MiB call. Measured on 2x H200, bf16, graphs, two runs
+// Its steps are at most 1 MiB of the message, with one vector per thread per round (push batch
+// 1: 512 threads for a block's 8 KiB of a step): the first step's push and the last step's
+// reduce overlap nothing, and with the slot's whole 8 MiB region (world 2, 16 MiB slots) that
+// fill and drain was a quarter of a 32 MiB call. Short steps need the batch of 1: with the batch
+// of 4 the grid gives a block of a 1 MiB step only 128 threads (32 of them pushing). Third run,
+// the same sweep with the batch of 1 (docs/bench/s5/sweep_step_3.json), us at 8 / 16 / 32 / 64
+// MiB: 1 MiB steps 28.4 / 53.5 / 95.8 / 188.5, 2 MiB 29.0 / 55.0 / 104.3 / 203.2, 4 MiB 32.1 /
+// 57.6 / 104.5 / 201.2 (batch 4 in that run: 1 MiB steps 35.5 / 68.7 / 139.5 / 276.4, 4 MiB 31.0
+// / 55.0 / 102.7 / 198.6). First two runs, batch 4 (the size rule below), two runs
 // (`tpcomm-bench --backends oneshot,twoshot,nccl --sweep-knobs --min 8M --max 64M --factor 2`,
 // docs/bench/s5/sweep_step_{1,2}.json), us at 8 / 16 / 32 / 64 MiB: 1 MiB steps 35.5 / 68.5 / 140.8
 // / 277.1, 2 MiB 36.5 / 63.4 / 115.8 / 216.0, 3 MiB 32.2 / 56.9 / 104.0 / 199.8, 4 MiB 30.9 /
@@ -58,7 +64,8 @@ constexpr int kDefaultMaxBlocks = 128;
 // its peers' reads do not overlap enough to pay for the extra fences and flag round trips.
 
 // Measured (docs/BENCHMARKS.md): a batch of 4 loads per thread wins at 16 MiB and above (the
-// link is saturated and the reloads between steps cost), a batch of 1 below (latency).
+// link is saturated and the reloads between steps cost), a batch of 1 below (latency); the
+// multi-step one-shot keeps the batch of 1 (above).
 constexpr size_t kBatchFromBytes = 8u << 20;
 
 struct GridPlan {

@@ -77,9 +77,9 @@ const char* fabricName(Fabric f) {
 
 // Defaults, measured on 2x H200 NVLink, bf16, CUDA graphs (docs/BENCHMARKS.md, 2026-11-30):
 // world 2: one-shot up to 1 MiB (7.0 us vs two-shot 7.5), two-shot to 8 MiB (16.4 vs 17.0 us at
-// 4 MiB, 29.1 vs 30.9 at 8 MiB), one-shot again above, in 4 MiB steps with pushing and reducing
-// warps side by side (one wait per step; 54.6 vs 59.1 us at 16 MiB, 102 vs 118 at 32 MiB, 197
-// vs 235 at 64 MiB; plan/grid.h). Worlds 3..8 were measured with ranks sharing GPUs only
+// 4 MiB, 29.1 vs 28.4-30.9 at 8 MiB), one-shot again above, in 1 MiB steps with pushing and
+// reducing warps side by side (one wait per step; 53.5 vs 59.1 us at 16 MiB, 95.8 vs 118 at 32
+// MiB, 188.5 vs 235 at 64 MiB; plan/grid.h). Worlds 3..8 were measured with ranks sharing GPUs only
 // (correctness, not speed): one-shot moves (world-1)x the bytes, so two-shot takes over earlier.
 // PCIe: posted writes but much less bandwidth, so two-shot earlier still. Host: the host-memory
 // kernels up to where NCCL's own host path (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm

@@ -59,8 +59,16 @@ TEST(Grid, PushBatchBySizeUnlessSet) {
   LaunchKnobs k;
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * MiB, kStep, 2, k).push_batch, 1);
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, kBatchFromBytes, kStep, 2, k).push_batch, 4);
+  EXPECT_EQ(planGrid(tpcommAlgoTwoShot, 16 * MiB, kStep, 2, k).push_batch, 4);
+  // The multi-step one-shot keeps a vector per thread: a block's 8 KiB of a 1 MiB step gets 512
+  // threads, not 128 (measured: 95.8 against 139.5 us at 32 MiB; plan/grid.h).
+  const GridPlan split = planGrid(tpcommAlgoOneShot, 32 * MiB, 1 * MiB, 2, k);
+  EXPECT_EQ(split.push_batch, 1);
+  EXPECT_EQ(split.blocks, kDefaultMaxBlocks);
+  EXPECT_EQ(split.threads, 512);
   k.push_batch = 2;
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 1 * KiB, kStep, 2, k).push_batch, 2);
+  EXPECT_EQ(planGrid(tpcommAlgoOneShot, 32 * MiB, 1 * MiB, 2, k).push_batch, 2);
 }
 
 TEST(Grid, PushShareOfTheSplitOneShotIsMeasuredDefaultWithinRange) {
