@@ -39,13 +39,14 @@ constexpr int kDefaultMaxBlocks = 128;
 // the same sweep with the batch of 1 (docs/bench/s5/sweep_step_3.json), us at 8 / 16 / 32 / 64
 // MiB: 1 MiB steps 28.4 / 53.5 / 95.8 / 188.5, 2 MiB 29.0 / 55.0 / 104.3 / 203.2, 4 MiB 32.1 /
 // 57.6 / 104.5 / 201.2 (batch 4 in that run: 1 MiB steps 35.5 / 68.7 / 139.5 / 276.4, 4 MiB 31.0
-// / 55.0 / 102.7 / 198.6). First two runs, batch 4 (the size rule below), two runs
+// / 55.0 / 102.7 / 198.6). The first two runs, batch 4 (the size rule below)
 // (`tpcomm-bench --backends oneshot,twoshot,nccl --sweep-knobs --min 8M --max 64M --factor 2`,
 // docs/bench/s5/sweep_step_{1,2}.json), us at 8 / 16 / 32 / 64 MiB: 1 MiB steps 35.5 / 68.5 / 140.8
 // / 277.1, 2 MiB 36.5 / 63.4 / 115.8 / 216.0, 3 MiB 32.2 / 56.9 / 104.0 / 199.8, 4 MiB 30.9 /
 // 54.6 / 102.2 / 197.0, 6 MiB 34.9 / 57.9 / 107.8 / 199.9, 8 MiB (the whole region) 31.8 / 61.0 /
 // 111.1 / 205.1; two-shot 29.1 / 59.1 / 118.2 / 234.7; NCCL 46.7 / 77.9 / 137.3 / 247.8.
-// Measured on 2x H200, bf16, `tpcomm-bench --sweep-knobs` (us at 16 / 32 / 64 MiB; NCCL 77 /
+// The push share, measured with 8 MiB steps and batch 4 (not yet again with 1 MiB steps and
+// batch 1) on 2x H200, bf16, `tpcomm-bench --sweep-knobs` (us at 16 / 32 / 64 MiB; NCCL 77 /
 // 137 / 247): 1/8 pushing 62.6 / 116.1 / 223.5, 2/8 61.4 / 110.4 / 206.0, 3/8 66.7 / 115.9 /
 // 211.3, 4/8 72.6 / 125.1 / 225.4, 5/8 83.0 / 142.2 / 250.4. The reduce side (three HBM streams
 // and the polls) needs more threads than the push side to keep up with the link.
