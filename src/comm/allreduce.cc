@@ -54,12 +54,12 @@ size_t oneShotStepBytes(const tpcommComm* c) {
 }
 
 // Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk) and of
-// the one-shot over peer memory (0: a whole slot region); 0 for the LL one-shot, whose kernel
-// takes a whole slot region per step.
+// the one-shot over peer memory; 0 for the LL one-shot, whose kernel takes a whole slot region
+// per step.
 size_t chunkOf(const tpcommComm* c, int algo) {
   switch (algo) {
     case tpcommAlgoOneShot:
-      return c->knobs.oneshot_step_bytes > 0 ? oneShotStepBytes(c) / kVecBytes : 0;
+      return oneShotStepBytes(c) / kVecBytes;
     case tpcommAlgoTwoShot:
       return c->chunk_vecs;
     case tpcommAlgoHostTwoShot:
@@ -74,9 +74,8 @@ size_t chunkOf(const tpcommComm* c, int algo) {
 }
 
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
-  const size_t step = algo == tpcommAlgoOneShot       ? oneShotStepBytes(c)
-                      : algo == tpcommAlgoHostOneShot ? c->host_step_bytes
-                                                      : chunkOf(c, algo) * kVecBytes;
+  const size_t step =
+      algo == tpcommAlgoHostOneShot ? c->host_step_bytes : chunkOf(c, algo) * kVecBytes;
   return planGrid(algo, bytes, step, c->world, c->knobs);
 }
 
