@@ -23,7 +23,8 @@ struct LaunchKnobs {
                                      // shorter steps measured slower at every size, see below)
   int max_blocks = 0;                // 0: kDefaultMaxBlocks
   int max_threads = 512;             // threads per block at most (the kernels' launch bound)
-  int push_batch = 0;    // vectors a thread loads before storing them (1..4; 0: by size)
+  int push_batch = 0;    // vectors a thread loads before storing them (1..4; 0: planGrid's
+                         // rule, by size and algorithm)
   bool pdl = true;       // programmatic dependent launch (sm_90+)
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
 };
