@@ -29,7 +29,8 @@ void usage(FILE* f) {
           "                       16K per block, steps of a slot, 256K, 64K or 16K, 2 or 4 of 8\n"
           "                       warps pushing), oneshot with 1..5 of 8 warps pushing in\n"
           "                       multi-step calls and with 1..8 MiB steps (the grid's push\n"
-          "                       batch, and 1 vector per thread), and auto without PDL\n"
+          "                       batch, and 1 vector per thread), and auto without PDL and\n"
+          "                       without the lean one-shot kernel\n"
           "  --no-check           skip the correctness check of every backend\n"
           "  --json FILE          write every measurement as JSON\n");
 }

@@ -346,6 +346,8 @@ int main(int argc, char** argv) {
     }
     // The default shape without programmatic dependent launch.
     addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });
+    // The default shape with the general one-shot kernel where the lean one would run.
+    addVariant("auto/nolean", tpcommAlgoAuto, [](LaunchKnobs& k) { k.lean = false; });
   }
   std::vector<size_t> sizes;
   for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor))

@@ -187,6 +187,150 @@ double oneWayUs(bool host) {
   return us;
 }
 
+// A minimal one-shot all-reduce of 1 KiB between two GPUs (one block of 64 threads, fp32
+// zeros, sentinel arrival as the library's SentinelProto), to see what each piece of the real
+// kernel costs against the floor rows above. Variants (bits of `how`):
+//   kSlotBaked: the slot comes from the launch argument (node i of the graph uses slot i % 4)
+//               instead of an epoch word in device memory (read at entry, advanced at the end);
+//   kTriggerEarly: griddepcontrol.launch_dependents at entry instead of after the push;
+//   kFreshInput: the input is a buffer no kernel writes (not the previous call's output);
+//   kAbortLoad: a volatile load of the abort word just before the epoch's (as the library);
+//   kTimerFirst: %globaltimer (the wait deadline) read before the push instead of after it.
+constexpr int kSlotBaked = 1, kTriggerEarly = 2, kFreshInput = 4, kAbortLoad = 8, kTimerFirst = 16;
+constexpr int kMiniSlots = 4, kMiniVecs = 64;
+
+__global__ void miniOneShot(int how, int baked_slot, const uint4* fresh, uint4* io, uint4* mine,
+                            uint4* theirs, State* st, unsigned* failed) {
+  if (how & kTriggerEarly) triggerDependents();
+  waitPrimary();
+  const int t = threadIdx.x;
+  const uint4 x = (how & kFreshInput) ? fresh[t] : io[t];
+  int slot = baked_slot;
+  unsigned long long e = 0;
+  if (!(how & kSlotBaked)) {
+    __shared__ unsigned long long s_e;
+    if (t == 0) {
+      unsigned ab = 0;
+      if (how & kAbortLoad) ab = *reinterpret_cast<volatile unsigned*>(&st->abort);
+      asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(e) : "l"(&st->epoch) : "memory");
+      s_e = ab ? ~0ull : e;
+    }
+    __syncthreads();
+    e = s_e;
+    slot = static_cast<int>(e % kMiniSlots);
+  }
+  unsigned long long t0 = 0, now = 0;
+  if (how & kTimerFirst) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)::"memory");
+  theirs[slot * kMiniVecs + t] = x;
+  if (!(how & kTriggerEarly)) triggerDependents();
+  uint4 y;
+  if (!(how & kTimerFirst)) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)::"memory");
+  for (;;) {
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(y.x), "=r"(y.y), "=r"(y.z), "=r"(y.w)
+                 : "l"(mine + slot * kMiniVecs + t));
+    if (y.x != 0xFFFFFFFFu && y.y != 0xFFFFFFFFu && y.z != 0xFFFFFFFFu && y.w != 0xFFFFFFFFu) break;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - t0 > 1000000000ull) {  // 1 s: a broken variant must not hang the machine
+      *failed = 1;
+      return;
+    }
+  }
+  mine[slot * kMiniVecs + t] = make_uint4(~0u, ~0u, ~0u, ~0u);
+  const float2 a = make_float2(__uint_as_float(x.x) + __uint_as_float(y.x),
+                               __uint_as_float(x.y) + __uint_as_float(y.y));
+  const float2 b = make_float2(__uint_as_float(x.z) + __uint_as_float(y.z),
+                               __uint_as_float(x.w) + __uint_as_float(y.w));
+  io[t] = make_uint4(__float_as_uint(a.x), __float_as_uint(a.y), __float_as_uint(b.x),
+                     __float_as_uint(b.y));
+  if (!(how & kSlotBaked) && t == 0)
+    *reinterpret_cast<volatile unsigned long long*>(&st->epoch) = e + 1;
+}
+
+// us per call of miniOneShot, both GPUs running a graph of kChain calls at once (GPU 0's time).
+double miniOneShotUs(int how) {
+  const size_t slot_bytes = kMiniSlots * kMiniVecs * sizeof(uint4);
+  uint4 *io[2], *fresh[2], *slots[2];
+  State* st[2];
+  unsigned* failed[2];
+  cudaStream_t s[2];
+  cudaGraphExec_t ge[2];
+  cudaEvent_t a[2], b[2];
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+    (void)cudaGetLastError();
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) return -1;
+    CK(cudaMalloc(&io[d], kMiniVecs * sizeof(uint4)));
+    CK(cudaMalloc(&fresh[d], kMiniVecs * sizeof(uint4)));
+    CK(cudaMalloc(&slots[d], slot_bytes));
+    CK(cudaMalloc(&st[d], sizeof(State)));
+    CK(cudaMallocManaged(&failed[d], sizeof(unsigned)));
+    *failed[d] = 0;
+    CK(cudaMemset(io[d], 0, kMiniVecs * sizeof(uint4)));
+    CK(cudaMemset(fresh[d], 0, kMiniVecs * sizeof(uint4)));
+    CK(cudaMemset(slots[d], 0xFF, slot_bytes));
+    CK(cudaMemset(st[d], 0, sizeof(State)));
+    CK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking));
+    CK(cudaEventCreate(&a[d]));
+    CK(cudaEventCreate(&b[d]));
+  }
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaDeviceSynchronize());
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(kMiniVecs);
+    cfg.stream = s[d];
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(s[d], cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kChain; ++i)
+      CK(cudaLaunchKernelEx(&cfg, miniOneShot, how, i % kMiniSlots,
+                            static_cast<const uint4*>(fresh[d]), io[d], slots[d], slots[1 - d],
+                            st[d], failed[d]));
+    CK(cudaStreamEndCapture(s[d], &g));
+    CK(cudaGraphInstantiate(&ge[d], g, 0));
+    CK(cudaGraphDestroy(g));
+  }
+  std::vector<double> us;
+  for (int r = 0; r < kReps + 2; ++r) {
+    for (int d = 0; d < 2; ++d) {
+      CK(cudaSetDevice(d));
+      CK(cudaEventRecord(a[d], s[d]));
+      CK(cudaGraphLaunch(ge[d], s[d]));
+      CK(cudaEventRecord(b[d], s[d]));
+    }
+    for (int d = 0; d < 2; ++d) {
+      CK(cudaSetDevice(d));
+      CK(cudaEventSynchronize(b[d]));
+    }
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a[0], b[0]));
+    if (r >= 2) us.push_back(ms * 1000.0 / kChain);
+  }
+  const bool bad = *failed[0] || *failed[1];
+  for (int d = 0; d < 2; ++d) {
+    CK(cudaSetDevice(d));
+    CK(cudaGraphExecDestroy(ge[d]));
+    CK(cudaFree(io[d]));
+    CK(cudaFree(fresh[d]));
+    CK(cudaFree(slots[d]));
+    CK(cudaFree(st[d]));
+    CK(cudaFree(failed[d]));
+    CK(cudaStreamDestroy(s[d]));
+    CK(cudaEventDestroy(a[d]));
+    CK(cudaEventDestroy(b[d]));
+  }
+  if (bad) return -1;
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
 // Streams `bytes` between this GPU's SMs and pinned host memory: blocks b with b % 4 < writers4
 // write `dst`, the others read `src` (volatile, as the transport does). writers4 = 4: writes
 // only, 0: reads only, 1..3: both at once in that proportion.
@@ -314,6 +458,20 @@ int main() {
     CK(cudaFree(remote));
     printf("%-52s %6.2f us\n", "one-way flag, peer memory", oneWayUs(false));
     printf("%-52s %6.2f us\n", "one-way flag, pinned host memory", oneWayUs(true));
+    const struct {
+      const char* name;
+      int how;
+    } minis[] = {
+        {"minimal 1 KiB one-shot, epoch in device memory", 0},
+        {"  ... slot baked into the launch", kSlotBaked},
+        {"  ... epoch, trigger dependents at entry", kTriggerEarly},
+        {"  ... epoch, input not the previous output", kFreshInput},
+        {"  ... slot baked, input not the previous output", kSlotBaked | kFreshInput},
+        {"  ... epoch, abort word loaded first", kAbortLoad},
+        {"  ... epoch, deadline read before the push", kTimerFirst},
+        {"  ... epoch, both (as the library's kernel)", kAbortLoad | kTimerFirst},
+    };
+    for (const auto& m : minis) printf("%-52s %6.2f us\n", m.name, miniOneShotUs(m.how));
   }
   // SM traffic is what the host transport uses; the copy engines are the other way to move data
   // between a GPU and host memory (both directions at once is the all-reduce's pattern).

@@ -165,8 +165,9 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   } else if (isKernelAlgo(d.algo)) {
     const GridPlan g = gridOf(comm, d.algo, bytes);
     blocks = g.blocks;
-    LaunchArgs a{d.algo,   g.blocks, g.threads, g.push_batch, g.push_eighths,       comm->knobs.pdl,
-                 sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo)};
+    LaunchArgs a{
+        d.algo,   g.blocks, g.threads, g.push_batch, g.push_eighths,        comm->knobs.pdl,
+        sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo), comm->knobs.lean};
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
     return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",

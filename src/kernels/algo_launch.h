@@ -16,8 +16,11 @@ constexpr int kNumDtypes = 3;  // float32, float16, bfloat16 (see dtypeIndex)
 
 // Kernel entry points by [dtype index]. (Alignment of the user's buffers is a run-time argument:
 // a template for it doubled the fat binary for one uniform branch per vector.)
+// `lean`: the one-shot's latency-path kernels (oneshot.cu), for the calls oneShotLeanFits takes;
+// null for every other algorithm.
 struct KernelSet {
   const void* fn[kNumDtypes];
+  const void* lean[kNumDtypes] = {};
 };
 
 // Kernels are built per world-size class (2, 4, 8 ranks) so per-peer registers fit the class,
@@ -61,7 +64,13 @@ struct LaunchArgs {
   size_t count;
   tpcommDataType_t dtype;
   size_t chunk_vecs;  // vectors per step: two-shot, island and host_bulk (others ignore it)
+  bool lean = true;   // the algorithm's latency-path kernel where the call fits it (one-shot)
 };
+
+// Whether a one-shot call over peer memory can run the lean kernel: one step (the message fits
+// a source's region of a slot, at the step size chunk_vecs), whole 16-byte vectors in aligned
+// buffers, and at most one vector per thread of the grid. Pure host arithmetic (CPU-tested).
+bool oneShotLeanFits(const DeviceComm& c, const LaunchArgs& a, bool aligned);
 
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);
 

@@ -30,9 +30,10 @@ tpcommResult_t checkKernelImages(int device) {
         sets.push_back(kernelsOf(algo, w));
   bool jit = false;
   for (const KernelSet& set : sets) {
-    {
+    for (const void* const* fns : {set.fn, set.lean}) {
       for (int d = 0; d < kNumDtypes; ++d) {
-        const void* fn = set.fn[d];
+        const void* fn = fns[d];
+        if (!fn) continue;
         cudaFuncAttributes attr{};
         const cudaError_t err = cudaFuncGetAttributes(&attr, fn);
         if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) {

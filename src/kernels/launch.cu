@@ -1,5 +1,6 @@
 // The one place kernels are launched: picks the instantiation and launches it with
 // cudaLaunchKernelEx, adding the programmatic-dependent-launch attribute where it is asked for.
+#include <algorithm>
 #include <cstdint>
 
 #include "common/error.h"
@@ -74,13 +75,27 @@ size_t dtypeSize(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? 4 : 2;
 }
 
+bool oneShotLeanFits(const DeviceComm& c, const LaunchArgs& a, bool aligned) {
+  if (a.algo != tpcommAlgoOneShot || !aligned || a.blocks < 1 || a.threads < 1) return false;
+  const size_t bytes = a.count * dtypeSize(a.dtype);
+  if (bytes == 0 || bytes % kVecBytes != 0) return false;
+  const size_t nvec = bytes / kVecBytes;
+  // The kernel's own region rule (oneshot.cu): a source's share of a slot, or the step if shorter.
+  const size_t full = oneShotStepBytes(c) / kVecBytes;
+  const size_t region = a.chunk_vecs > 0 ? std::min(a.chunk_vecs, full) : full;
+  if (nvec > region) return false;
+  const size_t blocks = static_cast<size_t>(a.blocks);
+  return (nvec + blocks - 1) / blocks <= static_cast<size_t>(a.threads);
+}
+
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
   const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
                        (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
   const KernelSet set = kernelsOf(a.algo, c.world);
-  const void* fn = set.fn[di];
+  const void* fn =
+      a.lean && set.lean[di] && oneShotLeanFits(c, a, aligned) ? set.lean[di] : set.fn[di];
   if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
   if (a.algo == tpcommAlgoIsland && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");

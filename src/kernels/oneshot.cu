@@ -191,10 +191,77 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.store(epoch);
 }
 
+// The latency path: the same call as oneShotKernel when it is one step of whole vectors in
+// 16-byte-aligned buffers and every thread has at most one vector (oneShotLeanFits, launch.cu,
+// decides; small calls get a thread per vector from planGrid). Same slots, entries, epoch
+// bookkeeping and summation order as the general kernel, so a rank running it pairs with a peer
+// running the general one; what is gone is the general kernel's code between griddepcontrol.wait
+// and the pushes and between the data's arrival and the output: the step and batch loops, the
+// tail and unaligned paths, the split. A minimal one-shot in tpcomm-floor ran 1.5 us per call
+// where the general kernel ran 2.3 (2x H200, 1 KiB, graphs): that difference was instruction
+// latency on the critical path, not the machine.
+template <typename Proto, typename T, int kW>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    oneShotLeanKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+                      size_t step_vecs) {
+  KernelTrace trace;
+  trace.mark(kTraceEntry);
+  constexpr int E = VecTraits<T>::kElems;
+  const size_t nvec = count / E;  // whole vectors only (the host checks)
+  // The general kernel's region (the entries of a source within a slot) for a one-step call.
+  const size_t full = slotVecs<Proto>(c) / c.world;
+  const size_t region = step_vecs > 0 ? min(step_vecs, full) : full;
+  const size_t per = (min(region, nvec) + gridDim.x - 1) / gridDim.x;  // <= blockDim.x
+  const size_t v = blockIdx.x * per + threadIdx.x;
+  const bool has = threadIdx.x < per && v < nvec;
+  const int rank = c.rank, world = c.world;
+  const size_t slot_bytes = Proto::slotBytes(c);
+  char* peer[kW];
+#pragma unroll
+  for (int p = 0; p < kW; ++p) peer[p] = p < world ? Proto::bufs(c)[(rank + p) % world] : nullptr;
+  const uint4* in = reinterpret_cast<const uint4*>(send) + v;
+
+  pdlWait();
+  trace.mark(kTraceWaited);
+  const uint4 x = has ? *in : make_uint4(0, 0, 0, 0);
+  const unsigned long long epoch = readEpoch(c.state);
+  if (epoch == ~0ull) return;
+  trace.mark(kTraceEpoch);
+  const size_t slot_off = (epoch % kNumSlots) * slot_bytes;
+  if (has) {
+    const uint4 y = canon<T>(x);
+#pragma unroll
+    for (int p = 1; p < kW; ++p)
+      if (p < world)
+        Proto::put(reinterpret_cast<uint4*>(peer[p] + slot_off) + rank * region + v, y, 0);
+  }
+  trace.mark(kTracePushed);
+  const bool advance = arriveEpoch(c);
+  pdlLaunchDependents();
+  WaitCtx ctx = makeWaitCtx(c);
+  if (has) {
+    uint4 y[1];
+    uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
+    if (!reduceBatch<Proto, T, kW, 1>(c, mine, region, v, 1, nvec, send, v, count, epoch, ctx, y))
+      return;
+    reinterpret_cast<uint4*>(recv)[v] = y[0];
+  }
+  trace.mark(kTraceReduced);
+  if (advance) advanceEpoch(c, epoch, 1);
+  trace.mark(kTraceEnd);
+  trace.store(epoch);
+}
+
 struct OneShot {
   template <typename Proto, typename T, int kW>
   static const void* get() {
     return reinterpret_cast<const void*>(&oneShotKernel<Proto, T, kW>);
+  }
+};
+struct OneShotLean {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&oneShotLeanKernel<Proto, T, kW>);
   }
 };
 
@@ -212,7 +279,10 @@ bool readKernelTrace(int, unsigned long long*) {
 #endif
 
 KernelSet oneShotKernels(int world) {
-  return kernelSetByWorld<OneShot, SentinelProto>(world);
+  KernelSet set = kernelSetByWorld<OneShot, SentinelProto>(world);
+  const KernelSet lean = kernelSetByWorld<OneShotLean, SentinelProto>(world);
+  for (int d = 0; d < kNumDtypes; ++d) set.lean[d] = lean.fn[d];
+  return set;
 }
 KernelSet hostOneShotKernels(int world) {
   return kernelSetByWorld<OneShot, LLProto>(world);

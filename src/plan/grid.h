@@ -27,6 +27,7 @@ struct LaunchKnobs {
                          // rule, by size and algorithm)
   bool pdl = true;       // programmatic dependent launch (sm_90+)
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
+  bool lean = true;      // one-shot calls that fit it run the lean kernel (oneShotLeanFits)
 };
 
 constexpr int kDefaultMaxBlocks = 128;

@@ -76,10 +76,11 @@ const char* fabricName(Fabric f) {
 }
 
 // Defaults, measured on 2x H200 NVLink, bf16, CUDA graphs (docs/BENCHMARKS.md, 2026-11-30):
-// world 2: one-shot up to 1 MiB (7.0 us vs two-shot 7.5), two-shot to 8 MiB (16.4 vs 17.0 us at
-// 4 MiB, 29.1 vs 28.4-30.9 at 8 MiB), one-shot again above, in 1 MiB steps with pushing and
-// reducing warps side by side (one wait per step; 53.5 vs 59.1 us at 16 MiB, 95.8 vs 118 at 32
-// MiB, 188.5 vs 235 at 64 MiB; plan/grid.h). Worlds 3..8 were measured with ranks sharing GPUs only
+// world 2: one-shot at every size. Up to 1 MiB a call is one step (the lean kernel: 5.2 us at
+// 1 MiB vs two-shot 7.1); above it goes in 1 MiB steps with pushing and reducing warps side by
+// side (one wait per step; plan/grid.h), and that beat two-shot in every same-run comparison of
+// the sixth round: 9.7 vs 10.4 us at 2 MiB, 15.8-15.9 vs 16.4 at 4 MiB, 28.1-28.3 vs 28.9 at
+// 8 MiB, 53.5-54.1 vs 58.8 at 16 MiB, 95.8 vs 118 at 32 MiB, 188.5 vs 235 at 64 MiB. Worlds 3..8 were measured with ranks sharing GPUs only
 // (correctness, not speed): one-shot moves (world-1)x the bytes, so two-shot takes over earlier.
 // PCIe: posted writes but much less bandwidth, so two-shot earlier still. Host: the host-memory
 // kernels up to where NCCL's own host path (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm
@@ -91,8 +92,7 @@ const char* fabricName(Fabric f) {
 // 1/2), at the price of a third wait per step. So: one-shot and two-shot as without islands up
 // to 1 MiB (latency), island above, for worlds 6 and 8. Replace with `tpcomm tune` results.
 const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
-  static const SizeTable nvlink2 = {
-      {1 * MiB, tpcommAlgoOneShot}, {8 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoOneShot}};
+  static const SizeTable nvlink2 = {{kInf, tpcommAlgoOneShot}};
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};

@@ -22,15 +22,14 @@ PolicyInput nvlink(int world, size_t bytes) {
 TEST(Policy, NvlinkWorld2DefaultsFollowTheMeasurements) {
   EXPECT_EQ(choose(nvlink(2, 1 * KiB)).algo, tpcommAlgoOneShot);
   EXPECT_EQ(choose(nvlink(2, 1 * MiB)).algo, tpcommAlgoOneShot);
-  EXPECT_EQ(choose(nvlink(2, 1 * MiB + 1)).algo, tpcommAlgoTwoShot);
-  EXPECT_EQ(choose(nvlink(2, 8 * MiB)).algo, tpcommAlgoTwoShot);
-  EXPECT_EQ(choose(nvlink(2, 8 * MiB + 1)).algo, tpcommAlgoOneShot);  // split, 4 MiB steps
-  EXPECT_EQ(choose(nvlink(2, 16 * MiB)).algo, tpcommAlgoOneShot);
+  // Multi-step one-shot (1 MiB steps, split warps) above: it beat two-shot at 2-64 MiB.
+  EXPECT_EQ(choose(nvlink(2, 1 * MiB + 1)).algo, tpcommAlgoOneShot);
+  EXPECT_EQ(choose(nvlink(2, 4 * MiB)).algo, tpcommAlgoOneShot);
   EXPECT_EQ(choose(nvlink(2, 64 * MiB)).algo, tpcommAlgoOneShot);
   const Decision d = choose(nvlink(2, 4 * MiB));
   EXPECT_FALSE(d.fallback);
   EXPECT_EQ(d.error, tpcommSuccess);
-  EXPECT_NE(d.reason.find("twoshot by default table for nvlink, world 2"), std::string::npos)
+  EXPECT_NE(d.reason.find("oneshot by default table for nvlink, world 2"), std::string::npos)
       << d.reason;
 }
 

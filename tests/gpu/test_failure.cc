@@ -120,20 +120,33 @@ TEST(Stats, LastCallAndCounters) {
   std::string err;
   auto g = makeGroup(2, nullptr, 8 << 20, &err);
   ASSERT_TRUE(g) << err;
+  // Auto at world 2 runs the one-shot at every size (plan/policy.cc): a single-step call and a
+  // 6 MiB one of six steps.
   ASSERT_EQ(runCase(*g, Case{tpcommBfloat16, 1000, false, 0, 5}).result, tpcommSuccess);
   ASSERT_EQ(runCase(*g, Case{tpcommBfloat16, 3u << 20, false, 0, 5}).result, tpcommSuccess);
   tpcommStats_t st;
   ASSERT_EQ(tpcommCommGetStats(g->comms[1], &st), tpcommSuccess);
-  EXPECT_EQ(st.calls[tpcommAlgoOneShot], 1u);
-  EXPECT_EQ(st.calls[tpcommAlgoTwoShot], 1u);
+  EXPECT_EQ(st.calls[tpcommAlgoOneShot], 2u);
+  EXPECT_EQ(st.calls[tpcommAlgoTwoShot], 0u);
   EXPECT_EQ(st.fallbacks, 0u);
   tpcommCallInfo_t info;
   ASSERT_EQ(tpcommCommGetLastCall(g->comms[1], &info), tpcommSuccess);
-  EXPECT_EQ(info.algo, tpcommAlgoTwoShot);
+  EXPECT_EQ(info.algo, tpcommAlgoOneShot);
   EXPECT_EQ(info.bytes, (3u << 20) * 2);
-  EXPECT_NE(std::string(info.reason).find("twoshot"), std::string::npos) << info.reason;
+  EXPECT_NE(std::string(info.reason).find("oneshot"), std::string::npos) << info.reason;
   ASSERT_EQ(tpcommCommExplain(g->comms[0], 100, tpcommFloat32, &info), tpcommSuccess);
   EXPECT_EQ(info.algo, tpcommAlgoOneShot) << info.reason;
+  // A forced algorithm is counted under its own name.
+  const tpcommConfig_t cfg = configFor(tpcommAlgoTwoShot);
+  auto forced = makeGroup(2, &cfg, 1 << 20, &err);
+  ASSERT_TRUE(forced) << err;
+  ASSERT_EQ(runCase(*forced, Case{tpcommBfloat16, 1000, false, 0, 5}).result, tpcommSuccess);
+  ASSERT_EQ(tpcommCommGetStats(forced->comms[0], &st), tpcommSuccess);
+  EXPECT_EQ(st.calls[tpcommAlgoTwoShot], 1u);
+  EXPECT_EQ(st.calls[tpcommAlgoOneShot], 0u);
+  ASSERT_EQ(tpcommCommGetLastCall(forced->comms[0], &info), tpcommSuccess);
+  EXPECT_EQ(info.algo, tpcommAlgoTwoShot);
+  EXPECT_NE(std::string(info.reason).find("twoshot"), std::string::npos) << info.reason;
 }
 
 // Run by tests/gpu/run_suite.sh against a build configured without sm_90

@@ -1,0 +1,103 @@
+// Which one-shot calls run the lean kernel (oneShotLeanFits, src/kernels/launch.cu): exactly the
+// single-step calls of whole, aligned vectors with at most one vector per thread. The lean
+// kernel has no step loop, no tail path and no batch loop, so a call outside these bounds that
+// reached it would silently lose data: the boundaries are tested on both sides.
+#include <gtest/gtest.h>
+
+#include "kernels/algo_launch.h"
+#include "plan/grid.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr size_t KiB = 1024, MiB = 1024 * KiB;
+
+DeviceComm commOf(int world, size_t slot_bytes = 16 * MiB) {
+  DeviceComm c{};
+  c.world = world;
+  c.slot_bytes = slot_bytes;
+  return c;
+}
+
+// The launch arguments tpcommAllReduce would build for a one-shot call of `bytes` in `dt`, with
+// the default knobs and steps of `step_bytes` (the communicator's default: 1 MiB).
+LaunchArgs argsOf(const DeviceComm& c, size_t bytes, tpcommDataType_t dt = tpcommBfloat16,
+                  size_t step_bytes = 1 * MiB, const LaunchKnobs& k = LaunchKnobs{}) {
+  const size_t step = std::min(step_bytes, oneShotStepBytes(c));
+  const GridPlan g = planGrid(tpcommAlgoOneShot, bytes, step, c.world, k);
+  LaunchArgs a{};
+  a.algo = tpcommAlgoOneShot;
+  a.blocks = g.blocks;
+  a.threads = g.threads;
+  a.push_batch = g.push_batch;
+  a.dtype = dt;
+  a.count = bytes / dtypeSize(dt);
+  a.chunk_vecs = step / kVecBytes;
+  return a;
+}
+
+TEST(LeanChoice, EverySingleStepPolicySizeFitsAtEveryWorld) {
+  // The default grid gives a thread per vector up to 128 blocks of 512 threads (1 MiB), which is
+  // also the default step: every one-shot call the policies make up to 1 MiB runs lean.
+  for (int world = 2; world <= 8; ++world) {
+    const DeviceComm c = commOf(world);
+    for (size_t bytes = 16; bytes <= 1 * MiB; bytes *= 2)
+      for (tpcommDataType_t dt : {tpcommFloat32, tpcommFloat16, tpcommBfloat16})
+        EXPECT_TRUE(oneShotLeanFits(c, argsOf(c, bytes, dt), true))
+            << bytes << " bytes, world " << world << ", dtype " << dt;
+  }
+}
+
+TEST(LeanChoice, MultiStepCallsDoNot) {
+  const DeviceComm c = commOf(2);
+  EXPECT_FALSE(oneShotLeanFits(c, argsOf(c, 2 * MiB), true));
+  EXPECT_FALSE(oneShotLeanFits(c, argsOf(c, 1 * MiB + 16), true));
+  // The step bounds it, not only the slot: 64 KiB steps make a 128 KiB call two steps.
+  EXPECT_TRUE(oneShotLeanFits(c, argsOf(c, 64 * KiB, tpcommBfloat16, 64 * KiB), true));
+  EXPECT_FALSE(oneShotLeanFits(c, argsOf(c, 64 * KiB + 16, tpcommBfloat16, 64 * KiB), true));
+  // A small slot bounds it too (a source's region is slot / world): 64 KiB slots at world 4 hold
+  // 16 KiB per source.
+  const DeviceComm small = commOf(4, 64 * KiB);
+  EXPECT_TRUE(oneShotLeanFits(small, argsOf(small, 16 * KiB), true));
+  EXPECT_FALSE(oneShotLeanFits(small, argsOf(small, 16 * KiB + 16), true));
+}
+
+TEST(LeanChoice, PartialVectorsAndUnalignedBuffersDoNot) {
+  const DeviceComm c = commOf(2);
+  EXPECT_FALSE(oneShotLeanFits(c, argsOf(c, 4 * KiB), false));  // unaligned buffers
+  LaunchArgs a = argsOf(c, 4 * KiB);
+  a.count += 1;  // one bf16 element past a whole vector
+  EXPECT_FALSE(oneShotLeanFits(c, a, true));
+  a.count = 7;  // less than one vector
+  EXPECT_FALSE(oneShotLeanFits(c, a, true));
+  a.count = 0;
+  EXPECT_FALSE(oneShotLeanFits(c, a, true));
+}
+
+TEST(LeanChoice, MoreThanOneVectorPerThreadDoesNot) {
+  const DeviceComm c = commOf(2);
+  LaunchArgs a = argsOf(c, 64 * KiB);  // 4096 vectors
+  a.blocks = 8;
+  a.threads = 512;  // exactly one vector per thread
+  EXPECT_TRUE(oneShotLeanFits(c, a, true));
+  a.threads = 480;
+  EXPECT_FALSE(oneShotLeanFits(c, a, true));
+  // A push batch of 4 gives a quarter of the threads: the general kernel's batch loop is needed.
+  LaunchKnobs k;
+  k.push_batch = 4;
+  EXPECT_FALSE(oneShotLeanFits(c, argsOf(c, 64 * KiB, tpcommBfloat16, 1 * MiB, k), true));
+}
+
+TEST(LeanChoice, OnlyTheOneShotOverPeerMemory) {
+  const DeviceComm c = commOf(2);
+  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot,
+                   tpcommAlgoHostBulk, tpcommAlgoIsland, tpcommAlgoNccl}) {
+    LaunchArgs a = argsOf(c, 4 * KiB);
+    a.algo = algo;
+    EXPECT_FALSE(oneShotLeanFits(c, a, true)) << tpcommAlgoName(algo);
+  }
+}
+
+}  // namespace
+}  // namespace tpcomm
