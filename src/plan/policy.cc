@@ -80,11 +80,11 @@ const char* fabricName(Fabric f) {
 // 1 MiB vs two-shot 7.1); above it goes in 1 MiB steps with pushing and reducing warps side by
 // side (one wait per step; plan/grid.h), and that beat two-shot in every same-run comparison of
 // the sixth round: 9.7 vs 10.4 us at 2 MiB, 15.8-15.9 vs 16.4 at 4 MiB, 28.1-28.3 vs 28.9 at
-// 8 MiB, 53.5-54.1 vs 58.8 at 16 MiB, 95.8 vs 118 at 32 MiB, 188.5 vs 235 at 64 MiB. Worlds 3..8 were measured with ranks sharing GPUs only
-// (correctness, not speed): one-shot moves (world-1)x the bytes, so two-shot takes over earlier.
-// PCIe: posted writes but much less bandwidth, so two-shot earlier still. Host: the host-memory
-// kernels up to where NCCL's own host path (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm
-// tune` replaces these per machine.
+// 8 MiB, 53.5-54.1 vs 58.8 at 16 MiB, 95.8 vs 118 at 32 MiB, 188.5 vs 235 at 64 MiB. Worlds 3..8
+// were measured with ranks sharing GPUs only (correctness, not speed): one-shot moves (world-1)x
+// the bytes, so two-shot takes over earlier. PCIe: posted writes but much less bandwidth, so
+// two-shot earlier still. Host: the host-memory kernels up to where NCCL's own host path
+// (NCCL_P2P_DISABLE=1) is not slower (below). `tpcomm tune` replaces these per machine.
 //
 // Two islands (ESTIMATE, not measured: no two-socket PCIe box yet): the island algorithm sends
 // one fp32 partial per vector across the islands each way, two-shot m/2 vectors (m = world/2),
