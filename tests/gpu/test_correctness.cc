@@ -29,6 +29,21 @@ std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
   return c;
 }
 
+// Waits for rank r's stream: the calls on it must have finished without an asynchronous error
+// (a timeout) and left the current device at rank r's GPU.
+::testing::AssertionResult drained(Group& g, int r) {
+  cudaSetDevice(g.devs[r]);
+  const cudaError_t e = cudaStreamSynchronize(g.streams[r]);
+  if (e != cudaSuccess)
+    return ::testing::AssertionFailure() << "rank " << r << ": " << cudaGetErrorString(e);
+  tpcommResult_t async = tpcommSuccess;
+  tpcommCommGetAsyncError(g.comms[r], &async);
+  if (async != tpcommSuccess)
+    return ::testing::AssertionFailure()
+           << "rank " << r << ": asynchronous error " << tpcommGetErrorString(async);
+  return ::testing::AssertionSuccess();
+}
+
 // light: the reduced matrix used for world sizes 3..8 (bf16 and fp32, fewer sizes and offsets).
 void runMatrix(int world, int algo, bool big, int max_blocks, bool light = false) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
@@ -259,11 +274,7 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
       }
       tpcommGroupEnd();
       for (int r = 0; r < world; ++r) {
-        cudaSetDevice(g->devs[r]);
-        ASSERT_EQ(cudaStreamSynchronize(g->streams[r]), cudaSuccess);
-        tpcommResult_t async;
-        tpcommCommGetAsyncError(g->comms[r], &async);
-        ASSERT_EQ(async, tpcommSuccess) << "sentinel payload looked like missing data";
+        ASSERT_TRUE(drained(*g, r)) << "sentinel payload looked like missing data";
         std::vector<uint8_t> a(count * es), b(count * es);
         cudaMemcpy(a.data(), g->send[r], count * es, cudaMemcpyDeviceToHost);
         cudaMemcpy(b.data(), g->recv[r], count * es, cudaMemcpyDeviceToHost);
@@ -313,11 +324,7 @@ TEST(Correctness, LeanAndGeneralOneShotTogether) {
         }
         tpcommGroupEnd();
         for (int r = 0; r < world; ++r) {
-          cudaSetDevice(g->devs[r]);
-          ASSERT_EQ(cudaStreamSynchronize(g->streams[r]), cudaSuccess);
-          tpcommResult_t async;
-          tpcommCommGetAsyncError(g->comms[r], &async);
-          ASSERT_EQ(async, tpcommSuccess);
+          ASSERT_TRUE(drained(*g, r));
           std::vector<uint16_t> out(count);
           const size_t off = r == odd ? 2 : 0;
           ASSERT_EQ(cudaMemcpy(out.data(), g->recv[r] + off, count * 2, cudaMemcpyDeviceToHost),
