@@ -18,12 +18,14 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
     size_t count;         // bf16 elements
     size_t buffer_bytes;  // 0: default
   };
-  // One-shot, two-shot, and a many-step one-shot (pushing and reducing warps split: the pushers
-  // must not be left waiting for reducers that gave up); bulk over host memory, single-step and
-  // split (one thread per block polls the flags, and the whole block must learn of the timeout).
-  // Fresh communicators each.
+  // Auto at world 2 (the lean one-shot at 2 KiB, the split one-shot at 8 MiB), two-shot (forced:
+  // auto no longer runs it at world 2), and a many-step one-shot (pushing and reducing warps
+  // split: the pushers must not be left waiting for reducers that gave up); bulk over host
+  // memory, single-step and split (one thread per block polls the flags, and the whole block must
+  // learn of the timeout). Fresh communicators each.
   const Case cases[] = {{tpcommAlgoAuto, 1024, 0},
                         {tpcommAlgoAuto, size_t{4} << 20, 0},
+                        {tpcommAlgoTwoShot, size_t{4} << 20, 0},
                         {tpcommAlgoOneShot, size_t{1} << 20, 256u << 10},
                         {tpcommAlgoHostBulk, 1024, 0},
                         {tpcommAlgoHostBulk, size_t{1} << 20, 0}};
