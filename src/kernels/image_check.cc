@@ -25,9 +25,11 @@ tpcommResult_t checkKernelImages(int device) {
   // Every kernel algorithm at every world-size class (the island kernels exist from world 4 on:
   // island sizes 2 and 4; at world 2 their set is empty).
   for (int w : kWorldClasses)
-    for (int algo = 0; algo < tpcommNumAlgos; ++algo)
-      if (isKernelAlgo(algo) && kernelsOf(algo, w).fn[0] != nullptr)
-        sets.push_back(kernelsOf(algo, w));
+    for (int algo = 0; algo < tpcommNumAlgos; ++algo) {
+      if (!isKernelAlgo(algo)) continue;
+      const KernelSet set = kernelsOf(algo, w);
+      if (set.fn[0] != nullptr) sets.push_back(set);
+    }
   bool jit = false;
   for (const KernelSet& set : sets) {
     for (const void* const* fns : {set.fn, set.lean}) {

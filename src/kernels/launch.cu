@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
+#include "kernels/oneshot_layout.h"
 #include "plan/policy.h"
 
 namespace tpcomm {
@@ -79,13 +80,10 @@ bool oneShotLeanFits(const DeviceComm& c, const LaunchArgs& a, bool aligned) {
   if (a.algo != tpcommAlgoOneShot || !aligned || a.blocks < 1 || a.threads < 1) return false;
   const size_t bytes = a.count * dtypeSize(a.dtype);
   if (bytes == 0 || bytes % kVecBytes != 0) return false;
-  const size_t nvec = bytes / kVecBytes;
-  // The kernel's own region rule (oneshot.cu): a source's share of a slot, or the step if shorter.
-  const size_t full = oneShotStepBytes(c) / kVecBytes;
-  const size_t region = a.chunk_vecs > 0 ? std::min(a.chunk_vecs, full) : full;
-  if (nvec > region) return false;
-  const size_t blocks = static_cast<size_t>(a.blocks);
-  return (nvec + blocks - 1) / blocks <= static_cast<size_t>(a.threads);
+  // The kernels' own geometry (oneshot_layout.h): one step, and a vector per thread at most.
+  const OneShotCall k = oneShotCall(oneShotStepBytes(c) / kVecBytes, a.chunk_vecs,
+                                    bytes / kVecBytes, static_cast<unsigned>(a.blocks));
+  return k.nsteps == 1 && k.per <= static_cast<size_t>(a.threads);
 }
 
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {

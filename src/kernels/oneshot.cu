@@ -14,6 +14,7 @@
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
 #include "kernels/kernel_set.cuh"
+#include "kernels/oneshot_layout.h"
 #include "kernels/trace_device.cuh"
 
 namespace tpcomm {
@@ -34,9 +35,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t nvec = (count + E - 1) / E;
   // Vectors per source rank and step: a slot holds every source's region, an outbox only ours;
   // step_vecs > 0 asks for shorter steps (a launch knob; 0: the whole region or outbox slot).
-  const size_t full = Proto::kOutbox ? slotVecs<Proto>(c) : slotVecs<Proto>(c) / c.world;
-  const size_t region = step_vecs > 0 ? min(step_vecs, full) : full;
-  const size_t nsteps = (nvec + region - 1) / region;
+  const OneShotCall k =
+      oneShotCall(Proto::kOutbox ? slotVecs<Proto>(c) : slotVecs<Proto>(c) / c.world, step_vecs,
+                  nvec, gridDim.x);
+  const size_t region = k.region, nsteps = k.nsteps, per = k.per;
   const int pb = c.push_batch;
   const int rank = c.rank, world = c.world;
   const bool aligned = c.aligned != 0;
@@ -65,7 +67,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // step), so the entries this block reads in step s are the ones the same block of every peer
   // writes in step s+4 (docs/PROTOCOL.md). A per-step share would let a peer's short last step
   // overwrite entries a slower thread of ours still has to read.
-  const size_t per = (min(region, nvec) + gridDim.x - 1) / gridDim.x;
   auto share = [&](size_t s, size_t* first, size_t* last) {
     const size_t base = s * region, len = min(region, nvec - base);
     *first = base + min(len, blockIdx.x * per);
@@ -208,10 +209,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)
-  // The general kernel's region (the entries of a source within a slot) for a one-step call.
-  const size_t full = slotVecs<Proto>(c) / c.world;
-  const size_t region = step_vecs > 0 ? min(step_vecs, full) : full;
-  const size_t per = (min(region, nvec) + gridDim.x - 1) / gridDim.x;  // <= blockDim.x
+  // The general kernel's geometry; one step, and per <= blockDim.x (the host checks).
+  const OneShotCall k = oneShotCall(slotVecs<Proto>(c) / c.world, step_vecs, nvec, gridDim.x);
+  const size_t region = k.region, per = k.per;
   const size_t v = blockIdx.x * per + threadIdx.x;
   const bool has = threadIdx.x < per && v < nvec;
   const int rank = c.rank, world = c.world;

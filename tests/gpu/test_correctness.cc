@@ -302,6 +302,8 @@ TEST(Correctness, LeanAndGeneralOneShotTogether) {
       for (int odd = 0; odd < world; ++odd) {  // the rank with misaligned buffers
         SCOPED_TRACE("world " + std::to_string(world) + ", " + std::to_string(count) +
                      " elements, rank " + std::to_string(odd) + " misaligned");
+        // Byte offset of rank r's buffers: one bf16 element for the misaligned rank.
+        const auto off = [odd](int r) { return r == odd ? size_t{2} : size_t{0}; };
         std::vector<std::vector<uint16_t>> in(world, std::vector<uint16_t>(count));
         for (int r = 0; r < world; ++r) {
           for (size_t i = 0; i < count; ++i) {
@@ -310,24 +312,21 @@ TEST(Correctness, LeanAndGeneralOneShotTogether) {
             memcpy(&bits, &v, 4);
             in[r][i] = static_cast<uint16_t>(bits >> 16);  // exact: small integers
           }
-          const size_t off = r == odd ? 2 : 0;  // bytes: one bf16 element
           cudaSetDevice(g->devs[r]);
-          ASSERT_EQ(cudaMemcpy(g->send[r] + off, in[r].data(), count * 2, cudaMemcpyHostToDevice),
-                    cudaSuccess);
+          ASSERT_EQ(
+              cudaMemcpy(g->send[r] + off(r), in[r].data(), count * 2, cudaMemcpyHostToDevice),
+              cudaSuccess);
         }
         tpcommGroupStart();
-        for (int r = 0; r < world; ++r) {
-          const size_t off = r == odd ? 2 : 0;
-          ASSERT_EQ(tpcommAllReduce(g->send[r] + off, g->recv[r] + off, count, tpcommBfloat16,
+        for (int r = 0; r < world; ++r)
+          ASSERT_EQ(tpcommAllReduce(g->send[r] + off(r), g->recv[r] + off(r), count, tpcommBfloat16,
                                     tpcommSum, g->comms[r], g->streams[r]),
                     tpcommSuccess);
-        }
         tpcommGroupEnd();
         for (int r = 0; r < world; ++r) {
           ASSERT_TRUE(drained(*g, r));
           std::vector<uint16_t> out(count);
-          const size_t off = r == odd ? 2 : 0;
-          ASSERT_EQ(cudaMemcpy(out.data(), g->recv[r] + off, count * 2, cudaMemcpyDeviceToHost),
+          ASSERT_EQ(cudaMemcpy(out.data(), g->recv[r] + off(r), count * 2, cudaMemcpyDeviceToHost),
                     cudaSuccess);
           size_t wrong = 0;
           for (size_t i = 0; i < count; ++i) {

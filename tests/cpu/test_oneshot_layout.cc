@@ -1,0 +1,95 @@
+// The one-shot's call geometry (src/kernels/oneshot_layout.h), walked the way both one-shot
+// kernels walk it (oneshot.cu: share(s) in the general kernel, one vector per thread in the lean
+// one): every vector of the message is handled exactly once; no step is longer than a region; a
+// block's offsets within a region are the same in every step (the rule the four-slot argument in
+// docs/PROTOCOL.md rests on); and the lean kernel's condition (one step, per <= threads) is what
+// oneShotLeanFits checks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kernels/algo_launch.h"
+#include "kernels/oneshot_layout.h"
+
+namespace tpcomm {
+namespace {
+
+struct Shape {
+  size_t full;       // vectors of a source's whole region
+  size_t step_vecs;  // shorter steps asked for (0: the region)
+  size_t nvec;
+  unsigned grid;
+};
+
+std::string describe(const Shape& s) {
+  return "full " + std::to_string(s.full) + ", step " + std::to_string(s.step_vecs) + ", nvec " +
+         std::to_string(s.nvec) + ", grid " + std::to_string(s.grid);
+}
+
+// The general kernel's loops: step s, block b handles [base + min(len, b*per), base + min(len,
+// b*per + per)) with base = s*region and len = min(region, nvec - base).
+void walk(const Shape& s) {
+  SCOPED_TRACE(describe(s));
+  const OneShotCall k = oneShotCall(s.full, s.step_vecs, s.nvec, s.grid);
+  ASSERT_GT(k.region, 0u);
+  ASSERT_LE(k.region, s.full);
+  if (s.step_vecs > 0) {
+    ASSERT_LE(k.region, s.step_vecs);
+  }
+  ASSERT_EQ(k.nsteps, (s.nvec + k.region - 1) / k.region);
+  std::vector<int> seen(s.nvec, 0);
+  for (size_t step = 0; step < k.nsteps; ++step) {
+    const size_t base = step * k.region, len = std::min(k.region, s.nvec - base);
+    for (unsigned b = 0; b < s.grid; ++b) {
+      const size_t first = base + std::min(len, b * k.per);
+      const size_t last = base + std::min(len, b * k.per + k.per);
+      // The block's entries within the region start at the same offset in every step.
+      if (first < last) {
+        ASSERT_EQ(first - base, b * k.per);
+      }
+      for (size_t v = first; v < last; ++v) ++seen[v];
+    }
+  }
+  for (size_t v = 0; v < s.nvec; ++v) ASSERT_EQ(seen[v], 1) << "vector " << v;
+}
+
+TEST(OneShotLayout, EveryVectorOnceInEveryShape) {
+  for (size_t full : {size_t{64}, size_t{1000}, size_t{65536}})
+    for (size_t step : {size_t{0}, size_t{48}, size_t{4096}, size_t{1} << 20})
+      for (size_t nvec :
+           {size_t{1}, size_t{7}, size_t{64}, size_t{65}, size_t{4097}, size_t{70001}})
+        for (unsigned grid : {1u, 3u, 128u, 1024u}) walk({full, step, nvec, grid});
+}
+
+TEST(OneShotLayout, LeanKernelGetsOneStepAndAVectorPerThreadAtMost) {
+  // The lean kernel (one step, thread t of block b takes vector b*per + t when t < per) covers
+  // the message exactly when oneShotLeanFits accepts the call.
+  DeviceComm c{};
+  c.world = 2;
+  c.slot_bytes = 1 << 20;  // 512 KiB per source: 32768 vectors
+  const size_t full = oneShotStepBytes(c) / kVecBytes;
+  ASSERT_EQ(full, 32768u);
+  for (size_t nvec : {size_t{1}, size_t{64}, size_t{1000}, size_t{32768}, size_t{32769}})
+    for (unsigned grid : {1u, 8u, 64u})
+      for (int threads : {64, 512}) {
+        LaunchArgs a{};
+        a.algo = tpcommAlgoOneShot;
+        a.dtype = tpcommFloat32;
+        a.count = nvec * 4;
+        a.blocks = static_cast<int>(grid);
+        a.threads = threads;
+        const OneShotCall k = oneShotCall(full, 0, nvec, grid);
+        std::vector<int> seen(nvec, 0);
+        for (unsigned b = 0; b < grid; ++b)
+          for (size_t t = 0; t < static_cast<size_t>(threads); ++t)
+            if (t < k.per && b * k.per + t < nvec) ++seen[b * k.per + t];
+        bool covered = true;
+        for (int n : seen) covered = covered && n == 1;
+        EXPECT_EQ(oneShotLeanFits(c, a, true), k.nsteps == 1 && covered)
+            << nvec << " vectors, " << grid << " x " << threads;
+      }
+}
+
+}  // namespace
+}  // namespace tpcomm
