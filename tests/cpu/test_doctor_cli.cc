@@ -2,7 +2,6 @@
 // these pass the same way on the development machine (no driver) and on a GPU machine; the cache
 // folder is a fresh temporary one. --topology judges the fixture machines.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,15 +11,13 @@
 #include "common/json.h"
 #include "kernels/image_check.h"
 #include "plan/tuning_table.h"
+#include "tests/cpu/support/cli_run.h"
 #include "topo/topology_json.h"
 
 namespace tpcomm {
 namespace {
 
-struct CliResult {
-  int status = -1;
-  std::string out;  // stdout (stderr is dropped: the library's log lines go there)
-};
+using test::CliResult;
 
 class DoctorCli : public ::testing::Test {
  protected:
@@ -31,21 +28,13 @@ class DoctorCli : public ::testing::Test {
   }
   void TearDown() override { ASSERT_EQ(system(("rm -rf '" + cache_ + "'").c_str()), 0); }
 
-  // Runs `env <env> tpcomm doctor <args>` with no GPU visible and the temporary cache folder.
+  // Runs `env <env> tpcomm doctor <args>` with no GPU visible and the temporary cache folder;
+  // stdout only (stderr is dropped: the library's log lines go there).
   CliResult doctor(const std::string& args, const std::string& env = "") {
-    CliResult res;
-    const std::string cmd =
+    return test::runCommand(
         "env -u TPCOMM_ALGO -u TPCOMM_TUNING_FILE -u TPCOMM_LIBRARY "
         "CUDA_VISIBLE_DEVICES=-1 XDG_CACHE_HOME='" +
-        cache_ + "' " + env + " '" + TPCOMM_CLI_PATH + "' doctor " + args + " 2>/dev/null";
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return res;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) res.out.append(buf, n);
-    const int st = pclose(p);
-    res.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return res;
+        cache_ + "' " + env + " '" + TPCOMM_CLI_PATH + "' doctor " + args + " 2>/dev/null");
   }
 
   static std::string topoFile(const std::string& name) {

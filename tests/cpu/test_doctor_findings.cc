@@ -6,28 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpu/support/topo_fixture.h"
 #include "tools/doctor_findings.h"
-#include "topo/topology_json.h"
 
 namespace tpcomm::cli {
 namespace {
 
-topo::Topology fixture(const std::string& name) {
-  topo::Topology t;
-  EXPECT_EQ(
-      topo::loadTopologyFile(std::string(TPCOMM_TEST_DATA_DIR) + "/topo/" + name + ".json", &t),
-      tpcommSuccess)
-      << name;
-  return t;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 const Finding* findingWith(const std::vector<Finding>& fs, const std::string& part) {
   for (const Finding& f : fs)
-    if (has(f.what, part)) return &f;
+    if (test::contains(f.what, part)) return &f;
   return nullptr;
 }
 
@@ -51,7 +38,7 @@ CcCoverage coverage(int major, int minor, std::vector<int> gpus, inspect::Verdic
 void healthy(const std::string& topo_name, DoctorFacts* f) {
   f->gpus_visible = true;
   f->driver_api = 13000;
-  f->topo = fixture(topo_name);
+  f->topo = test::topoFixture(topo_name);
   f->built_archs = "75-real,80-real,86-real,89-real,90-real,100-real,120";
   f->library_found = true;
   f->binaries.resize(1);
@@ -90,8 +77,8 @@ TEST(DoctorFindings, NoGpuIsFatal) {
   EXPECT_EQ(exitCodeFor(fs), 2) << dump(fs);
   ASSERT_FALSE(fs.empty());
   EXPECT_EQ(fs[0].severity, Severity::kFatal);
-  EXPECT_TRUE(has(fs[0].what, "no GPU visible: no usable NVIDIA driver")) << fs[0].what;
-  EXPECT_TRUE(has(fs[0].fix, "driver"));
+  EXPECT_TRUE(test::contains(fs[0].what, "no GPU visible: no usable NVIDIA driver")) << fs[0].what;
+  EXPECT_TRUE(test::contains(fs[0].fix, "driver"));
   // Coverage of ccs that are not on this machine is shown, not judged.
   EXPECT_EQ(findingWith(fs, "no kernel image"), nullptr) << dump(fs);
   // The hypothetical host rows cannot run (no host transport yet), but nothing is judged on them.
@@ -108,8 +95,8 @@ TEST(DoctorFindings, MissingImageAndPtxJitCostSpeedWithTheCmakeFix) {
   const Finding* e = findingWith(fs, "no kernel image");
   ASSERT_NE(e, nullptr) << dump(fs);
   EXPECT_EQ(e->severity, Severity::kError);
-  EXPECT_TRUE(has(e->what, "GPUs 0,1,2,3,4,5,6,7 (cc 12.0)")) << e->what;
-  EXPECT_TRUE(has(e->fix, "-DTPCOMM_CUDA_ARCHS=\"90-real;120-real\"")) << e->fix;
+  EXPECT_TRUE(test::contains(e->what, "GPUs 0,1,2,3,4,5,6,7 (cc 12.0)")) << e->what;
+  EXPECT_TRUE(test::contains(e->fix, "-DTPCOMM_CUDA_ARCHS=\"90-real;120-real\"")) << e->fix;
 
   f.coverage[0].worst = inspect::VerdictKind::kPtxJit;
   fs = findingsFor(f);
@@ -117,7 +104,7 @@ TEST(DoctorFindings, MissingImageAndPtxJitCostSpeedWithTheCmakeFix) {
   const Finding* w = findingWith(fs, "PTX JIT");
   ASSERT_NE(w, nullptr) << dump(fs);
   EXPECT_EQ(w->severity, Severity::kWarning);
-  EXPECT_TRUE(has(w->fix, "-DTPCOMM_CUDA_ARCHS")) << w->fix;
+  EXPECT_TRUE(test::contains(w->fix, "-DTPCOMM_CUDA_ARCHS")) << w->fix;
 }
 
 TEST(DoctorFindings, DriverKernelCheckFailureIsReportedOnce) {
@@ -145,8 +132,8 @@ TEST(DoctorFindings, BrokenP2pAndNoP2pCostSpeed) {
   const Finding* b = findingWith(fs, "GPU 0 - GPU 1");
   ASSERT_NE(b, nullptr) << dump(fs);
   EXPECT_EQ(b->severity, Severity::kError);
-  EXPECT_TRUE(has(b->fix, "IOMMU")) << b->fix;
-  EXPECT_TRUE(has(b->fix, "--retest-p2p")) << b->fix;
+  EXPECT_TRUE(test::contains(b->fix, "IOMMU")) << b->fix;
+  EXPECT_TRUE(test::contains(b->fix, "--retest-p2p")) << b->fix;
   EXPECT_NE(findingWith(fs, "no working P2P"), nullptr) << dump(fs);
 
   DoctorFacts g;
@@ -156,15 +143,16 @@ TEST(DoctorFindings, BrokenP2pAndNoP2pCostSpeed) {
   const Finding* h = findingWith(fs, "no working P2P");
   ASSERT_NE(h, nullptr) << dump(fs);
   EXPECT_EQ(h->severity, Severity::kWarning);
-  EXPECT_TRUE(has(h->what, "pinned host memory")) << h->what;
-  EXPECT_TRUE(has(h->fix, "GeForce")) << h->fix;
+  EXPECT_TRUE(test::contains(h->what, "pinned host memory")) << h->what;
+  EXPECT_TRUE(test::contains(h->fix, "GeForce")) << h->fix;
   EXPECT_EQ(findingWith(fs, "the policy cannot serve"), nullptr) << dump(fs);
 
   // A build without the host transport cannot serve any call there: an error of its own.
   g.preview_options.host_transport = false;
   g.preview = previewMachine(g.topo, g.preview_options);
   fs = findingsFor(g);
-  EXPECT_TRUE(has(findingWith(fs, "no working P2P")->what, "no host-memory transport")) << dump(fs);
+  EXPECT_TRUE(test::contains(findingWith(fs, "no working P2P")->what, "no host-memory transport"))
+      << dump(fs);
   // (how many depends on the default host table: every call the table gives to tpcomm)
   EXPECT_NE(findingWith(fs, "the policy cannot serve"), nullptr) << dump(fs);
 }
@@ -188,7 +176,7 @@ TEST(DoctorFindings, NcclEnvironmentAndTuningTable) {
   EXPECT_EQ(exitCodeFor(fs), 1);
   const Finding* n = findingWith(fs, "NCCL not found");
   ASSERT_NE(n, nullptr) << dump(fs);
-  EXPECT_TRUE(has(n->fix, "TPCOMM_NCCL_LIBRARY")) << n->fix;
+  EXPECT_TRUE(test::contains(n->fix, "TPCOMM_NCCL_LIBRARY")) << n->fix;
 
   f.nccl_off = true;  // the user turned it off: a note
   fs = findingsFor(f);
@@ -206,7 +194,7 @@ TEST(DoctorFindings, NcclEnvironmentAndTuningTable) {
   EXPECT_EQ(exitCodeFor(fs), 1);
   const Finding* t = findingWith(fs, "ignored");
   ASSERT_NE(t, nullptr) << dump(fs);
-  EXPECT_TRUE(has(t->fix, "tpcomm tune")) << t->fix;
+  EXPECT_TRUE(test::contains(t->fix, "tpcomm tune")) << t->fix;
 
   f.tuning_status = TuningLoad::kMissing;
   fs = findingsFor(f);
@@ -254,10 +242,10 @@ TEST(DoctorCoverage, WorstVerdictOverTheBinaries) {
   EXPECT_EQ(c[0].per_binary[0].kind, inspect::VerdictKind::kNative);
   EXPECT_EQ(c[0].per_binary[1].kind, inspect::VerdictKind::kPtxJit);
   EXPECT_EQ(c[0].worst, inspect::VerdictKind::kPtxJit);
-  EXPECT_TRUE(has(c[0].worst_detail, "libtpcomm.so: ")) << c[0].worst_detail;
+  EXPECT_TRUE(test::contains(c[0].worst_detail, "libtpcomm.so: ")) << c[0].worst_detail;
   EXPECT_EQ(c[1].gpus, (std::vector<int>{1}));
   EXPECT_EQ(c[2].worst, inspect::VerdictKind::kNoImage);  // 9.0: no sm_80 cubin runs there
-  EXPECT_TRUE(has(c[2].worst_detail, "tpcomm executable: ")) << c[2].worst_detail;
+  EXPECT_TRUE(test::contains(c[2].worst_detail, "tpcomm executable: ")) << c[2].worst_detail;
   EXPECT_EQ(verdictRank(inspect::VerdictKind::kNoDeviceCode), 0);
   EXPECT_LT(verdictRank(inspect::VerdictKind::kNative), verdictRank(inspect::VerdictKind::kPtxJit));
 }

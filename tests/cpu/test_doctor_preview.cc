@@ -8,24 +8,11 @@
 #include <vector>
 
 #include "plan/tuning_table.h"
+#include "tests/cpu/support/topo_fixture.h"
 #include "tools/doctor_preview.h"
-#include "topo/topology_json.h"
 
 namespace tpcomm::cli {
 namespace {
-
-topo::Topology fixture(const std::string& name) {
-  topo::Topology t;
-  EXPECT_EQ(
-      topo::loadTopologyFile(std::string(TPCOMM_TEST_DATA_DIR) + "/topo/" + name + ".json", &t),
-      tpcommSuccess)
-      << name;
-  return t;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(DoctorPreview, SizesAreOneKibToSixtyFourMibInFourfoldSteps) {
   const std::vector<size_t> s = previewSizes();
@@ -36,7 +23,7 @@ TEST(DoctorPreview, SizesAreOneKibToSixtyFourMibInFourfoldSteps) {
 }
 
 TEST(DoctorPreview, H200PairFollowsTheDefaultTable) {
-  const topo::Topology t = fixture("h200_2x_nvlink");
+  const topo::Topology t = test::topoFixture("h200_2x_nvlink");
   PreviewOptions o;
   o.nccl_available = true;
   const std::vector<PreviewWorld> ws = previewMachine(t, o);
@@ -51,14 +38,15 @@ TEST(DoctorPreview, H200PairFollowsTheDefaultTable) {
   for (const PreviewRow& r : w.rows) {
     EXPECT_EQ(r.decision.error, tpcommSuccess) << r.decision.reason;
     EXPECT_EQ(r.decision.algo, tableAlgoFor(defaultTable(Fabric::kNvlink, 2), r.bytes));
-    EXPECT_TRUE(has(r.decision.reason, "default table for nvlink, world 2")) << r.decision.reason;
+    EXPECT_TRUE(test::contains(r.decision.reason, "default table for nvlink, world 2"))
+        << r.decision.reason;
     EXPECT_FALSE(r.decision.fallback);
   }
   EXPECT_EQ(previewFailures(ws, nullptr), 0);
 }
 
 TEST(DoctorPreview, EightGpuPcieBoxHasSevenWorldsAndIslandsAtEight) {
-  const topo::Topology t = fixture("rtx_pro_6000_8x_pcie_2socket");
+  const topo::Topology t = test::topoFixture("rtx_pro_6000_8x_pcie_2socket");
   const std::vector<PreviewWorld> ws = previewMachine(t, PreviewOptions());
   ASSERT_EQ(ws.size(), 7u);
   for (size_t i = 0; i < ws.size(); ++i) {
@@ -71,13 +59,13 @@ TEST(DoctorPreview, EightGpuPcieBoxHasSevenWorldsAndIslandsAtEight) {
   }
   EXPECT_FALSE(ws[2].two_islands);  // GPUs 0-3: one switch
   EXPECT_TRUE(ws[6].two_islands);   // GPUs 0-7: two sockets
-  EXPECT_TRUE(has(ws[6].fabric_reason, "two islands")) << ws[6].fabric_reason;
+  EXPECT_TRUE(test::contains(ws[6].fabric_reason, "two islands")) << ws[6].fabric_reason;
   // At 8 ranks over two sockets the large calls go to the island algorithm (auto selection on).
   EXPECT_EQ(ws[6].rows.back().decision.algo, tpcommAlgoIsland) << ws[6].rows.back().decision.reason;
 }
 
 TEST(DoctorPreview, NoP2pWithoutHostTransportCannotServeAnything) {
-  const topo::Topology t = fixture("rtx_4090_4x_no_p2p");
+  const topo::Topology t = test::topoFixture("rtx_4090_4x_no_p2p");
   PreviewOptions o;
   o.host_transport = false;
   const std::vector<PreviewWorld> ws = previewMachine(t, o);
@@ -88,8 +76,8 @@ TEST(DoctorPreview, NoP2pWithoutHostTransportCannotServeAnything) {
   }
   std::string first;
   EXPECT_EQ(previewFailures(ws, &first), 27);
-  EXPECT_TRUE(has(first, "world 2: ")) << first;
-  EXPECT_TRUE(has(first, "host-memory transport")) << first;
+  EXPECT_TRUE(test::contains(first, "world 2: ")) << first;
+  EXPECT_TRUE(test::contains(first, "host-memory transport")) << first;
 
   o.host_transport = true;  // the library sets it up for these GPUs: the default host table
   for (const PreviewWorld& w : previewMachine(t, o))
@@ -110,7 +98,7 @@ TuningTable tableFor(const topo::Topology& t, Fabric f, SizeTable rules) {
 }
 
 TEST(DoctorPreview, TuningTableSteersItsWorldAndFabricOnly) {
-  const topo::Topology t = fixture("h200_2x_nvlink");
+  const topo::Topology t = test::topoFixture("h200_2x_nvlink");
   const TuningTable table =
       tableFor(t, Fabric::kNvlink, {{4096, tpcommAlgoTwoShot}, {SIZE_MAX, tpcommAlgoNccl}});
   PreviewOptions o;
@@ -123,13 +111,15 @@ TEST(DoctorPreview, TuningTableSteersItsWorldAndFabricOnly) {
   EXPECT_EQ(w.rows[1].decision.algo, tpcommAlgoTwoShot);  // 4 KiB
   EXPECT_EQ(w.rows[2].decision.algo, tpcommAlgoNccl);     // 16 KiB
   EXPECT_TRUE(w.rows[2].decision.fallback);
-  EXPECT_TRUE(has(w.rows[2].decision.reason, "tuning table")) << w.rows[2].decision.reason;
+  EXPECT_TRUE(test::contains(w.rows[2].decision.reason, "tuning table"))
+      << w.rows[2].decision.reason;
 
   // Without NCCL the policy serves NCCL's sizes with its bandwidth algorithm, and says so.
   o.nccl_available = false;
   w = previewWorld(t, {0, 1}, o);
   EXPECT_EQ(w.rows[2].decision.algo, tpcommAlgoTwoShot);
-  EXPECT_TRUE(has(w.rows[2].decision.reason, "NCCL measured faster")) << w.rows[2].decision.reason;
+  EXPECT_TRUE(test::contains(w.rows[2].decision.reason, "NCCL measured faster"))
+      << w.rows[2].decision.reason;
 
   // Strict mode refuses the fallback.
   o.nccl_available = true;
@@ -144,12 +134,12 @@ TEST(DoctorPreview, TuningTableSteersItsWorldAndFabricOnly) {
   o.tuning = &host;
   w = previewWorld(t, {0, 1}, o);
   EXPECT_FALSE(w.tuned);
-  EXPECT_TRUE(has(w.table, "measured on host")) << w.table;
+  EXPECT_TRUE(test::contains(w.table, "measured on host")) << w.table;
   EXPECT_EQ(w.rows[0].decision.algo, tableAlgoFor(defaultTable(Fabric::kNvlink, 2), 1024));
 }
 
 TEST(DoctorPreview, HostAlgorithmsOnP2pOnlyWhenForced) {
-  const topo::Topology t = fixture("h200_2x_nvlink");
+  const topo::Topology t = test::topoFixture("h200_2x_nvlink");
   PreviewOptions o;
   o.forced_algo = tpcommAlgoHostOneShot;  // a communicator then sets up the host transport
   for (const PreviewRow& r : previewWorld(t, {0, 1}, o).rows)
@@ -164,28 +154,28 @@ TEST(DoctorPreview, HostAlgorithmsOnP2pOnlyWhenForced) {
   o.tuning = &table;
   const PreviewWorld w = previewWorld(t, {0, 1}, o);
   EXPECT_EQ(w.rows[0].decision.algo, tpcommAlgoTwoShot);
-  EXPECT_TRUE(has(w.rows[0].decision.reason, "host_oneshot unavailable"))
+  EXPECT_TRUE(test::contains(w.rows[0].decision.reason, "host_oneshot unavailable"))
       << w.rows[0].decision.reason;
 }
 
 TEST(DoctorPreview, EnvironmentOverridesAreReflected) {
-  const topo::Topology t = fixture("h200_2x_nvlink");
+  const topo::Topology t = test::topoFixture("h200_2x_nvlink");
   PreviewOptions o;
   o.forced_algo = tpcommAlgoTwoShot;
   PreviewWorld w = previewWorld(t, {0, 1}, o);
   for (const PreviewRow& r : w.rows) {
     EXPECT_EQ(r.decision.algo, tpcommAlgoTwoShot);
-    EXPECT_TRUE(has(r.decision.reason, "forced")) << r.decision.reason;
+    EXPECT_TRUE(test::contains(r.decision.reason, "forced")) << r.decision.reason;
   }
   o.forced_algo = -1;
   o.transport = 2;  // TPCOMM_TRANSPORT=host
   w = previewWorld(t, {0, 1}, o);
   EXPECT_EQ(w.fabric, Fabric::kHost);
-  EXPECT_TRUE(has(w.fabric_reason, "TPCOMM_TRANSPORT=host")) << w.fabric_reason;
+  EXPECT_TRUE(test::contains(w.fabric_reason, "TPCOMM_TRANSPORT=host")) << w.fabric_reason;
 
   o.transport = 1;  // TPCOMM_TRANSPORT=p2p where there is none: the communicator would not start
-  w = previewWorld(fixture("rtx_4090_4x_no_p2p"), {0, 1}, o);
-  EXPECT_TRUE(has(w.error, "TPCOMM_TRANSPORT=p2p")) << w.error;
+  w = previewWorld(test::topoFixture("rtx_4090_4x_no_p2p"), {0, 1}, o);
+  EXPECT_TRUE(test::contains(w.error, "TPCOMM_TRANSPORT=p2p")) << w.error;
   EXPECT_TRUE(w.rows.empty());
   EXPECT_EQ(previewFailures({w}, nullptr), 1);
 }

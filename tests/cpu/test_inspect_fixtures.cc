@@ -2,7 +2,6 @@
 // the `tpcomm inspect` command line, and libtpcomm.so itself, which must carry SASS for every
 // default architecture and PTX for the newest.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +14,7 @@
 
 #include "common/json.h"
 #include "inspect/inspect.h"
+#include "tests/cpu/support/cli_run.h"
 
 #ifndef TPCOMM_INSPECT_FIXTURE_DIR
 #error "TPCOMM_INSPECT_FIXTURE_DIR comes from tests/cpu/fixtures/CMakeLists.txt"
@@ -164,23 +164,11 @@ TEST(InspectFixtures, ReadErrorsSayWhatIsWrong) {
   EXPECT_NE(r.errors[0].find("truncated fatbin container"), std::string::npos) << r.errors[0];
 }
 
-struct CliResult {
-  int status = -1;
-  std::string out;
-};
+using test::CliResult;
 
 // Runs `tpcomm inspect <args>`; stderr joins stdout unless the args redirect it.
 CliResult runCli(const std::string& args) {
-  CliResult res;
-  const std::string cmd = std::string("'") + TPCOMM_CLI_PATH + "' inspect " + args;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return res;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) res.out.append(buf, n);
-  const int st = pclose(p);
-  res.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return res;
+  return test::runCommand(std::string("'") + TPCOMM_CLI_PATH + "' inspect " + args);
 }
 
 std::string quoted(const std::string& path) {

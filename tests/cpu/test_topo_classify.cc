@@ -5,20 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpu/support/topo_fixture.h"
 #include "topo/classify.h"
 #include "topo/topology_json.h"
 
 namespace tpcomm {
 namespace topo {
 namespace {
-
-Topology fixture(const std::string& name) {
-  Topology t;
-  EXPECT_EQ(loadTopologyFile(std::string(TPCOMM_TEST_DATA_DIR) + "/topo/" + name + ".json", &t),
-            tpcommSuccess)
-      << name;
-  return t;
-}
 
 std::vector<int> iota(int n) {
   std::vector<int> v(n);
@@ -33,7 +26,7 @@ Classification classified(const Topology& t, const std::vector<int>& rank_gpu) {
 }
 
 TEST(TopoClassify, H200NvlinkPairIsNvlink) {
-  const Topology t = fixture("h200_2x_nvlink");
+  const Topology t = test::topoFixture("h200_2x_nvlink");
   const Classification c = classified(t, {0, 1});
   EXPECT_EQ(c.fabric, Fabric::kNvlink);
   EXPECT_FALSE(c.two_islands);
@@ -42,7 +35,7 @@ TEST(TopoClassify, H200NvlinkPairIsNvlink) {
 }
 
 TEST(TopoClassify, H200NvswitchIsNvlinkForAnySubset) {
-  const Topology t = fixture("h200_8x_nvswitch");
+  const Topology t = test::topoFixture("h200_8x_nvswitch");
   EXPECT_EQ(fabricFor(t, iota(8)), Fabric::kNvlink);
   EXPECT_EQ(fabricFor(t, {0, 7}), Fabric::kNvlink);
   EXPECT_EQ(fabricFor(t, {1, 3, 5}), Fabric::kNvlink);
@@ -50,7 +43,7 @@ TEST(TopoClassify, H200NvswitchIsNvlinkForAnySubset) {
 }
 
 TEST(TopoClassify, RtxPro6000IsPcieWithTwoIslandsOfFour) {
-  const Topology t = fixture("rtx_pro_6000_8x_pcie_2socket");
+  const Topology t = test::topoFixture("rtx_pro_6000_8x_pcie_2socket");
   const Classification c = classified(t, iota(8));
   EXPECT_EQ(c.fabric, Fabric::kPcie);
   EXPECT_EQ(c.worst_path, PathClass::kPcieCrossSocket);
@@ -60,7 +53,7 @@ TEST(TopoClassify, RtxPro6000IsPcieWithTwoIslandsOfFour) {
 }
 
 TEST(TopoClassify, RtxPro6000Subsets) {
-  const Topology t = fixture("rtx_pro_6000_8x_pcie_2socket");
+  const Topology t = test::topoFixture("rtx_pro_6000_8x_pcie_2socket");
   // Inside one switch: PCIe, but one island only.
   Classification c = classified(t, {0, 1, 2, 3});
   EXPECT_EQ(c.fabric, Fabric::kPcie);
@@ -79,7 +72,7 @@ TEST(TopoClassify, RtxPro6000Subsets) {
 }
 
 TEST(TopoClassify, GeforceWithoutP2pIsHost) {
-  const Topology t = fixture("rtx_4090_4x_no_p2p");
+  const Topology t = test::topoFixture("rtx_4090_4x_no_p2p");
   const Classification c = classified(t, iota(4));
   EXPECT_EQ(c.fabric, Fabric::kHost);
   EXPECT_FALSE(c.two_islands);
@@ -88,13 +81,13 @@ TEST(TopoClassify, GeforceWithoutP2pIsHost) {
 }
 
 TEST(TopoClassify, RanksSharingAGpuAlwaysReachEachOther) {
-  const Topology geforce = fixture("rtx_4090_4x_no_p2p");
+  const Topology geforce = test::topoFixture("rtx_4090_4x_no_p2p");
   const Classification one = classified(geforce, {2, 2, 2});
   EXPECT_EQ(one.fabric, Fabric::kNvlink);  // device memory: the fastest "fabric" there is
   EXPECT_NE(one.reason.find("all 3 ranks on one GPU"), std::string::npos);
   EXPECT_EQ(fabricFor(geforce, {0, 0, 1}), Fabric::kHost);  // but 0 and 1 still lack P2P
 
-  const Topology two = fixture("h200_2x_nvlink");
+  const Topology two = test::topoFixture("h200_2x_nvlink");
   EXPECT_EQ(fabricFor(two, {0, 1, 0, 1}), Fabric::kNvlink);
   // Ranks on the same GPU form the islands when the GPUs differ (path self < nvlink), but only
   // PCIe has an island algorithm, so classify does not report them.
@@ -103,7 +96,7 @@ TEST(TopoClassify, RanksSharingAGpuAlwaysReachEachOther) {
   EXPECT_EQ(islands, (std::vector<int>{0, 0, 1, 1}));
   EXPECT_FALSE(classified(two, {0, 0, 1, 1}).two_islands);
 
-  const Topology pro = fixture("rtx_pro_6000_8x_pcie_2socket");
+  const Topology pro = test::topoFixture("rtx_pro_6000_8x_pcie_2socket");
   const Classification c = classified(pro, {0, 0, 4, 4, 1, 1, 5, 5});
   EXPECT_EQ(c.fabric, Fabric::kPcie);
   ASSERT_TRUE(c.two_islands);
@@ -111,7 +104,7 @@ TEST(TopoClassify, RanksSharingAGpuAlwaysReachEachOther) {
 }
 
 TEST(TopoClassify, BrokenP2pMeansHost) {
-  Topology t = fixture("rtx_pro_6000_8x_pcie_2socket");
+  Topology t = test::topoFixture("rtx_pro_6000_8x_pcie_2socket");
   LinkInfo l = t.link(2, 6);
   l.p2p_works = P2pHealth::kBroken;
   t.setLink(2, 6, l);
@@ -120,7 +113,7 @@ TEST(TopoClassify, BrokenP2pMeansHost) {
   EXPECT_NE(c.reason.find("GPU 2 - GPU 6: P2P broken"), std::string::npos) << c.reason;
   EXPECT_EQ(fabricFor(t, {0, 1, 2, 3}), Fabric::kPcie);  // the other GPUs are unaffected
   // A broken NVLink pair is not NVLink either.
-  Topology h = fixture("h200_8x_nvswitch");
+  Topology h = test::topoFixture("h200_8x_nvswitch");
   LinkInfo n = h.link(0, 1);
   n.p2p_works = P2pHealth::kBroken;
   h.setLink(0, 1, n);
@@ -129,7 +122,7 @@ TEST(TopoClassify, BrokenP2pMeansHost) {
 }
 
 TEST(TopoClassify, UntestedSupportedP2pCountsAsUsable) {
-  Topology t = fixture("rtx_pro_6000_8x_pcie_2socket");
+  Topology t = test::topoFixture("rtx_pro_6000_8x_pcie_2socket");
   for (int a = 0; a < 8; ++a)
     for (int b = a + 1; b < 8; ++b) {
       LinkInfo l = t.link(a, b);
@@ -140,7 +133,7 @@ TEST(TopoClassify, UntestedSupportedP2pCountsAsUsable) {
 }
 
 TEST(TopoClassify, MixedNvlinkAndPcieIsPcie) {
-  Topology t = fixture("h200_8x_nvswitch");
+  Topology t = test::topoFixture("h200_8x_nvswitch");
   t.setLink(3, 4, LinkInfo{0, PathClass::kPcieCrossSocket, true, P2pHealth::kWorks});
   const Classification c = classified(t, {2, 3, 4, 5});
   EXPECT_EQ(c.fabric, Fabric::kPcie);
@@ -149,7 +142,7 @@ TEST(TopoClassify, MixedNvlinkAndPcieIsPcie) {
 }
 
 TEST(TopoClassify, NvlinkWithUnknownCount) {
-  Topology t = fixture("h200_2x_nvlink");
+  Topology t = test::topoFixture("h200_2x_nvlink");
   t.setLink(0, 1, LinkInfo{0, PathClass::kNvlink, true, P2pHealth::kUnknown});
   const Classification c = classified(t, {0, 1});
   EXPECT_EQ(c.fabric, Fabric::kNvlink);
@@ -157,7 +150,7 @@ TEST(TopoClassify, NvlinkWithUnknownCount) {
 }
 
 TEST(TopoClassify, InvalidRanksAreRejected) {
-  const Topology t = fixture("h200_2x_nvlink");
+  const Topology t = test::topoFixture("h200_2x_nvlink");
   Classification c;
   EXPECT_EQ(classify(t, {}, &c), tpcommInvalidArgument);
   EXPECT_EQ(classify(t, {0, 2}, &c), tpcommInvalidArgument);

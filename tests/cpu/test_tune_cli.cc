@@ -2,32 +2,22 @@
 // on GPU machines too) exits 2 with a message and writes nothing; bad options exit 2.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "tests/cpu/support/cli_run.h"
+
 namespace tpcomm {
 namespace {
 
-struct CliResult {
-  int status = -1;
-  std::string out;  // stdout and stderr
-};
+using test::CliResult;
 
+// Runs `tpcomm tune <args>` with no GPU visible; stdout and stderr together.
 CliResult tune(const std::string& args) {
-  CliResult res;
-  const std::string cmd =
-      std::string("env CUDA_VISIBLE_DEVICES=-1 '") + TPCOMM_CLI_PATH + "' tune " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return res;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) res.out.append(buf, n);
-  const int st = pclose(p);
-  res.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return res;
+  return test::runCommand(std::string("env CUDA_VISIBLE_DEVICES=-1 '") + TPCOMM_CLI_PATH +
+                          "' tune " + args + " 2>&1");
 }
 
 bool has(const std::string& text, const std::string& part) {
