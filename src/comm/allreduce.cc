@@ -46,10 +46,12 @@ size_t stepBytes(int knob_bytes, size_t full) {
   const size_t knob = static_cast<size_t>(knob_bytes) / kVecBytes * kVecBytes;
   return knob > 0 ? std::min(knob, full) : full;
 }
-size_t bulkStepBytes(const tpcommComm* c) {
+// The step a call takes (the launch knob applied), where the kernels' oneShotStepBytes and
+// hostBulkStepBytes (launch.cu) give what one slot holds.
+size_t bulkCallStepBytes(const tpcommComm* c) {
   return stepBytes(c->knobs.bulk_step_bytes, c->bulk_step_bytes);
 }
-size_t oneShotStepBytes(const tpcommComm* c) {
+size_t oneShotCallStepBytes(const tpcommComm* c) {
   return stepBytes(c->knobs.oneshot_step_bytes, c->oneshot_step_bytes);
 }
 
@@ -59,7 +61,7 @@ size_t oneShotStepBytes(const tpcommComm* c) {
 size_t chunkOf(const tpcommComm* c, int algo) {
   switch (algo) {
     case tpcommAlgoOneShot:
-      return oneShotStepBytes(c) / kVecBytes;
+      return oneShotCallStepBytes(c) / kVecBytes;
     case tpcommAlgoTwoShot:
       return c->chunk_vecs;
     case tpcommAlgoHostTwoShot:
@@ -67,7 +69,7 @@ size_t chunkOf(const tpcommComm* c, int algo) {
     case tpcommAlgoIsland:
       return c->island_chunk_vecs;
     case tpcommAlgoHostBulk:
-      return bulkStepBytes(c) / kVecBytes;
+      return bulkCallStepBytes(c) / kVecBytes;
     default:
       return 0;
   }

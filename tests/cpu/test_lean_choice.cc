@@ -4,7 +4,10 @@
 // reached it would silently lose data: the boundaries are tested on both sides.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "kernels/algo_launch.h"
+#include "kernels/oneshot_layout.h"
 #include "plan/grid.h"
 #include "tpcomm/tpcomm.h"
 
@@ -87,6 +90,33 @@ TEST(LeanChoice, MoreThanOneVectorPerThreadDoesNot) {
   LaunchKnobs k;
   k.push_batch = 4;
   EXPECT_FALSE(oneShotLeanFits(c, argsOf(c, 64 * KiB, tpcommBfloat16, 1 * MiB, k), true));
+}
+
+TEST(LeanChoice, ExactlyTheCallsTheLeanKernelCovers) {
+  // The lean kernel (one step, thread t of block b takes vector b*per + t when t < per) covers
+  // the message exactly when oneShotLeanFits accepts the call.
+  const DeviceComm c = commOf(2, 1 * MiB);  // 512 KiB per source: 32768 vectors
+  const size_t full = oneShotStepBytes(c) / kVecBytes;
+  ASSERT_EQ(full, 32768u);
+  for (size_t nvec : {size_t{1}, size_t{64}, size_t{1000}, size_t{32768}, size_t{32769}})
+    for (unsigned grid : {1u, 8u, 64u})
+      for (int threads : {64, 512}) {
+        LaunchArgs a{};
+        a.algo = tpcommAlgoOneShot;
+        a.dtype = tpcommFloat32;
+        a.count = nvec * 4;
+        a.blocks = static_cast<int>(grid);
+        a.threads = threads;
+        const OneShotCall k = oneShotCall(full, 0, nvec, grid);
+        std::vector<int> seen(nvec, 0);
+        for (unsigned b = 0; b < grid; ++b)
+          for (size_t t = 0; t < static_cast<size_t>(threads); ++t)
+            if (t < k.per && b * k.per + t < nvec) ++seen[b * k.per + t];
+        bool covered = true;
+        for (int n : seen) covered = covered && n == 1;
+        EXPECT_EQ(oneShotLeanFits(c, a, true), k.nsteps == 1 && covered)
+            << nvec << " vectors, " << grid << " x " << threads;
+      }
 }
 
 TEST(LeanChoice, OnlyTheOneShotOverPeerMemory) {

@@ -2,14 +2,12 @@
 // kernels walk it (oneshot.cu: share(s) in the general kernel, one vector per thread in the lean
 // one): every vector of the message is handled exactly once; no step is longer than a region; a
 // block's offsets within a region are the same in every step (the rule the four-slot argument in
-// docs/PROTOCOL.md rests on); and the lean kernel's condition (one step, per <= threads) is what
-// oneShotLeanFits checks.
+// docs/PROTOCOL.md rests on). Which calls the lean kernel takes: test_lean_choice.cc.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "kernels/algo_launch.h"
 #include "kernels/oneshot_layout.h"
 
 namespace tpcomm {
@@ -60,35 +58,6 @@ TEST(OneShotLayout, EveryVectorOnceInEveryShape) {
       for (size_t nvec :
            {size_t{1}, size_t{7}, size_t{64}, size_t{65}, size_t{4097}, size_t{70001}})
         for (unsigned grid : {1u, 3u, 128u, 1024u}) walk({full, step, nvec, grid});
-}
-
-TEST(OneShotLayout, LeanKernelGetsOneStepAndAVectorPerThreadAtMost) {
-  // The lean kernel (one step, thread t of block b takes vector b*per + t when t < per) covers
-  // the message exactly when oneShotLeanFits accepts the call.
-  DeviceComm c{};
-  c.world = 2;
-  c.slot_bytes = 1 << 20;  // 512 KiB per source: 32768 vectors
-  const size_t full = oneShotStepBytes(c) / kVecBytes;
-  ASSERT_EQ(full, 32768u);
-  for (size_t nvec : {size_t{1}, size_t{64}, size_t{1000}, size_t{32768}, size_t{32769}})
-    for (unsigned grid : {1u, 8u, 64u})
-      for (int threads : {64, 512}) {
-        LaunchArgs a{};
-        a.algo = tpcommAlgoOneShot;
-        a.dtype = tpcommFloat32;
-        a.count = nvec * 4;
-        a.blocks = static_cast<int>(grid);
-        a.threads = threads;
-        const OneShotCall k = oneShotCall(full, 0, nvec, grid);
-        std::vector<int> seen(nvec, 0);
-        for (unsigned b = 0; b < grid; ++b)
-          for (size_t t = 0; t < static_cast<size_t>(threads); ++t)
-            if (t < k.per && b * k.per + t < nvec) ++seen[b * k.per + t];
-        bool covered = true;
-        for (int n : seen) covered = covered && n == 1;
-        EXPECT_EQ(oneShotLeanFits(c, a, true), k.nsteps == 1 && covered)
-            << nvec << " vectors, " << grid << " x " << threads;
-      }
 }
 
 }  // namespace
