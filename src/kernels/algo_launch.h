@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "kernels/device_comm.h"
+#include "kernels/oneshot_layout.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -66,6 +67,11 @@ struct LaunchArgs {
   size_t chunk_vecs;  // vectors per step: two-shot, island and host_bulk (others ignore it)
   bool lean = true;   // the algorithm's latency-path kernel where the call fits it (one-shot)
 };
+
+// The geometry a one-shot call (oneshot, host_oneshot or host_bulk) runs with: the region of a
+// slot its transport gives a source (or an outbox slot), steps of at most a.chunk_vecs, the grid
+// of a. What the kernels read from DeviceComm::call_*; all zero for other algorithms.
+OneShotCall oneShotGeometry(const DeviceComm& c, const LaunchArgs& a);
 
 // Whether a one-shot call over peer memory can run the lean kernel: one step (the message fits
 // a source's region of a slot, at the step size chunk_vecs), whole 16-byte vectors in aligned

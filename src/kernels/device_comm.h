@@ -60,6 +60,14 @@ struct DeviceComm {
   HostError* host_error;
   int push_batch;  // 1..kPushBatch vectors loaded per thread before they are pushed
   int aligned;     // both user buffers are 16-byte aligned (set per launch)
+  // The one-shot kernels' call geometry (oneshot_layout.h: vectors per source and step, steps, a
+  // block's share), set per launch by oneShotGeometry (launch.cu). Computed once on the host, so
+  // the host's choice of kernel and the kernel's layout cannot differ, and no kernel divides
+  // 64-bit numbers before its first push: where the previous kernel on the stream was not
+  // launched for programmatic dependent launch (an engine's GEMM), nothing hides that work.
+  size_t call_region;
+  size_t call_nsteps;
+  size_t call_per;
   // Host-memory transport (no P2P): every rank's inbox slots in pinned host memory, as device
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];

@@ -76,13 +76,35 @@ size_t dtypeSize(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? 4 : 2;
 }
 
+OneShotCall oneShotGeometry(const DeviceComm& c, const LaunchArgs& a) {
+  // Vectors of a source's region of a slot (an outbox slot for host_bulk), as the kernels'
+  // slotVecs<Proto> gives them: one 16-byte entry per vector over peer memory, two over LL.
+  size_t full = 0;
+  switch (a.algo) {
+    case tpcommAlgoOneShot:
+      full = oneShotStepBytes(c) / kVecBytes;
+      break;
+    case tpcommAlgoHostOneShot:
+      full = hostOneShotStepBytes(c) / kVecBytes;
+      break;
+    case tpcommAlgoHostBulk:
+      full = hostBulkStepBytes(c) / kVecBytes;
+      break;
+    default:
+      return OneShotCall{};
+  }
+  const size_t bytes = a.count * dtypeSize(a.dtype);
+  const size_t nvec = (bytes + kVecBytes - 1) / kVecBytes;
+  if (full == 0 || nvec == 0 || a.blocks < 1) return OneShotCall{};
+  return oneShotCall(full, a.chunk_vecs, nvec, static_cast<unsigned>(a.blocks));
+}
+
 bool oneShotLeanFits(const DeviceComm& c, const LaunchArgs& a, bool aligned) {
   if (a.algo != tpcommAlgoOneShot || !aligned || a.blocks < 1 || a.threads < 1) return false;
   const size_t bytes = a.count * dtypeSize(a.dtype);
   if (bytes == 0 || bytes % kVecBytes != 0) return false;
-  // The kernels' own geometry (oneshot_layout.h): one step, and a vector per thread at most.
-  const OneShotCall k = oneShotCall(oneShotStepBytes(c) / kVecBytes, a.chunk_vecs,
-                                    bytes / kVecBytes, static_cast<unsigned>(a.blocks));
+  // The geometry the kernels will run with: one step, and a vector per thread at most.
+  const OneShotCall k = oneShotGeometry(c, a);
   return k.nsteps == 1 && k.per <= static_cast<size_t>(a.threads);
 }
 
@@ -102,6 +124,10 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   dc.push_batch = a.push_batch;
   dc.aligned = aligned ? 1 : 0;
   dc.push_eighths = a.push_eighths;
+  const OneShotCall geo = oneShotGeometry(c, a);
+  dc.call_region = geo.region;
+  dc.call_nsteps = geo.nsteps;
+  dc.call_per = geo.per;
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;

@@ -14,7 +14,6 @@
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
 #include "kernels/kernel_set.cuh"
-#include "kernels/oneshot_layout.h"
 #include "kernels/trace_device.cuh"
 
 namespace tpcomm {
@@ -23,7 +22,7 @@ namespace {
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                  size_t step_vecs) {
+                  size_t /*step_vecs: applied by the host, in c.call_**/) {
   KernelTrace trace;
   trace.mark(kTraceEntry);
   // Everything that depends only on the arguments is read and computed before
@@ -33,12 +32,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
-  // Vectors per source rank and step: a slot holds every source's region, an outbox only ours;
-  // step_vecs > 0 asks for shorter steps (a launch knob; 0: the whole region or outbox slot).
-  const OneShotCall k =
-      oneShotCall(Proto::kOutbox ? slotVecs<Proto>(c) : slotVecs<Proto>(c) / c.world, step_vecs,
-                  nvec, gridDim.x);
-  const size_t region = k.region, nsteps = k.nsteps, per = k.per;
+  // Vectors per source rank and step (a slot holds every source's region, an outbox only ours;
+  // the step_vecs knob may shorten steps), steps, and a block's share: computed by the host
+  // (oneShotGeometry, launch.cu).
+  const size_t region = c.call_region, nsteps = c.call_nsteps, per = c.call_per;
   const int pb = c.push_batch;
   const int rank = c.rank, world = c.world;
   const bool aligned = c.aligned != 0;
@@ -204,14 +201,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotLeanKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                      size_t step_vecs) {
+                      size_t /*step_vecs: applied by the host, in c.call_**/) {
   KernelTrace trace;
   trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)
-  // The general kernel's geometry; one step, and per <= blockDim.x (the host checks).
-  const OneShotCall k = oneShotCall(slotVecs<Proto>(c) / c.world, step_vecs, nvec, gridDim.x);
-  const size_t region = k.region, per = k.per;
+  // The general kernel's geometry, from the host; one step, and per <= blockDim.x (the host
+  // checks).
+  const size_t region = c.call_region, per = c.call_per;
   const size_t v = blockIdx.x * per + threadIdx.x;
   const bool has = threadIdx.x < per && v < nvec;
   const int rank = c.rank, world = c.world;

@@ -4,6 +4,7 @@
 // reached it would silently lose data: the boundaries are tested on both sides.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "kernels/algo_launch.h"
@@ -126,6 +127,64 @@ TEST(LeanChoice, OnlyTheOneShotOverPeerMemory) {
     LaunchArgs a = argsOf(c, 4 * KiB);
     a.algo = algo;
     EXPECT_FALSE(oneShotLeanFits(c, a, true)) << tpcommAlgoName(algo);
+  }
+}
+
+// The geometry the host hands the one-shot kernels (oneShotGeometry): each transport's region of
+// a slot, as the kernels' slotVecs<Proto> gives it (peer memory: a 16-byte entry per vector and a
+// region per source; LL: two entries per vector; bulk: the whole outbox slot is ours), shortened
+// by the step knob, with the grid's share; nothing for the other algorithms.
+TEST(OneShotGeometry, EachTransportsRegion) {
+  for (int world = 2; world <= 8; ++world) {
+    DeviceComm c = commOf(world);
+    c.host_slot_bytes = 4 * MiB;
+    c.out_slot_bytes = 1 * MiB;
+    struct Want {
+      int algo;
+      size_t region;
+    };
+    const Want wants[] = {
+        {tpcommAlgoOneShot, 16 * MiB / kVecBytes / world},
+        {tpcommAlgoHostOneShot, 4 * MiB / (2 * kVecBytes) / world},
+        {tpcommAlgoHostBulk, 1 * MiB / kVecBytes},
+    };
+    for (const Want& w : wants) {
+      SCOPED_TRACE("world " + std::to_string(world) + ", algo " + std::to_string(w.algo));
+      LaunchArgs a = argsOf(c, 64 * KiB);
+      a.algo = w.algo;
+      a.blocks = 5;
+      a.chunk_vecs = 0;  // the whole region
+      OneShotCall k = oneShotGeometry(c, a);
+      EXPECT_EQ(k.region, w.region);
+      EXPECT_EQ(k.nsteps, 1u);
+      EXPECT_EQ(k.per, (64 * KiB / kVecBytes + 4) / 5);
+      // A message of three regions and a bit takes four steps; a block's share is of a region.
+      a.count = (3 * w.region * kVecBytes + 16) / dtypeSize(a.dtype);
+      k = oneShotGeometry(c, a);
+      EXPECT_EQ(k.nsteps, 4u);
+      EXPECT_EQ(k.per, (w.region + 4) / 5);
+      // The step knob shortens steps below the region.
+      a.chunk_vecs = 1000;
+      k = oneShotGeometry(c, a);
+      EXPECT_EQ(k.region, 1000u);
+      EXPECT_EQ(k.nsteps, (3 * w.region + 1 + 999) / 1000);
+    }
+  }
+}
+
+TEST(OneShotGeometry, PartialVectorsAndOtherAlgorithms) {
+  const DeviceComm c = commOf(2);
+  LaunchArgs a = argsOf(c, 64 * KiB);
+  a.dtype = tpcommFloat16;
+  a.count = 7;  // 14 bytes: one (partial) vector, which the general kernel handles
+  a.blocks = 1;
+  OneShotCall k = oneShotGeometry(c, a);
+  EXPECT_EQ(k.nsteps, 1u);
+  EXPECT_EQ(k.per, 1u);
+  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot, tpcommAlgoIsland}) {
+    a.algo = algo;
+    k = oneShotGeometry(c, a);
+    EXPECT_EQ(k.region + k.nsteps + k.per, 0u) << "algo " << algo;
   }
 }
 
