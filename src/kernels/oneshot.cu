@@ -14,6 +14,7 @@
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
 #include "kernels/kernel_set.cuh"
+#include "kernels/oneshot_layout.h"  // ringRank
 #include "kernels/trace_device.cuh"
 
 namespace tpcomm {

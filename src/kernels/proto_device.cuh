@@ -100,12 +100,6 @@ struct BulkProto {
   }
 };
 
-// The rank at distance p after `rank` (0 <= p < world): (rank + p) mod world without a division.
-__device__ __forceinline__ int ringRank(int rank, int p, int world) {
-  const int q = rank + p;
-  return q < world ? q : q - world;
-}
-
 // Backoff between missed polls (Proto::kBackoffNs > 0): sleeps, doubling up to 1 us.
 template <typename Proto>
 __device__ __forceinline__ void pollPause(unsigned& ns) {

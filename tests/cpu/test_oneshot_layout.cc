@@ -60,5 +60,15 @@ TEST(OneShotLayout, EveryVectorOnceInEveryShape) {
         for (unsigned grid : {1u, 3u, 128u, 1024u}) walk({full, step, nvec, grid});
 }
 
+// The lean kernel's peer order: rank + p wrapped once equals (rank + p) mod world for every rank
+// and distance of every world size.
+TEST(OneShotLayout, RingRankIsTheModulo) {
+  for (int world = 1; world <= 8; ++world)
+    for (int rank = 0; rank < world; ++rank)
+      for (int p = 0; p < world; ++p)
+        EXPECT_EQ(ringRank(rank, p, world), (rank + p) % world)
+            << "rank " << rank << ", p " << p << ", world " << world;
+}
+
 }  // namespace
 }  // namespace tpcomm
