@@ -64,7 +64,8 @@ struct LaunchArgs {
   void* recv;
   size_t count;
   tpcommDataType_t dtype;
-  size_t chunk_vecs;  // vectors per step: two-shot, island and host_bulk (others ignore it)
+  size_t chunk_vecs;  // vectors per step at most: two-shot, island, host_bulk, the one-shot over
+                      // peer memory (host_oneshot: 0, a whole slot region)
   bool lean = true;   // the algorithm's latency-path kernel where the call fits it (one-shot)
 };
 

@@ -99,13 +99,19 @@ OneShotCall oneShotGeometry(const DeviceComm& c, const LaunchArgs& a) {
   return oneShotCall(full, a.chunk_vecs, nvec, static_cast<unsigned>(a.blocks));
 }
 
-bool oneShotLeanFits(const DeviceComm& c, const LaunchArgs& a, bool aligned) {
+namespace {
+// oneShotLeanFits for a call whose geometry (oneShotGeometry) is already known.
+bool leanFits(const LaunchArgs& a, const OneShotCall& k, bool aligned) {
   if (a.algo != tpcommAlgoOneShot || !aligned || a.blocks < 1 || a.threads < 1) return false;
   const size_t bytes = a.count * dtypeSize(a.dtype);
   if (bytes == 0 || bytes % kVecBytes != 0) return false;
   // The geometry the kernels will run with: one step, and a vector per thread at most.
-  const OneShotCall k = oneShotGeometry(c, a);
   return k.nsteps == 1 && k.per <= static_cast<size_t>(a.threads);
+}
+}  // namespace
+
+bool oneShotLeanFits(const DeviceComm& c, const LaunchArgs& a, bool aligned) {
+  return leanFits(a, oneShotGeometry(c, a), aligned);
 }
 
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
@@ -114,8 +120,8 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
                        (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
   const KernelSet set = kernelsOf(a.algo, c.world);
-  const void* fn =
-      a.lean && set.lean[di] && oneShotLeanFits(c, a, aligned) ? set.lean[di] : set.fn[di];
+  const OneShotCall geo = oneShotGeometry(c, a);  // all zero for the other algorithms
+  const void* fn = a.lean && set.lean[di] && leanFits(a, geo, aligned) ? set.lean[di] : set.fn[di];
   if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
   if (a.algo == tpcommAlgoIsland && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");
@@ -124,7 +130,6 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   dc.push_batch = a.push_batch;
   dc.aligned = aligned ? 1 : 0;
   dc.push_eighths = a.push_eighths;
-  const OneShotCall geo = oneShotGeometry(c, a);
   dc.call_region = geo.region;
   dc.call_nsteps = geo.nsteps;
   dc.call_per = geo.per;

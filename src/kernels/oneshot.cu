@@ -26,10 +26,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                   size_t /*step_vecs: applied by the host, in c.call_**/) {
   KernelTrace trace;
   trace.mark(kTraceEntry);
-  // Everything that depends only on the arguments is read and computed before
-  // griddepcontrol.wait (pdlWait, below): the first touch of each line of the parameters misses
-  // the constant cache, and those misses then overlap the previous kernel instead of delaying
-  // the pushes.
+  // Everything that depends only on the arguments is written before griddepcontrol.wait
+  // (pdlWait, below): the first touch of each line of the parameters misses the constant cache,
+  // and those misses then overlap the previous kernel instead of delaying the pushes. The
+  // compiler may still move parameter loads behind the wait (it does where nothing before the
+  // wait needs them): check a change here with cuobjdump and with and without PDL.
   constexpr int E = VecTraits<T>::kElems;
   constexpr int K = Proto::kEntry;
   const size_t nvec = (count + E - 1) / E;
@@ -214,13 +215,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool has = threadIdx.x < per && v < nvec;
   const int rank = c.rank, world = c.world;
   const size_t slot_bytes = Proto::slotBytes(c);
-  char* peer[kW];
-#pragma unroll
   // ringRank, not `%`: a 32-bit modulo by the run-time world is a chain of ~20 instructions
   // (reciprocal and corrections) before each peer's base can be loaded, on the critical path
   // wherever the launch is not overlapped with the previous kernel (measured: 0.1 us per call
   // without PDL, none with it). The general kernel keeps `%`: with ringRank there, the compiler
   // moved its parameter loads behind griddepcontrol.wait and small calls lost 0.2 us with PDL.
+  char* peer[kW];
+#pragma unroll
   for (int p = 0; p < kW; ++p)
     peer[p] = p < world ? Proto::bufs(c)[ringRank(rank, p, world)] : nullptr;
   const uint4* in = reinterpret_cast<const uint4*>(send) + v;
