@@ -187,23 +187,29 @@ double oneWayUs(bool host) {
   return us;
 }
 
-// A minimal one-shot all-reduce of 1 KiB between two GPUs (one block of 64 threads, fp32
-// zeros, sentinel arrival as the library's SentinelProto), to see what each piece of the real
-// kernel costs against the floor rows above. Variants (bits of `how`):
+// A minimal one-shot all-reduce between two GPUs (by default 1 KiB: one block of 64 threads;
+// fp32 zeros, a vector per thread, sentinel arrival as the library's SentinelProto), to see what
+// each piece of the real kernel costs against the floor rows above. Variants (bits of `how`):
 //   kSlotBaked: the slot comes from the launch argument (node i of the graph uses slot i % 4)
 //               instead of an epoch word in device memory (read at entry, advanced at the end);
+//               grids of more than one block always bake it (no arrival counter here);
 //   kTriggerEarly: griddepcontrol.launch_dependents at entry instead of after the push;
 //   kFreshInput: the input is a buffer no kernel writes (not the previous call's output);
 //   kAbortLoad: a volatile load of the abort word just before the epoch's (as the library);
-//   kTimerFirst: %globaltimer (the wait deadline) read before the push instead of after it.
-constexpr int kSlotBaked = 1, kTriggerEarly = 2, kFreshInput = 4, kAbortLoad = 8, kTimerFirst = 16;
+//   kTimerFirst: %globaltimer (the wait deadline) read before the push instead of after it;
+//   kOnlyBlock0: blocks other than 0 exit at once (what a grid's size costs without its data);
+//   kPollPause: 64 ns of __nanosleep between missed polls (what the polls' own traffic costs).
+constexpr int kSlotBaked = 1, kTriggerEarly = 2, kFreshInput = 4, kAbortLoad = 8, kTimerFirst = 16,
+              kOnlyBlock0 = 32, kPollPause = 64;
 constexpr int kMiniSlots = 4, kMiniVecs = 64;
 
 __global__ void miniOneShot(int how, int baked_slot, const uint4* fresh, uint4* io, uint4* mine,
                             uint4* theirs, State* st, unsigned* failed) {
   if (how & kTriggerEarly) triggerDependents();
   waitPrimary();
-  const int t = threadIdx.x;
+  if ((how & kOnlyBlock0) && blockIdx.x != 0) return;
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;  // this thread's vector
+  const int nvec = gridDim.x * blockDim.x;              // a slot's vectors
   const uint4 x = (how & kFreshInput) ? fresh[t] : io[t];
   int slot = baked_slot;
   unsigned long long e = 0;
@@ -221,22 +227,23 @@ __global__ void miniOneShot(int how, int baked_slot, const uint4* fresh, uint4* 
   }
   unsigned long long t0 = 0, now = 0;
   if (how & kTimerFirst) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)::"memory");
-  theirs[slot * kMiniVecs + t] = x;
+  theirs[slot * nvec + t] = x;
   if (!(how & kTriggerEarly)) triggerDependents();
   uint4 y;
   if (!(how & kTimerFirst)) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)::"memory");
   for (;;) {
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(y.x), "=r"(y.y), "=r"(y.z), "=r"(y.w)
-                 : "l"(mine + slot * kMiniVecs + t));
+                 : "l"(mine + slot * nvec + t));
     if (y.x != 0xFFFFFFFFu && y.y != 0xFFFFFFFFu && y.z != 0xFFFFFFFFu && y.w != 0xFFFFFFFFu) break;
+    if (how & kPollPause) __nanosleep(64);
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     if (now - t0 > 1000000000ull) {  // 1 s: a broken variant must not hang the machine
       *failed = 1;
       return;
     }
   }
-  mine[slot * kMiniVecs + t] = make_uint4(~0u, ~0u, ~0u, ~0u);
+  mine[slot * nvec + t] = make_uint4(~0u, ~0u, ~0u, ~0u);
   const float2 a = make_float2(__uint_as_float(x.x) + __uint_as_float(y.x),
                                __uint_as_float(x.y) + __uint_as_float(y.y));
   const float2 b = make_float2(__uint_as_float(x.z) + __uint_as_float(y.z),
@@ -247,9 +254,12 @@ __global__ void miniOneShot(int how, int baked_slot, const uint4* fresh, uint4* 
     *reinterpret_cast<volatile unsigned long long*>(&st->epoch) = e + 1;
 }
 
-// us per call of miniOneShot, both GPUs running a graph of kChain calls at once (GPU 0's time).
-double miniOneShotUs(int how) {
-  const size_t slot_bytes = kMiniSlots * kMiniVecs * sizeof(uint4);
+// us per call of miniOneShot on a grid of `blocks` x `threads` (a vector each), both GPUs
+// running a graph of kChain calls at once (GPU 0's time).
+double miniOneShotUs(int how, int blocks = 1, int threads = kMiniVecs) {
+  if (blocks > 1) how |= kSlotBaked;  // one epoch word would need the library's arrival counter
+  const int nvec = blocks * threads;
+  const size_t slot_bytes = kMiniSlots * nvec * sizeof(uint4);
   uint4 *io[2], *fresh[2], *slots[2];
   State* st[2];
   unsigned* failed[2];
@@ -261,14 +271,14 @@ double miniOneShotUs(int how) {
     const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
     (void)cudaGetLastError();
     if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) return -1;
-    CK(cudaMalloc(&io[d], kMiniVecs * sizeof(uint4)));
-    CK(cudaMalloc(&fresh[d], kMiniVecs * sizeof(uint4)));
+    CK(cudaMalloc(&io[d], nvec * sizeof(uint4)));
+    CK(cudaMalloc(&fresh[d], nvec * sizeof(uint4)));
     CK(cudaMalloc(&slots[d], slot_bytes));
     CK(cudaMalloc(&st[d], sizeof(State)));
     CK(cudaMallocManaged(&failed[d], sizeof(unsigned)));
     *failed[d] = 0;
-    CK(cudaMemset(io[d], 0, kMiniVecs * sizeof(uint4)));
-    CK(cudaMemset(fresh[d], 0, kMiniVecs * sizeof(uint4)));
+    CK(cudaMemset(io[d], 0, nvec * sizeof(uint4)));
+    CK(cudaMemset(fresh[d], 0, nvec * sizeof(uint4)));
     CK(cudaMemset(slots[d], 0xFF, slot_bytes));
     CK(cudaMemset(st[d], 0, sizeof(State)));
     CK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking));
@@ -282,8 +292,8 @@ double miniOneShotUs(int how) {
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(kMiniVecs);
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
     cfg.stream = s[d];
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
@@ -472,6 +482,27 @@ int main() {
         {"  ... epoch, both (as the library's kernel)", kAbortLoad | kTimerFirst},
     };
     for (const auto& m : minis) printf("%-52s %6.2f us\n", m.name, miniOneShotUs(m.how));
+    // Where a larger call's time goes: the same kernel over grids of one vector per thread
+    // (slot baked), against its 1 KiB row "slot baked into the launch" above.
+    const struct {
+      const char* name;
+      int how, blocks, threads;
+    } grids[] = {
+        {"minimal one-shot, 2 KiB: 1 block x 128", 0, 1, 128},
+        {"  ... 2 KiB: 2 blocks x 64", 0, 2, 64},
+        {"  ... 16 KiB: 8 blocks x 128 (the library's grid)", 0, 8, 128},
+        {"  ... 16 KiB: 16 blocks x 64", 0, 16, 64},
+        {"  ... 16 KiB: 1 block x 1024", 0, 1, 1024},
+        {"  ... 16 KiB grid, blocks 1..7 exit at once", kOnlyBlock0, 8, 128},
+        {"  ... 16 KiB, 64 ns pause between missed polls", kPollPause, 8, 128},
+        {"  ... 64 KiB: 32 blocks x 128", 0, 32, 128},
+        {"  ... 256 KiB: 128 blocks x 128", 0, 128, 128},
+        {"  ... 256 KiB grid, blocks 1..127 exit at once", kOnlyBlock0, 128, 128},
+        {"  ... 256 KiB, 64 ns pause between missed polls", kPollPause, 128, 128},
+        {"  ... 1 MiB: 128 blocks x 512", 0, 128, 512},
+    };
+    for (const auto& g : grids)
+      printf("%-52s %6.2f us\n", g.name, miniOneShotUs(g.how, g.blocks, g.threads));
   }
   // SM traffic is what the host transport uses; the copy engines are the other way to move data
   // between a GPU and host memory (both directions at once is the all-reduce's pattern).

@@ -13,6 +13,11 @@ one CUDA graph per verify width k = 1, 4, 8, 16, 64 tokens, with four all-reduce
   tpcomm  tpcomm.Communicator.all_reduce, in place
   none    no all-reduce at all: the compute-only time, so that
           all-reduce time per forward = forward(backend) - forward(none).
+For each k every backend's forward is captured first, then all are timed interleaved
+(repetition r runs each graph once, in an order rotated by r; median over --reps): the
+all-reduce time is a difference of two forwards a few percent apart, and timing the backends one
+after the other let the machine's drift over the run land in it. --profile adds the all-reduce
+kernels' own durations (torch.profiler) in the model and alone, per rank.
 Per layer and rank (TP = number of processes): RMSNorm; QKV projection [H, 3H/TP]; attention
 over a --context-token KV cache (SDPA; --context 0 replaces it by an elementwise stand-in);
 output projection [H/TP, H] -> all-reduce; RMSNorm; gate/up [H, 2I/TP]; SiLU*mul; down
@@ -33,6 +38,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import time
 
@@ -62,6 +68,10 @@ def parse_args(argv=None):
     p.add_argument("--replays", type=int, default=5, help="graph replays per repetition")
     p.add_argument("--draft-cost", type=float, default=0.05,
                    help="cost of drafting one token, as a fraction of T(1) (default 0.05)")
+    p.add_argument("--profile", action="store_true",
+                   help="also trace one replay per backend and k with torch.profiler and report "
+                        "the all-reduce kernels' own durations and the gaps before them, inside "
+                        "the model and in a graph of all-reduces alone (diagnostic; slower)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=int, default=3600, help="seconds before the run is killed")
     args = p.parse_args(argv)
@@ -225,6 +235,52 @@ def make_reduce(name, rank, gloo, args, comm):
     raise ValueError(name)
 
 
+# Substrings of each backend's all-reduce kernel names (CUPTI's demangled names).
+AR_KERNELS = {"tpcomm": ("tpcomm::",), "nccl": ("ncclDevKernel", "ncclKernel"),
+              "symm": ("one_shot_all_reduce",)}
+
+
+def kernel_times(graph, backend, replays, sync):
+    """Replays `graph` under torch.profiler (CUDA activities only) and returns, over the
+    backend's all-reduce kernels, the median and 90th percentile of their durations and the
+    median gap from the previous kernel's end to their start, in us. The kernel's duration on a
+    rank includes its wait for the slower peer, so a rank that runs ahead shows long kernels and
+    the one behind short ones: both ranks' numbers together tell skew from cost."""
+    import tempfile
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = [e for e in json.load(f).get("traceEvents", []) if e.get("cat") == "kernel"]
+    finally:
+        os.unlink(path)
+    events.sort(key=lambda e: e["ts"])
+    durs, gaps, prev_end = [], [], None
+    for e in events:
+        if any(k in e.get("name", "") for k in AR_KERNELS[backend]):
+            durs.append(float(e["dur"]))
+            if prev_end is not None:
+                gaps.append(float(e["ts"]) - prev_end)
+        prev_end = float(e["ts"]) + float(e["dur"])
+    if not durs:
+        return {"kernels": 0, "kernel_names": sorted({e.get("name", "")[:60] for e in events})[:8]}
+    durs.sort()
+    return {"kernels": len(durs), "kernel_us": statistics.median(durs),
+            "kernel_p90_us": durs[min(len(durs) - 1, int(0.9 * len(durs)))],
+            "gap_before_us": statistics.median(gaps) if gaps else None}
+
+
 def worker(rank, world, gloo, args):
     import torch
     import torch.distributed as dist
@@ -247,30 +303,63 @@ def worker(rank, world, gloo, args):
     inputs = {k: torch.randn(k, args.hidden, device=device, dtype=torch.bfloat16) for k in args.k}
     results = []
     for k in args.k:
+        # Every backend's forward is captured first and then timed interleaved (time_graphs):
+        # the all-reduce time is a difference of two forwards ~2% apart, so a drift of the
+        # machine between one backend's timing and the next would land in it.
+        rows, graphs, outs = {}, {}, {}
         for name in args.backends:
-            row = {"backend": name, "k": k}
+            rows[name] = {"backend": name, "k": k}
             try:
                 reduce = reducers[name](k)
-                out = {}
+                outs[name] = {}
 
-                def fwd(reduce=reduce, x=inputs[k]):
+                def fwd(reduce=reduce, x=inputs[k], out=outs[name]):
                     out["x"] = stack.forward(x, reduce)
                 torch.cuda.synchronize()
                 sync()
-                graph = testing.capture(fwd, iters=1, warmup=2)
-                row["forward_us"] = testing.time_graph(graph, 1, args.reps, args.replays, sync)
-                # TP ranks must hold the same activations, bit for bit.
-                bits = out["x"].view(torch.int16).to(torch.int64)
-                row["checksum"] = int((bits * torch.arange(1, bits.numel() + 1, device=device)
-                                       .view_as(bits)).sum().item())
-                row["finite"] = bool(torch.isfinite(out["x"]).all().item())
-                del graph
+                graphs[name] = testing.capture(fwd, iters=1, warmup=2)
             except Exception as e:
-                row["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+                rows[name]["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
                 torch.cuda.synchronize()
+        # Ranks must time the same graphs in the same order: only those every rank captured.
+        everyone = [None] * world
+        dist.all_gather_object(everyone, sorted(graphs), group=gloo)
+        ok = {n: graphs[n] for n in args.backends if all(n in names for names in everyone)}
+        for n in graphs:
+            if n not in ok:
+                rows[n]["error"] = "capture failed on another rank"
+        for name, us in testing.time_graphs(ok, 1, args.reps, args.replays, sync).items():
+            row = rows[name]
+            row["forward_us"] = us
+            x = outs[name]["x"]
+            # TP ranks must hold the same activations, bit for bit.
+            bits = x.view(torch.int16).to(torch.int64)
+            row["checksum"] = int((bits * torch.arange(1, bits.numel() + 1, device=device)
+                                   .view_as(bits)).sum().item())
+            row["finite"] = bool(torch.isfinite(x).all().item())
+            if args.profile and name != "none":
+                row["profile_model"] = kernel_times(graphs[name], name, 1, sync)
+                # The same all-reduce alone: a graph of copy + all-reduce pairs (a kernel that
+                # is not launched for PDL before each, as the GEMM is in the model).
+                src = inputs[k].clone()
+                reduce = reducers[name](k)
+                alone = testing.capture(
+                    lambda reduce=reduce: reduce(0, lambda o: o.copy_(src)), iters=50, warmup=2)
+                row["profile_alone"] = kernel_times(alone, name, 2, sync)
+                del alone
+                for where in ("model", "alone"):
+                    p = row["profile_" + where]
+                    print(f"[rank {rank}] k={k:3d} {name:7s} {where:5s}: " + (
+                        f"{p['kernels']} kernels, median {p['kernel_us']:.2f} us, p90 "
+                        f"{p['kernel_p90_us']:.2f}, gap before {p['gap_before_us'] or 0:.2f}"
+                        if p["kernels"] else f"no all-reduce kernel among {p['kernel_names']}"),
+                        flush=True)
+        for name in args.backends:
+            row = rows[name]
             results.append(row)
             say(f"k={k:3d} {name:7s} {row.get('forward_us', float('nan')):10.1f} us per forward"
                 f"{'  ' + row['error'] if 'error' in row else ''}")
+        del graphs, outs
     info = {"gpu": torch.cuda.get_device_name(rank), "torch": torch.__version__}
     if comm is not None:
         info["tpcomm_stats"] = comm.stats()

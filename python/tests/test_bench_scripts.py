@@ -120,3 +120,48 @@ def test_verify_pass_summary_from_fake_ranks():
     (t1, t4) = m.targets(rows)
     assert t1["ok"] and t1["ar_ratio"] == pytest.approx(0.1)
     assert "| 4 | tpcomm |" in m.table(rows, a)
+
+
+def test_time_graphs_interleaves_and_rotates(monkeypatch):
+    """testing.time_graphs times every graph once per repetition, in an order rotated by the
+    repetition (a drift over the run must not land on one backend), and reports each graph's
+    median per captured call. A fake torch records what ran; the timings are made up."""
+    import types
+
+    from tpcomm import testing
+
+    log = []
+    clock = {"t": 0.0}
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = clock["t"]
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):  # ms, as torch's
+            return other.t - self.t
+
+    class Graph:
+        def __init__(self, name, ms):
+            self.name, self.ms = name, ms
+
+        def replay(self):
+            log.append(self.name)
+            clock["t"] += self.ms
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    syncs = []
+    graphs = {"a": Graph("a", 1.0), "b": Graph("b", 2.0), "c": Graph("c", 4.0)}
+    got = testing.time_graphs(graphs, iters=10, reps=3, replays=2, sync=lambda: syncs.append(1))
+    # One upload replay each, then per repetition every graph `replays` times, rotated.
+    assert log[:3] == ["a", "b", "c"]
+    assert log[3:] == ["a", "a", "b", "b", "c", "c", "b", "b", "c", "c", "a", "a",
+                       "c", "c", "a", "a", "b", "b"]
+    assert len(syncs) == 9  # ranks line up before every sample
+    assert got == {"a": pytest.approx(100.0), "b": pytest.approx(200.0), "c": pytest.approx(400.0)}

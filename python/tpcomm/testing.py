@@ -115,6 +115,33 @@ def capture(fn, iters, warmup=3):
     return graph
 
 
+def time_graphs(graphs, iters, reps, replays=1, sync=None):
+    """time_graph for several graphs at once, interleaved: repetition r times every graph once,
+    in an order rotated by r, so that a slow drift of the machine (clocks, temperature) over the
+    run spreads over all of them instead of biasing whichever ran last. {name: median us per
+    captured call}; every rank must pass the same names in the same order."""
+    import torch
+
+    names = list(graphs)
+    for name in names:
+        graphs[name].replay()  # first replay uploads the graph
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = {name: [] for name in names}
+    for r in range(reps):
+        for i in range(len(names)):
+            name = names[(i + r) % len(names)]
+            torch.cuda.synchronize()
+            if sync:
+                sync()
+            start.record()
+            for _ in range(replays):
+                graphs[name].replay()
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) * 1000.0 / (iters * replays))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
 def time_graph(graph, iters, reps, replays=1, sync=None):
     """Median over `reps` of the time (us) per captured call: each repetition replays `graph`
     (holding `iters` calls) `replays` times back to back."""

@@ -35,8 +35,9 @@ constexpr size_t bulkOutboxBytes(size_t host_slot_bytes) {
   return kNumSlots * bulkSlotBytes(host_slot_bytes) + kBulkFlagBytes;
 }
 
-// Per-rank state in device memory, private to the rank.
-struct RankState {
+// Per-rank state in device memory, private to the rank. 16-byte aligned: the lean one-shot loads
+// epoch, arrive and abort as one vector (readEpochThread, epoch_device.cuh).
+struct alignas(16) RankState {
   unsigned long long epoch;  // steps completed; the next step uses slot epoch % kNumSlots
   unsigned int arrive;       // blocks of the running kernel that have read epoch
   unsigned int abort;        // set by a kernel that timed out: later kernels exit at once

@@ -4,6 +4,8 @@
 // new value: stream order, or griddepcontrol.wait under programmatic dependent launch).
 #pragma once
 
+#include <cstddef>
+
 #include "kernels/device_comm.h"
 
 namespace tpcomm {
@@ -42,6 +44,26 @@ __device__ __forceinline__ unsigned long long readEpoch(RankState* st) {
 }
 __device__ __forceinline__ unsigned long long readEpoch(const DeviceComm& c) {
   return readEpoch(c.state);
+}
+
+// The same read without the block barrier, for kernels whose threads each compute their slot
+// (the lean one-shot): every thread loads the epoch and the abort word itself, with one 16-byte
+// relaxed load of RankState's first half (epoch, then arrive and abort), so the block never waits
+// on thread 0's load, a shared-memory round trip and a barrier before its first push. Returns ~0ull
+// in a thread that saw the communicator aborted.
+// The caller must synchronise the block (__syncthreads) between these reads and arriveEpoch:
+// readEpoch's acquire and barrier are what kept this block's arrival from being counted before
+// all of its reads returned (the last block's advance must never be seen here). Relaxed loads
+// whose values every thread has used before the barrier give the same order.
+__device__ __forceinline__ unsigned long long readEpochThread(const RankState* st) {
+  static_assert(offsetof(RankState, epoch) == 0 && offsetof(RankState, abort) == 12,
+                "readEpochThread loads epoch and abort as one 16-byte vector");
+  unsigned long long epoch, arrive_abort;  // abort is the high half of the second word
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(epoch), "=l"(arrive_abort)
+               : "l"(st)
+               : "memory");
+  return (arrive_abort >> 32) != 0u ? ~0ull : epoch;
 }
 
 // Counts the block in (thread 0, relaxed atomic, no fence: it must not wait for the block's remote

@@ -225,15 +225,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int p = 0; p < kW; ++p)
     peer[p] = p < world ? Proto::bufs(c)[ringRank(rank, p, world)] : nullptr;
   const uint4* in = reinterpret_cast<const uint4*>(send) + v;
+  // Pins the input's address (the `send` and `count` parameters' constant loads: a first touch
+  // of their line misses the constant cache) before the wait. With nothing before the wait
+  // needing them, the compiler moves those loads behind griddepcontrol.wait, onto the critical
+  // path (seen in cuobjdump); an L2 prefetch of the input is a memory operation it keeps in
+  // place. Safe before the wait: L2 is where the previous kernel's writes land anyway.
+  if (has) asm volatile("prefetch.global.L2 [%0];" ::"l"(in));
 
   pdlWait();
   trace.mark(kTraceWaited);
   const uint4 x = has ? *in : make_uint4(0, 0, 0, 0);
-  const unsigned long long epoch = readEpoch(c.state);
-  if (epoch == ~0ull) return;
+  // Every thread reads the epoch itself, alongside its input: no barrier between the two loads
+  // and the push (readEpoch's thread-0 load, shared-memory hand-off and barrier were on the
+  // critical path). A thread that sees the communicator aborted pushes nothing, and leaves after
+  // the barrier below, as the whole block does then.
+  const unsigned long long epoch = readEpochThread(c.state);
+  const bool aborted = epoch == ~0ull;
   trace.mark(kTraceEpoch);
   const size_t slot_off = (epoch % kNumSlots) * slot_bytes;
-  if (has) {
+  if (has && !aborted) {
     const uint4 y = canon<T>(x);
 #pragma unroll
     for (int p = 1; p < kW; ++p)
@@ -241,6 +251,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         Proto::put(reinterpret_cast<uint4*>(peer[p] + slot_off) + rank * region + v, y, 0);
   }
   trace.mark(kTracePushed);
+  // Every thread's epoch read has returned (its push used it) before thread 0 counts the block
+  // in: the last block's advance can then never be read here (readEpochThread). Off the
+  // critical path: the peers' data is an NVLink trip away.
+  if (__syncthreads_or(aborted)) return;
   const bool advance = arriveEpoch(c);
   pdlLaunchDependents();
   WaitCtx ctx = makeWaitCtx(c);

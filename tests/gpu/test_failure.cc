@@ -58,6 +58,45 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
   }
 }
 
+// The kernels' own abort path: calls replayed from a CUDA graph reach the GPU whatever the host
+// knows, so once one of them timed out, the next ones must see the communicator's abort word and
+// exit at once, not wait out their deadlines one after another. Ten calls of the lean one-shot
+// (one block, and eight: the block-wide vote on the abort word) whose peer never comes: about one
+// deadline in all, not ten.
+TEST(Failure, GraphReplayedAfterATimeoutExitsAtOnce) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (size_t count : {size_t{1024}, size_t{8192}}) {  // bf16: 2 KiB and 16 KiB
+    const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, /*timeout_ms=*/300);
+    std::string err;
+    auto g = makeGroup(2, &cfg, count * 2, &err);
+    ASSERT_TRUE(g) << err;
+    cudaSetDevice(g->devs[0]);
+    cudaStream_t s = g->streams[0];
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    for (int i = 0; i < 10; ++i)
+      ASSERT_EQ(
+          tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum, g->comms[0], s),
+          tpcommSuccess)
+          << tpcommGetLastError();
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess) << "the context must survive";
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(ms, 250) << "gave up before the deadline";
+    EXPECT_LT(ms, 300 + 1500) << "later calls waited out their own deadlines (" << count << ")";
+    tpcommResult_t async = tpcommSuccess;
+    ASSERT_EQ(tpcommCommGetAsyncError(g->comms[0], &async), tpcommSuccess);
+    EXPECT_EQ(async, tpcommTimeout);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+}
+
 TEST(Failure, BadArgumentsGetClearErrors) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommConfig_t cfg = configFor(tpcommAlgoAuto);
