@@ -165,3 +165,7 @@ def test_time_graphs_interleaves_and_rotates(monkeypatch):
                        "c", "c", "a", "a", "b", "b"]
     assert len(syncs) == 9  # ranks line up before every sample
     assert got == {"a": pytest.approx(100.0), "b": pytest.approx(200.0), "c": pytest.approx(400.0)}
+    # time_graph is the one-graph case: an upload replay, then `replays` per repetition.
+    log.clear()
+    assert testing.time_graph(graphs["b"], iters=10, reps=3, replays=2) == pytest.approx(200.0)
+    assert log == ["b"] * 7

@@ -116,10 +116,12 @@ def capture(fn, iters, warmup=3):
 
 
 def time_graphs(graphs, iters, reps, replays=1, sync=None):
-    """time_graph for several graphs at once, interleaved: repetition r times every graph once,
-    in an order rotated by r, so that a slow drift of the machine (clocks, temperature) over the
-    run spreads over all of them instead of biasing whichever ran last. {name: median us per
-    captured call}; every rank must pass the same names in the same order."""
+    """Median over `reps` of the time (us) per captured call of each graph (holding `iters`
+    calls, replayed `replays` times back to back per repetition), the graphs interleaved:
+    repetition r times every graph once, in an order rotated by r, so that a slow drift of the
+    machine (clocks, temperature) over the run spreads over all of them instead of biasing
+    whichever ran last. {name: median us}; every rank must pass the same names in the same
+    order."""
     import torch
 
     names = list(graphs)
@@ -144,20 +146,5 @@ def time_graphs(graphs, iters, reps, replays=1, sync=None):
 
 def time_graph(graph, iters, reps, replays=1, sync=None):
     """Median over `reps` of the time (us) per captured call: each repetition replays `graph`
-    (holding `iters` calls) `replays` times back to back."""
-    import torch
-
-    graph.replay()  # first replay uploads the graph
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        if sync:
-            sync()
-        start.record()
-        for _ in range(replays):
-            graph.replay()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1000.0 / (iters * replays))
-    return statistics.median(samples)
+    (holding `iters` calls) `replays` times back to back (time_graphs with one graph)."""
+    return time_graphs({"graph": graph}, iters, reps, replays, sync)["graph"]

@@ -251,9 +251,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         Proto::put(reinterpret_cast<uint4*>(peer[p] + slot_off) + rank * region + v, y, 0);
   }
   trace.mark(kTracePushed);
-  // Every thread's epoch read has returned (its push used it) before thread 0 counts the block
-  // in: the last block's advance can then never be read here (readEpochThread). Off the
-  // critical path: the peers' data is an NVLink trip away.
+  // Every thread's epoch read has returned (its push, or at least the vote below, used it)
+  // before thread 0 counts the block in: the last block's advance can then never be read here
+  // (readEpochThread). Off the critical path: the peers' data is an NVLink trip away.
   if (__syncthreads_or(aborted)) return;
   const bool advance = arriveEpoch(c);
   pdlLaunchDependents();
