@@ -11,28 +11,30 @@ namespace tpcomm::bench {
 namespace {
 
 void usage(FILE* f) {
-  fprintf(f,
-          "usage: tpcomm-bench [options]\n"
-          "  --ranks N            ranks (default: one per visible GPU; more ranks share GPUs)\n"
-          "  --devices 0,1        GPUs to use, round robin over ranks\n"
-          "  --min 1K --max 64M   size range in bytes (K/M/G suffixes)\n"
-          "  --factor 4           size step factor\n"
-          "  --dtype bf16         bf16 | fp16 | fp32\n"
-          "  --mode both          eager | graph | both\n"
-          "  --backends LIST      of auto,oneshot,twoshot,host_oneshot,host_twoshot,\n"
-          "                       host_bulk,island,nccl\n"
-          "                       (default auto,oneshot,twoshot,nccl)\n"
-          "  --iters 50 --reps 9 --warmup 5\n"
-          "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
-          "  --sweep-knobs        also time each kernel backend listed with several grid shapes\n"
-          "                       (bytes per block 1K..16K, push batch 1 and 4; host_bulk: 8K and\n"
-          "                       16K per block, steps of a slot, 256K, 64K or 16K, 2 or 4 of 8\n"
-          "                       warps pushing), oneshot with 1..5 of 8 warps pushing in\n"
-          "                       multi-step calls and with 1..8 MiB steps (the grid's push\n"
-          "                       batch, and 1 vector per thread), and auto without PDL and\n"
-          "                       without the lean one-shot kernel\n"
-          "  --no-check           skip the correctness check of every backend\n"
-          "  --json FILE          write every measurement as JSON\n");
+  fprintf(
+      f,
+      "usage: tpcomm-bench [options]\n"
+      "  --ranks N            ranks (default: one per visible GPU; more ranks share GPUs)\n"
+      "  --devices 0,1        GPUs to use, round robin over ranks\n"
+      "  --min 1K --max 64M   size range in bytes (K/M/G suffixes)\n"
+      "  --factor 4           size step factor\n"
+      "  --dtype bf16         bf16 | fp16 | fp32\n"
+      "  --mode both          eager | graph | both\n"
+      "  --backends LIST      of auto,oneshot,twoshot,host_oneshot,host_twoshot,\n"
+      "                       host_bulk,island,nccl\n"
+      "                       (default auto,oneshot,twoshot,nccl)\n"
+      "  --iters 50 --reps 9 --warmup 5\n"
+      "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
+      "  --sweep-knobs        also time each kernel backend listed with several grid shapes\n"
+      "                       (bytes per block 512..16K, push batch 1 and 4; host_bulk: 2K..16K\n"
+      "                       per block, steps of a slot or 256K..32K, 2 or 4 of 8 warps\n"
+      "                       pushing), host_oneshot with LL packets for every call (1K and 4K\n"
+      "                       per block), oneshot with 1..5 of 8 warps pushing in\n"
+      "                       multi-step calls and with 1..8 MiB steps (the grid's push\n"
+      "                       batch, and 1 vector per thread), and auto without PDL and\n"
+      "                       without the lean one-shot kernel\n"
+      "  --no-check           skip the correctness check of every backend\n"
+      "  --json FILE          write every measurement as JSON\n");
 }
 
 bool parseSize(const char* s, size_t* out) {

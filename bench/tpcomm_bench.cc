@@ -344,6 +344,16 @@ int main(int argc, char** argv) {
                        k.push_batch = pb;
                      });
     }
+    // host_oneshot with LL packets for every call (the sentinel protocol off), by bytes per
+    // block: labels host_oneshot/ll/NK.
+    if (std::find(a.backends.begin(), a.backends.end(), "host_oneshot") != a.backends.end()) {
+      for (int bb : {1024, 4096})
+        addVariant("host_oneshot/ll/" + std::to_string(bb / 1024) + "K", tpcommAlgoHostOneShot,
+                   [&](LaunchKnobs& k) {
+                     k.host_sentinel = false;
+                     k.host_block_bytes = bb;
+                   });
+    }
     // The default shape without programmatic dependent launch.
     addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });
     // The default shape with the general one-shot kernel where the lean one would run.

@@ -165,11 +165,18 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   if (d.algo == tpcommAlgoNccl) {
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
   } else if (isKernelAlgo(d.algo)) {
-    const GridPlan g = gridOf(comm, d.algo, bytes);
+    // host_oneshot calls that fit one step of the host sentinel inboxes take that protocol (one
+    // step only: docs/PROTOCOL.md), larger ones LL packets.
+    const bool host_sentinel = d.algo == tpcommAlgoHostOneShot && comm->knobs.host_sentinel &&
+                               bytes <= comm->host_sentinel_step_bytes;
+    const GridPlan g = host_sentinel ? planGrid(d.algo, bytes, comm->host_sentinel_step_bytes,
+                                                comm->world, comm->knobs)
+                                     : gridOf(comm, d.algo, bytes);
     blocks = g.blocks;
     LaunchArgs a{
         d.algo,   g.blocks, g.threads, g.push_batch, g.push_eighths,        comm->knobs.pdl,
         sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo), comm->knobs.lean};
+    a.host_sentinel = host_sentinel;
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
     return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",

@@ -91,7 +91,11 @@ tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
   c->dev.hout = hostOutbox(c->host_seg, c->world, 0, c->settings.host_slot_bytes);
   c->dev.out_stride = bulkOutboxBytes(c->settings.host_slot_bytes);
   c->dev.out_slot_bytes = bulkSlotBytes(c->settings.host_slot_bytes);
+  for (int p = 0; p < c->world; ++p)
+    c->dev.hsbufs[p] = hostSentinelInbox(c->host_seg, c->world, p, c->settings.host_slot_bytes);
+  c->dev.hs_slot_bytes = kHostSentinelSlotBytes;
   c->host_step_bytes = hostOneShotStepBytes(c->dev);
+  c->host_sentinel_step_bytes = hostSentinelStepBytes(c->dev);
   c->host_chunk_vecs = hostTwoShotChunkVecs(c->dev);
   c->bulk_step_bytes = hostBulkStepBytes(c->dev);
   TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank,

@@ -32,6 +32,8 @@ KernelSet hostOneShotKernels(int world);
 KernelSet hostTwoShotKernels(int world);
 // One-shot through host memory with the bulk protocol (outboxes, a flag per block and step).
 KernelSet hostBulkKernels(int world);
+// host_oneshot with the sentinel protocol in host memory (HostSentinelProto; single-step calls).
+KernelSet hostSentinelKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
 // The kernels of an algorithm (one of the six above); all zero for other algorithms.
@@ -47,6 +49,7 @@ size_t twoShotChunkVecs(const DeviceComm& c);
 size_t hostTwoShotChunkVecs(const DeviceComm& c);
 size_t hostOneShotStepBytes(const DeviceComm& c);
 size_t hostBulkStepBytes(const DeviceComm& c);
+size_t hostSentinelStepBytes(const DeviceComm& c);
 // Vectors per island step (m segments); 0 unless the world is even and at least 4.
 size_t islandChunkVecs(const DeviceComm& c);
 
@@ -67,6 +70,7 @@ struct LaunchArgs {
   size_t chunk_vecs;  // vectors per step at most: two-shot, island, host_bulk, the one-shot over
                       // peer memory (host_oneshot: 0, a whole slot region)
   bool lean = true;   // the algorithm's latency-path kernel where the call fits it (one-shot)
+  bool host_sentinel = false;  // host_oneshot: the sentinel protocol (one step) instead of LL
 };
 
 // The geometry a one-shot call (oneshot, host_oneshot or host_bulk) runs with: the region of a

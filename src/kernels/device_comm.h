@@ -34,6 +34,12 @@ constexpr size_t bulkSlotBytes(size_t host_slot_bytes) {
 constexpr size_t bulkOutboxBytes(size_t host_slot_bytes) {
   return kNumSlots * bulkSlotBytes(host_slot_bytes) + kBulkFlagBytes;
 }
+// The sentinel protocol over host memory (HostSentinelProto, proto_device.cuh): every rank has an
+// inbox of kNumSlots slots of this size, all ones while no data is in it, apart from the LL
+// inboxes (whose flags are never cleared). A fixed size, whatever the configured buffers, so the
+// calls it takes (one step: a source's region, 512 KiB at world 2) are the same on every machine
+// and the policy can count on them (plan/policy.cc).
+constexpr size_t kHostSentinelSlotBytes = 1u << 20;
 
 // Per-rank state in device memory, private to the rank. 16-byte aligned: the lean one-shot loads
 // epoch, arrive and abort as one vector (readEpochThread, epoch_device.cuh).
@@ -78,6 +84,9 @@ struct DeviceComm {
   char* hout;
   size_t out_stride;
   size_t out_slot_bytes;
+  // The sentinel protocol over host memory: every rank's sentinel inbox, as device pointers.
+  char* hsbufs[kMaxRanks];
+  size_t hs_slot_bytes;
   // The island algorithm (island.cu): the two islands' members in rank order, this rank's island
   // (0 or 1; -1 when the communicator has no island split: odd world or world < 4), its local
   // index (position in its island) and its partner (the same local index in the other island).

@@ -22,6 +22,9 @@ size_t hostOneShotStepBytes(const DeviceComm& c) {
 size_t hostBulkStepBytes(const DeviceComm& c) {
   return c.out_slot_bytes / kVecBytes * kVecBytes;
 }
+size_t hostSentinelStepBytes(const DeviceComm& c) {
+  return c.hs_slot_bytes / kVecBytes / c.world * kVecBytes;
+}
 size_t twoShotChunkVecs(const DeviceComm& c) {
   return c.slot_bytes / kVecBytes / (2 * c.world) * c.world;
 }
@@ -85,7 +88,7 @@ OneShotCall oneShotGeometry(const DeviceComm& c, const LaunchArgs& a) {
       full = oneShotStepBytes(c) / kVecBytes;
       break;
     case tpcommAlgoHostOneShot:
-      full = hostOneShotStepBytes(c) / kVecBytes;
+      full = (a.host_sentinel ? hostSentinelStepBytes(c) : hostOneShotStepBytes(c)) / kVecBytes;
       break;
     case tpcommAlgoHostBulk:
       full = hostBulkStepBytes(c) / kVecBytes;
@@ -102,7 +105,9 @@ OneShotCall oneShotGeometry(const DeviceComm& c, const LaunchArgs& a) {
 namespace {
 // oneShotLeanFits for a call whose geometry (oneShotGeometry) is already known.
 bool leanFits(const LaunchArgs& a, const OneShotCall& k, bool aligned) {
-  if (a.algo != tpcommAlgoOneShot || !aligned || a.blocks < 1 || a.threads < 1) return false;
+  const bool sentinel =
+      a.algo == tpcommAlgoOneShot || (a.algo == tpcommAlgoHostOneShot && a.host_sentinel);
+  if (!sentinel || !aligned || a.blocks < 1 || a.threads < 1) return false;
   const size_t bytes = a.count * dtypeSize(a.dtype);
   if (bytes == 0 || bytes % kVecBytes != 0) return false;
   // The geometry the kernels will run with: one step, and a vector per thread at most.
@@ -119,10 +124,14 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
   const bool aligned = (reinterpret_cast<uintptr_t>(a.send) % kVecBytes) == 0 &&
                        (reinterpret_cast<uintptr_t>(a.recv) % kVecBytes) == 0;
-  const KernelSet set = kernelsOf(a.algo, c.world);
+  const bool host_sentinel = a.algo == tpcommAlgoHostOneShot && a.host_sentinel;
+  const KernelSet set = host_sentinel ? hostSentinelKernels(c.world) : kernelsOf(a.algo, c.world);
   const OneShotCall geo = oneShotGeometry(c, a);  // all zero for the other algorithms
   const void* fn = a.lean && set.lean[di] && leanFits(a, geo, aligned) ? set.lean[di] : set.fn[di];
   if (!fn) return fail(tpcommInternalError, "launch: no kernel for algorithm %d", a.algo);
+  if (host_sentinel && geo.nsteps != 1)
+    return fail(tpcommInternalError, "launch: the host sentinel protocol takes one step, not %zu",
+                geo.nsteps);
   if (a.algo == tpcommAlgoIsland && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");
 

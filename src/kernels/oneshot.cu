@@ -306,6 +306,12 @@ KernelSet oneShotKernels(int world) {
 KernelSet hostOneShotKernels(int world) {
   return kernelSetByWorld<OneShot, LLProto>(world);
 }
+KernelSet hostSentinelKernels(int world) {
+  KernelSet set = kernelSetByWorld<OneShot, HostSentinelProto>(world);
+  const KernelSet lean = kernelSetByWorld<OneShotLean, HostSentinelProto>(world);
+  for (int d = 0; d < kNumDtypes; ++d) set.lean[d] = lean.fn[d];
+  return set;
+}
 KernelSet hostBulkKernels(int world) {
   return kernelSetByWorld<OneShot, BulkProto>(world);
 }

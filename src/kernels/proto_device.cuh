@@ -42,6 +42,22 @@ struct SentinelProto {
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.slot_bytes; }
 };
 
+// The sentinel protocol with its slots in pinned host memory (separate inboxes, all ones while
+// empty): a rank's vectors travel once, plain, into each peer's inbox, and the reader clears what
+// it read, so PCIe carries the data once each way plus the clearing writes, against LL's data
+// and flag both ways, with no fence or flag round trip (bulk's cost per step). The reads poll
+// across PCIe, so a missed poll pauses as LL's do. Single-step calls only (the host decides,
+// launch.cu): a reader's clears of one call then precede its pushes of every later call by a
+// kernel boundary, which is what keeps a peer's data of four steps later from landing before
+// the clear (docs/PROTOCOL.md).
+struct HostSentinelProto : SentinelProto {
+  static constexpr unsigned kBackoffNs = 64;
+  __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVolatile16(e, v); }
+  __device__ static void clear(uint4* e) { storeVolatile16(e, sentinelVec()); }
+  __device__ static char* const* bufs(const DeviceComm& c) { return c.hsbufs; }
+  __device__ static size_t slotBytes(const DeviceComm& c) { return c.hs_slot_bytes; }
+};
+
 struct LLProto {
   static constexpr int kEntry = 2;
   static constexpr bool kOutbox = false;

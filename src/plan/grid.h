@@ -28,6 +28,13 @@ struct LaunchKnobs {
   bool pdl = true;       // programmatic dependent launch (sm_90+)
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
   bool lean = true;      // one-shot calls that fit it run the lean kernel (oneShotLeanFits)
+  // host_oneshot calls that fit one step of the sentinel inboxes (512 KiB at world 2) take the
+  // sentinel protocol instead of LL packets: data once each way plus the reader's clearing
+  // writes, against LL's flag with every 4 bytes. 2x H200, P2P unused, same run, us (LL /
+  // sentinel / NCCL without P2P): 3.6 / 2.7-3.0 / 11.4 at 1 KiB, 4.9 / 3.1-3.2 / 12.5 at 16 KiB,
+  // 8.2 / 5.3 / 17.2 at 64 KiB, 12.6 / 7.5-7.7 / 23.5 at 128 KiB, 21.9 / 12.8-13.0 / 37.4 at
+  // 256 KiB, 40.7 / 25.6-26.0 / 47.2 at 512 KiB (1-8 KiB per block alike; docs/BENCHMARKS.md).
+  bool host_sentinel = true;
 };
 
 constexpr int kDefaultMaxBlocks = 128;

@@ -98,15 +98,18 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieIslands = {
       {64 * KiB, tpcommAlgoOneShot}, {1 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoIsland}};
-  // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the LL one-shot
-  // wins up to 128 KiB since its entries travel as whole sectors (LLProto::half; us, LL / bulk /
-  // NCCL: 4.9 / 8.7 / 12.0 at 16 KiB, 8.1 / 11.6 / 16.3 at 64 KiB, 12.4 / 16.5 / 22.4 at
-  // 128 KiB), then bulk (21.0 / 35.6 at 256 KiB, where LL ties at 21.4; 50.0 / 62.4 at 1 MiB,
-  // 1687 / 2341 at 64 MiB). Bulk makes every rank read every peer's data, so at larger worlds
-  // NCCL's ring through host memory moves less per GPU (ESTIMATE, no larger box measured: bulk
-  // reads (world-1)x the message, a ring ~2x): LL up to 64 KiB as before, then bulk up to 4 MiB
-  // at worlds 3-4 and up to 1 MiB from 5 on, NCCL above. `tpcomm tune` replaces these per machine.
-  static const SizeTable host2 = {{128 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoHostBulk}};
+  // Host memory, 2x H200 with P2P unused, against NCCL with NCCL_P2P_DISABLE=1: the one-shot
+  // with the sentinel protocol (HostSentinelProto; every call up to 512 KiB at world 2 fits its
+  // one step) wins up to 512 KiB (us, host_oneshot / bulk / NCCL: 3.1 / 8.7 / 12.5 at 16 KiB,
+  // 5.3 / 11.5 / 17.2 at 64 KiB, 7.5 / 16.5 / 23.5 at 128 KiB, 12.8 / 20.9 / 37.4 at 256 KiB,
+  // 25.6 / 31.1 / 47.2 at 512 KiB), then bulk (50.0 / 62.4 at 1 MiB, where host_oneshot takes
+  // LL packets and 79 us; 1687 / 2341 at 64 MiB). Bulk makes every rank read every peer's data, so
+  // at larger worlds NCCL's ring through host memory moves less per GPU (ESTIMATE, no larger box
+  // measured: bulk reads (world-1)x the message, a ring ~2x): the one-shot up to 64 KiB as before
+  // (sentinel protocol: a source's region is 256 KiB at world 4, 128 KiB at world 8), then bulk
+  // up to 4 MiB at worlds 3-4 and up to 1 MiB from 5 on, NCCL above. `tpcomm tune` replaces these
+  // per machine.
+  static const SizeTable host2 = {{512 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoHostBulk}};
   static const SizeTable host4 = {
       {64 * KiB, tpcommAlgoHostOneShot}, {4 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
   static const SizeTable host8 = {

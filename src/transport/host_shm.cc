@@ -74,7 +74,8 @@ tpcommResult_t mapName(const std::string& name, size_t bytes, bool create, char*
 
 size_t hostSegmentBytes(int world, size_t slot_bytes) {
   return kHostHeaderBytes + static_cast<size_t>(world) * (kNumSlots * slot_bytes) +
-         static_cast<size_t>(world) * bulkOutboxBytes(slot_bytes);
+         static_cast<size_t>(world) * bulkOutboxBytes(slot_bytes) +
+         static_cast<size_t>(world) * kNumSlots * kHostSentinelSlotBytes;
 }
 
 tpcommResult_t hostSegmentCreate(int world, size_t slot_bytes, HostSegment* seg) {
@@ -89,7 +90,12 @@ tpcommResult_t hostSegmentCreate(int world, size_t slot_bytes, HostSegment* seg)
   const size_t bytes = hostSegmentBytes(world, slot_bytes);
   char* p = nullptr;
   TPCOMM_CHECK(mapName(name, bytes, /*create=*/true, &p));
-  // ftruncate gave zeros: no LL flag has arrived anywhere.
+  // ftruncate gave zeros: no LL flag has arrived anywhere. The sentinel inboxes start empty:
+  // all ones.
+  const size_t sentinel_at = kHostHeaderBytes +
+                             static_cast<size_t>(world) * (kNumSlots * slot_bytes) +
+                             static_cast<size_t>(world) * bulkOutboxBytes(slot_bytes);
+  memset(p + sentinel_at, kSentinelByte, bytes - sentinel_at);
   Header* h = reinterpret_cast<Header*>(p);
   h->magic = kSegMagic;
   h->world = static_cast<uint32_t>(world);
@@ -166,6 +172,11 @@ char* hostInbox(const HostSegment& seg, int rank, size_t slot_bytes) {
 char* hostOutbox(const HostSegment& seg, int world, int rank, size_t slot_bytes) {
   return hostInbox(seg, world, slot_bytes) +
          static_cast<size_t>(rank) * bulkOutboxBytes(slot_bytes);
+}
+
+char* hostSentinelInbox(const HostSegment& seg, int world, int rank, size_t slot_bytes) {
+  return hostOutbox(seg, world, world, slot_bytes) +
+         static_cast<size_t>(rank) * kNumSlots * kHostSentinelSlotBytes;
 }
 
 }  // namespace tpcomm

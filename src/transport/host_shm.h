@@ -1,7 +1,9 @@
 // Host-memory transport for GPUs that cannot reach each other (no P2P: consumer cards, VMs,
 // broken IOMMU/ACS): one POSIX shared-memory segment holds every rank's inbox slots (LL packets:
 // kernels write into peers' inboxes and poll their own over PCIe) and every rank's bulk outbox
-// (a rank writes its data once, its peers read it), registered with cudaHostRegister.
+// (a rank writes its data once, its peers read it), and every rank's sentinel inbox (kernels
+// write plain data into peers' inboxes, readers put the all-ones sentinel back), registered with
+// cudaHostRegister.
 // The name is 128 random bits, the mode 0600, and the name is unlinked as soon as the last rank
 // has mapped it (a counter in the segment's header), so nothing lingers in /dev/shm.
 #pragma once
@@ -37,5 +39,7 @@ void hostSegmentRelease(HostSegment* seg, bool unlink);
 char* hostInbox(const HostSegment& seg, int rank, size_t slot_bytes);
 // Rank r's bulk outbox (device_comm.h: bulkOutboxBytes), after every rank's inbox.
 char* hostOutbox(const HostSegment& seg, int world, int rank, size_t slot_bytes);
+// Rank r's sentinel inbox (kNumSlots slots of kHostSentinelSlotBytes), after every outbox.
+char* hostSentinelInbox(const HostSegment& seg, int world, int rank, size_t slot_bytes);
 
 }  // namespace tpcomm

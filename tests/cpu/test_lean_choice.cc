@@ -120,14 +120,26 @@ TEST(LeanChoice, ExactlyTheCallsTheLeanKernelCovers) {
       }
 }
 
-TEST(LeanChoice, OnlyTheOneShotOverPeerMemory) {
-  const DeviceComm c = commOf(2);
+TEST(LeanChoice, OnlyTheOneShotsOfTheSentinelProtocol) {
+  DeviceComm c = commOf(2);
+  c.host_slot_bytes = 4 * MiB;
+  c.hs_slot_bytes = kHostSentinelSlotBytes;
   for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot,
                    tpcommAlgoHostBulk, tpcommAlgoIsland, tpcommAlgoNccl}) {
     LaunchArgs a = argsOf(c, 4 * KiB);
     a.algo = algo;
     EXPECT_FALSE(oneShotLeanFits(c, a, true)) << tpcommAlgoName(algo);
   }
+  // host_oneshot with the sentinel protocol in host memory runs it as the peer-memory one-shot
+  // does: single steps of whole aligned vectors, a vector per thread at most.
+  LaunchArgs a = argsOf(c, 4 * KiB);
+  a.algo = tpcommAlgoHostOneShot;
+  a.host_sentinel = true;
+  a.chunk_vecs = 0;
+  EXPECT_TRUE(oneShotLeanFits(c, a, true));
+  EXPECT_FALSE(oneShotLeanFits(c, a, false));
+  a.count = 4 * KiB / dtypeSize(a.dtype) + 1;  // a partial vector
+  EXPECT_FALSE(oneShotLeanFits(c, a, true));
 }
 
 // The geometry the host hands the one-shot kernels (oneShotGeometry): each transport's region of
@@ -170,6 +182,31 @@ TEST(OneShotGeometry, EachTransportsRegion) {
       EXPECT_EQ(k.nsteps, (3 * w.region + 1 + 999) / 1000);
     }
   }
+}
+
+// The host sentinel inboxes: a region per source of the fixed 1 MiB slot, so 512 KiB at world 2
+// is one step and one more vector is two (the host then takes LL packets instead: allreduce.cc).
+TEST(OneShotGeometry, HostSentinelRegion) {
+  for (int world = 2; world <= 8; ++world) {
+    DeviceComm c = commOf(world);
+    c.host_slot_bytes = 4 * MiB;
+    c.hs_slot_bytes = kHostSentinelSlotBytes;
+    const size_t region = kHostSentinelSlotBytes / kVecBytes / world;
+    EXPECT_EQ(hostSentinelStepBytes(c), region * kVecBytes);
+    LaunchArgs a = argsOf(c, 64 * KiB);
+    a.algo = tpcommAlgoHostOneShot;
+    a.host_sentinel = true;
+    a.chunk_vecs = 0;
+    a.count = region * kVecBytes / dtypeSize(a.dtype);
+    OneShotCall k = oneShotGeometry(c, a);
+    EXPECT_EQ(k.region, region) << "world " << world;
+    EXPECT_EQ(k.nsteps, 1u) << "world " << world;
+    a.count += kVecBytes / dtypeSize(a.dtype);
+    EXPECT_EQ(oneShotGeometry(c, a).nsteps, 2u) << "world " << world;
+  }
+  DeviceComm c = commOf(2);
+  c.hs_slot_bytes = kHostSentinelSlotBytes;
+  EXPECT_EQ(hostSentinelStepBytes(c), 512 * KiB);  // what plan/policy.cc's host table counts on
 }
 
 TEST(OneShotGeometry, PartialVectorsAndOtherAlgorithms) {

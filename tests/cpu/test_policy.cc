@@ -42,14 +42,15 @@ TEST(Policy, LargerWorldsSwitchToTwoShotEarlier) {
 }
 
 TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
-  // World 2 (measured): LL packets up to 128 KiB, the bulk protocol above, NCCL never.
+  // World 2 (measured): the one-shot up to 512 KiB (one step of the host sentinel inboxes),
+  // the bulk protocol above, NCCL never.
   PolicyInput p = nvlink(2, 4 * KiB);
   p.fabric = Fabric::kHost;
   p.host_transport = true;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
-  p.bytes = 128 * KiB;
+  p.bytes = 512 * KiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
-  p.bytes = 128 * KiB + 1;
+  p.bytes = 512 * KiB + 1;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
   p.bytes = 64 * MiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);

@@ -45,10 +45,11 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
         "$BUILD/tests/gpu/tpcomm_gpu_tests" \
         --gtest_filter='Correctness.SentinelPayloadAndNegativeZero:Stats.*:Failure.BadArguments*'
     done
-    # The LL protocol's half-split entries over host memory, blocks straddling ranks' regions.
+    # The LL protocol's half-split entries over host memory, blocks straddling ranks' regions,
+    # and the host one-shot switching between the sentinel protocol and LL by size.
     step sanitizer_ll_memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
       --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
-      --gtest_filter='Correctness.HostLLBlocksAcrossRegions'
+      --gtest_filter='Correctness.HostLLBlocksAcrossRegions:Correctness.HostSentinelAndLLAlternate'
 
     # The chunked kernels (two-shot, island; src/kernels/chunk_layout.h): every size of the
     # matrix through a 3-block two-shot, and the island kernel at world 4 (ranks sharing GPUs).

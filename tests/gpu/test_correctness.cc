@@ -45,12 +45,17 @@ std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
 }
 
 // light: the reduced matrix used for world sizes 3..8 (bf16 and fp32, fewer sizes and offsets).
-void runMatrix(int world, int algo, bool big, int max_blocks, bool light = false) {
+// host_ll: host_oneshot takes LL packets for every call (useHostLL).
+void runMatrix(int world, int algo, bool big, int max_blocks, bool light = false,
+               bool host_ll = false) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommConfig_t cfg = configFor(algo, max_blocks);
   std::string err;
   auto g = makeGroup(world, &cfg, big ? 64 * MiB : 4 * MiB + 64, &err);
   ASSERT_TRUE(g) << err;
+  if (host_ll) {
+    ASSERT_TRUE(useHostLL(*g)) << tpcommGetLastError();
+  }
   for (tpcommDataType_t dt : kTypes) {
     if (light && dt == tpcommFloat16) continue;
     for (size_t count : countsFor(dt, big, light)) {
@@ -84,10 +89,15 @@ TEST(Correctness, World2TwoShotSmallGrid) {
   runMatrix(2, tpcommAlgoTwoShot, false, 3);
 }
 
-// The host-memory transport (LL packets through pinned host memory), forced on P2P hardware:
-// the GPU-to-host traffic is real PCIe.
+// The host-memory transport, forced on P2P hardware: the GPU-to-host traffic is real PCIe. The
+// one-shot takes the sentinel protocol for calls that fit one step of its host inboxes (up to
+// 512 KiB here) and LL packets above, so the matrix alternates the two on one communicator.
 TEST(Correctness, World2HostOneShot) {
   runMatrix(2, tpcommAlgoHostOneShot, true, 0);
+}
+// The same with LL packets for every call.
+TEST(Correctness, World2HostOneShotLL) {
+  runMatrix(2, tpcommAlgoHostOneShot, false, 0, /*light=*/false, /*host_ll=*/true);
 }
 TEST(Correctness, World2HostTwoShot) {
   runMatrix(2, tpcommAlgoHostTwoShot, true, 0);
@@ -160,6 +170,7 @@ TEST(Correctness, HostLLBlocksAcrossRegions) {
     std::string err;
     auto g = makeGroup(3, &cfg, 256 << 10, &err);
     ASSERT_TRUE(g) << err;
+    ASSERT_TRUE(useHostLL(*g)) << tpcommGetLastError();  // one-shot: LL at every size
     const Case cases[] = {{tpcommBfloat16, 1000, false, 0, 91u},
                           {tpcommFloat32, 7, true, 1, 92u},
                           {tpcommFloat32, 40000, false, 1, 93u},  // 160 KiB: several steps
@@ -169,6 +180,33 @@ TEST(Correctness, HostLLBlocksAcrossRegions) {
       ASSERT_EQ(o.result, tpcommSuccess) << caseName(c, algo, 3) << ": " << o.describe();
       EXPECT_EQ(o.wrong, 0u) << caseName(c, algo, 3) << ": " << o.describe();
       EXPECT_TRUE(o.ranks_agree) << caseName(c, algo, 3);
+    }
+  }
+}
+
+// host_oneshot switching protocol by size on one communicator: calls that fit one step of the
+// host sentinel inboxes (a third of 1 MiB at world 3) take the sentinel protocol (the lean kernel
+// where aligned, the general one where not), larger calls LL packets, in an order that makes
+// each protocol's slots reused after calls of the other. Small enough for memcheck.
+TEST(Correctness, HostSentinelAndLLAlternate) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const tpcommConfig_t cfg = configFor(tpcommAlgoHostOneShot, 4, 20000);
+  std::string err;
+  auto g = makeGroup(3, &cfg, 1 * MiB, &err);
+  ASSERT_TRUE(g) << err;
+  const Case cases[] = {{tpcommBfloat16, 1000, false, 0, 61u},   // sentinel, lean kernel
+                        {tpcommFloat32, 40000, true, 1, 62u},    // sentinel, general kernel
+                        {tpcommFloat32, 200000, false, 0, 63u},  // 800 KB: LL
+                        {tpcommBfloat16, 65536, true, 0, 64u},   // sentinel
+                        {tpcommFloat16, 4097, false, 3, 65u},    // sentinel, misaligned
+                        {tpcommFloat32, 250000, true, 0, 66u}};  // LL, in place
+  for (int round = 0; round < 3; ++round) {
+    for (const Case& c : cases) {
+      const Outcome o = runCase(*g, c);
+      const std::string name = caseName(c, tpcommAlgoHostOneShot, 3);
+      ASSERT_EQ(o.result, tpcommSuccess) << name << ": " << o.describe();
+      EXPECT_EQ(o.wrong, 0u) << name << ": " << o.describe();
+      EXPECT_TRUE(o.ranks_agree) << name;
     }
   }
 }
