@@ -35,10 +35,10 @@ constexpr size_t bulkOutboxBytes(size_t host_slot_bytes) {
   return kNumSlots * bulkSlotBytes(host_slot_bytes) + kBulkFlagBytes;
 }
 // The sentinel protocol over host memory (HostSentinelProto, proto_device.cuh): every rank has an
-// inbox of kNumSlots slots of this size, all ones while no data is in it, apart from the LL
-// inboxes (whose flags are never cleared). A fixed size, whatever the configured buffers, so the
-// calls it takes (one step: a source's region, 512 KiB at world 2) are the same on every machine
-// and the policy can count on them (plan/policy.cc).
+// inbox of kNumSlots slots of this size, all zeros while no data is in it (entries are stored
+// inverted), apart from the LL inboxes (whose flags are never cleared). A fixed size, whatever the
+// configured buffers, so the calls it takes (one step: a source's region, 512 KiB at world 2) are
+// the same on every machine and the policy can count on them (plan/policy.cc).
 constexpr size_t kHostSentinelSlotBytes = 1u << 20;
 
 // Per-rank state in device memory, private to the rank. 16-byte aligned: the lean one-shot loads

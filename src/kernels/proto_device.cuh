@@ -42,18 +42,23 @@ struct SentinelProto {
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.slot_bytes; }
 };
 
-// The sentinel protocol with its slots in pinned host memory (separate inboxes, all ones while
-// empty): a rank's vectors travel once, plain, into each peer's inbox, and the reader clears what
-// it read, so PCIe carries the data once each way plus the clearing writes, against LL's data
-// and flag both ways, with no fence or flag round trip (bulk's cost per step). The reads poll
-// across PCIe, so a missed poll pauses as LL's do. Single-step calls only (the host decides,
-// launch.cu): a reader's clears of one call then precede its pushes of every later call by a
-// kernel boundary, which is what keeps a peer's data of four steps later from landing before
-// the clear (docs/PROTOCOL.md).
+// The sentinel protocol with its slots in pinned host memory (separate inboxes): a rank's vectors
+// travel once, plain, into each peer's inbox, and the reader clears what it read, so PCIe carries
+// the data once each way plus the clearing writes, against LL's data and flag both ways, with no
+// fence or flag round trip (bulk's cost per step). Entries are stored bitwise inverted, so the
+// empty state (the sentinel, inverted) is all zeros: what a new segment holds (ftruncate), and no
+// page of it is touched before the transport is used (filling it with ones at creation touched
+// pages of a segment that most communicators never use, on a /dev/shm that may be too small for
+// it). The reads poll across PCIe, so a missed poll pauses as LL's do. Single-step calls only
+// (the host decides, launch.cu): a reader's clears of one call then precede its pushes of every
+// later call by a kernel boundary, which is what keeps a peer's data of four steps later from
+// landing before the clear (docs/PROTOCOL.md).
 struct HostSentinelProto : SentinelProto {
   static constexpr unsigned kBackoffNs = 64;
-  __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVolatile16(e, v); }
-  __device__ static void clear(uint4* e) { storeVolatile16(e, sentinelVec()); }
+  __device__ static uint4 invert(const uint4& v) { return make_uint4(~v.x, ~v.y, ~v.z, ~v.w); }
+  __device__ static Raw load(const uint4* e) { return Raw{invert(loadVolatile(e))}; }
+  __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVolatile16(e, invert(v)); }
+  __device__ static void clear(uint4* e) { storeVolatile16(e, make_uint4(0u, 0u, 0u, 0u)); }
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hsbufs; }
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.hs_slot_bytes; }
 };

@@ -90,12 +90,8 @@ tpcommResult_t hostSegmentCreate(int world, size_t slot_bytes, HostSegment* seg)
   const size_t bytes = hostSegmentBytes(world, slot_bytes);
   char* p = nullptr;
   TPCOMM_CHECK(mapName(name, bytes, /*create=*/true, &p));
-  // ftruncate gave zeros: no LL flag has arrived anywhere. The sentinel inboxes start empty:
-  // all ones.
-  const size_t sentinel_at = kHostHeaderBytes +
-                             static_cast<size_t>(world) * (kNumSlots * slot_bytes) +
-                             static_cast<size_t>(world) * bulkOutboxBytes(slot_bytes);
-  memset(p + sentinel_at, kSentinelByte, bytes - sentinel_at);
+  // ftruncate gave zeros: no LL flag has arrived anywhere, and every host sentinel inbox is empty
+  // (its entries are stored inverted: HostSentinelProto). Nothing beyond the header is touched.
   Header* h = reinterpret_cast<Header*>(p);
   h->magic = kSegMagic;
   h->world = static_cast<uint32_t>(world);

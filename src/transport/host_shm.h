@@ -2,7 +2,7 @@
 // broken IOMMU/ACS): one POSIX shared-memory segment holds every rank's inbox slots (LL packets:
 // kernels write into peers' inboxes and poll their own over PCIe) and every rank's bulk outbox
 // (a rank writes its data once, its peers read it), and every rank's sentinel inbox (kernels
-// write plain data into peers' inboxes, readers put the all-ones sentinel back), registered with
+// write their data into peers' inboxes, readers put the empty state back), registered with
 // cudaHostRegister.
 // The name is 128 random bits, the mode 0600, and the name is unlinked as soon as the last rank
 // has mapped it (a counter in the segment's header), so nothing lingers in /dev/shm.
