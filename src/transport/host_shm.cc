@@ -126,7 +126,11 @@ tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot
     if (err != cudaSuccess) {
       munmap(m.host, bytes);
       mappings().erase(name);
-      return failCuda(err, "cudaHostRegister(host transport segment)", __FILE__, __LINE__);
+      // Registering pins every page: on a tmpfs smaller than the segment (Docker's default
+      // /dev/shm is 64 MiB) this is where it fails, not at ftruncate.
+      const std::string what = "cudaHostRegister of the " + std::to_string(bytes) +
+                               "-byte host transport segment (is /dev/shm large enough for it?)";
+      return failCuda(err, what.c_str(), __FILE__, __LINE__);
     }
     void* dev = nullptr;
     TPCOMM_CUDA_CHECK(cudaHostGetDevicePointer(&dev, m.host, 0));
