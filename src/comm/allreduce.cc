@@ -75,9 +75,17 @@ size_t chunkOf(const tpcommComm* c, int algo) {
   }
 }
 
+// Whether a host_oneshot call takes the sentinel protocol: it fits one step of the host sentinel
+// inboxes (one step only: docs/PROTOCOL.md) and the knob allows it; otherwise LL packets.
+bool hostSentinelCall(const tpcommComm* c, int algo, size_t bytes) {
+  return algo == tpcommAlgoHostOneShot && c->knobs.host_sentinel &&
+         bytes <= c->host_sentinel_step_bytes;
+}
+
 GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
-  const size_t step =
-      algo == tpcommAlgoHostOneShot ? c->host_step_bytes : chunkOf(c, algo) * kVecBytes;
+  const size_t step = algo != tpcommAlgoHostOneShot      ? chunkOf(c, algo) * kVecBytes
+                      : hostSentinelCall(c, algo, bytes) ? c->host_sentinel_step_bytes
+                                                         : c->host_step_bytes;
   return planGrid(algo, bytes, step, c->world, c->knobs);
 }
 
@@ -165,18 +173,12 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   if (d.algo == tpcommAlgoNccl) {
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
   } else if (isKernelAlgo(d.algo)) {
-    // host_oneshot calls that fit one step of the host sentinel inboxes take that protocol (one
-    // step only: docs/PROTOCOL.md), larger ones LL packets.
-    const bool host_sentinel = d.algo == tpcommAlgoHostOneShot && comm->knobs.host_sentinel &&
-                               bytes <= comm->host_sentinel_step_bytes;
-    const GridPlan g = host_sentinel ? planGrid(d.algo, bytes, comm->host_sentinel_step_bytes,
-                                                comm->world, comm->knobs)
-                                     : gridOf(comm, d.algo, bytes);
+    const GridPlan g = gridOf(comm, d.algo, bytes);
     blocks = g.blocks;
     LaunchArgs a{
         d.algo,   g.blocks, g.threads, g.push_batch, g.push_eighths,        comm->knobs.pdl,
         sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo), comm->knobs.lean};
-    a.host_sentinel = host_sentinel;
+    a.host_sentinel = hostSentinelCall(comm, d.algo, bytes);
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
     return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",
