@@ -34,17 +34,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "bench/cuda_check.h"
+
 namespace {
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "tpcomm-ce-probe: %s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), \
-              __LINE__);                                                                           \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define CK(call) TPCOMM_TOOL_CHECK("tpcomm-ce-probe", call)
 
 constexpr int kCalls = 40;  // calls per graph; even, so the ping-pong buffers come back
 constexpr int kReps = 11;

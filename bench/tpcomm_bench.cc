@@ -13,6 +13,7 @@
 
 #include "bench/bench_args.h"
 #include "bench/bench_report.h"
+#include "bench/cuda_check.h"
 #include "comm/knobs.h"
 #include "common/env.h"
 #include "support/host_data.h"
@@ -21,15 +22,7 @@
 namespace tpcomm::bench {
 namespace {
 
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      fprintf(stderr, "tpcomm-bench: %s failed: %s (%s:%d)\n", #call, cudaGetErrorString(e_), \
-              __FILE__, __LINE__);                                                            \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
+#define CK(call) TPCOMM_TOOL_CHECK("tpcomm-bench", call)
 
 struct Rank {
   int dev = 0;

@@ -16,17 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/cuda_check.h"
+
 namespace {
 
-#define CK(call)                                                                                \
-  do {                                                                                          \
-    cudaError_t e_ = (call);                                                                    \
-    if (e_ != cudaSuccess) {                                                                    \
-      fprintf(stderr, "tpcomm-floor: %s failed: %s (line %d)\n", #call, cudaGetErrorString(e_), \
-              __LINE__);                                                                        \
-      exit(1);                                                                                  \
-    }                                                                                           \
-  } while (0)
+#define CK(call) TPCOMM_TOOL_CHECK("tpcomm-floor", call)
 
 constexpr int kChain = 100;  // kernels per graph
 constexpr int kReps = 15;
