@@ -17,7 +17,7 @@ import glob
 import os
 import threading
 
-from . import _abi
+from . import _abi, _elf_check
 from .errors import TpcommLibraryNotFoundError
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -53,6 +53,12 @@ def _load_locked():
             tried.append(f"{origin} {path}: no such file")
             if origin == "$TPCOMM_LIBRARY":
                 break  # an explicit path that is wrong must not be silently replaced
+            continue
+        bad_file = _elf_check.problem(path)  # dlopen of a truncated file is a SIGBUS
+        if bad_file:
+            tried.append(f"{origin} {path}: not loaded: {bad_file}")
+            if origin == "$TPCOMM_LIBRARY":
+                break
             continue
         try:
             lib = ctypes.CDLL(os.path.abspath(path))
