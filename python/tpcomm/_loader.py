@@ -81,7 +81,7 @@ def _load_locked():
         "Tried: " + "; ".join(tried))
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded library (ctypes.CDLL with prototypes bound); raises TpcommLibraryNotFoundError."""
     if _lib is None:
         with _lock:
@@ -90,7 +90,7 @@ def lib():
     return _lib
 
 
-def library_path():
+def library_path() -> str:
     """Absolute path of the library in use (loads it if needed)."""
     lib()
     return _lib_path
@@ -110,7 +110,7 @@ def cli_candidates():
     return out
 
 
-def cli_path():
+def cli_path() -> str:
     """Absolute path of the `tpcomm` executable. Never searches $PATH: the `tpcomm` found there
     may be this package's own console script, which would exec itself forever."""
     tried = []
