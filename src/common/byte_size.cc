@@ -53,7 +53,7 @@ bool parseByteSize(const char* text, size_t* out, std::string* why) {
     value = value * 10 + digit;
   }
   if (*s == '.') {
-    *why = "expected a whole number (write 1536K, not 1.5M)";
+    *why = "expected a whole number, no fraction (1536K, not 1.5M)";
     return false;
   }
   const int shift = suffixShift(s);
