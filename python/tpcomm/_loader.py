@@ -16,6 +16,7 @@ import ctypes
 import glob
 import os
 import threading
+from typing import Optional
 
 from . import _abi, _elf_check
 from .errors import TpcommLibraryNotFoundError
@@ -24,8 +25,8 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_DIR = os.path.dirname(os.path.dirname(_PKG_DIR))  # python/tpcomm -> repo root
 
 _lock = threading.Lock()
-_lib = None
-_lib_path = None
+_lib: Optional[ctypes.CDLL] = None
+_lib_path: Optional[str] = None
 
 
 def _build_tree_candidates(name):
@@ -87,12 +88,14 @@ def lib() -> ctypes.CDLL:
         with _lock:
             if _lib is None:
                 _load_locked()
+    assert _lib is not None  # _load_locked sets it or raises
     return _lib
 
 
 def library_path() -> str:
     """Absolute path of the library in use (loads it if needed)."""
     lib()
+    assert _lib_path is not None
     return _lib_path
 
 

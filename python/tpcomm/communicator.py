@@ -46,9 +46,9 @@ class Communicator:
     that is safe.
     """
 
-    def __init__(self, handle: int, expected_device: Optional[int] = None) -> None:
+    def __init__(self, handle: Optional[int], expected_device: Optional[int] = None) -> None:
         # Use the classmethods; this wraps a handle the library has already made ready.
-        self._handle = ctypes.c_void_p(handle)
+        self._handle: Optional[ctypes.c_void_p] = ctypes.c_void_p(handle)
         lib = _loader.lib()
         value = ctypes.c_int()
         check(lib.tpcommCommUserRank(self._handle, ctypes.byref(value)), "tpcommCommUserRank")

@@ -22,9 +22,10 @@ def _patch(module_name: str, engine: str) -> type:
     from .torch import CustomAllreduce  # imports torch: only when a patch is asked for
 
     module = importlib.import_module(module_name)
-    module.CustomAllreduce = CustomAllreduce
+    setattr(module, "CustomAllreduce", CustomAllreduce)
     if hasattr(module, "dispatch_custom_allreduce"):  # SGLang; takes (group, device) in some
-        module.dispatch_custom_allreduce = lambda *args, **kwargs: CustomAllreduce  # versions
+        setattr(module, "dispatch_custom_allreduce",  # versions
+                lambda *args, **kwargs: CustomAllreduce)
     logger.warning("tpcomm: %s's custom all-reduce is now tpcomm.torch.CustomAllreduce (pid %d)",
                    engine, os.getpid())
     return CustomAllreduce
@@ -41,7 +42,7 @@ def patch_vllm() -> None:
     except ImportError:
         return
     if hasattr(cuda_comm, "dispatch_custom_allreduce"):
-        cuda_comm.dispatch_custom_allreduce = lambda *args, **kwargs: cls
+        setattr(cuda_comm, "dispatch_custom_allreduce", lambda *args, **kwargs: cls)
 
 
 def patch_sglang() -> None:

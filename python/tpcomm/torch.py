@@ -11,7 +11,7 @@ What differs from the engines' own class, on purpose:
 """
 import contextlib
 import logging
-from typing import Any, Dict, Iterator, Optional, Union
+from typing import Any, Dict, Iterator, Optional, Set, Union
 
 import torch
 import torch.distributed as dist
@@ -52,7 +52,7 @@ class CustomAllreduce:
         self.comm: Optional[Communicator] = None
         self._IS_CAPTURING = False  # the engines' attribute name, kept for code that reads it
         self._captured_before = 0
-        self._declined_logged = set()
+        self._declined_logged: Set[str] = set()
         self.device = _as_device(device)
         self._device_index = self.device.index if self.device.type == "cuda" else None
         self.rank = dist.get_rank(group)
@@ -94,12 +94,13 @@ class CustomAllreduce:
     def custom_all_reduce(self, inp: "torch.Tensor") -> Optional["torch.Tensor"]:
         """A new tensor holding the sum over ranks, or None when should_custom_ar(inp) is False
         (the engine then takes its NCCL path). Works eagerly and under CUDA graph capture."""
-        if not self.should_custom_ar(inp):
+        comm = self.comm
+        if comm is None or not self.should_custom_ar(inp):
             return None
         out = torch.empty_like(inp)  # contiguous like inp (preserve_format of a dense tensor)
         # should_custom_ar has checked what Communicator.all_reduce would check again.
-        self.comm._all_reduce_checked(inp.data_ptr(), out.data_ptr(), inp.numel(),
-                                      _buffers.torch_dtype_code(inp.dtype))
+        comm._all_reduce_checked(inp.data_ptr(), out.data_ptr(), inp.numel(),
+                                 _buffers.torch_dtype_code(inp.dtype))
         return out
 
     def all_reduce(self, inp: "torch.Tensor", *, out: Optional["torch.Tensor"] = None,
@@ -118,7 +119,7 @@ class CustomAllreduce:
     # vLLM's CudaCommunicator.custom_all_gather / custom_reduce_scatter call these on every
     # sequence-parallel gather/scatter (and DeepSeek-V4.1's logits gather) and take their own
     # NCCL path on None. tpcomm has no all-gather or reduce-scatter kernels yet, so it declines
-    # every call, and says so once per process.
+    # every call, and says so once per CustomAllreduce object.
     def should_custom_all_gather(self, inp: "torch.Tensor") -> bool:
         """False: tpcomm does not serve all-gathers (yet)."""
         return False
@@ -149,14 +150,15 @@ class CustomAllreduce:
         so it only logs how many all-reduces were captured (calls made while not capturing,
         e.g. warm-up runs, execute normally)."""
         self._IS_CAPTURING = True
-        if not self.disabled:
-            self._captured_before = self.comm.stats()["captured"]
+        comm = None if self.disabled else self.comm
+        if comm is not None:
+            self._captured_before = comm.stats()["captured"]
         try:
             yield
         finally:
             self._IS_CAPTURING = False
-            if not self.disabled and not self.comm.closed:
-                n = self.comm.stats()["captured"] - self._captured_before
+            if comm is not None and not self.disabled and not comm.closed:
+                n = comm.stats()["captured"] - self._captured_before
                 logger.info("tpcomm CustomAllreduce: %d all-reduce(s) captured into CUDA graphs "
                             "(no buffer registration needed)", n)
 
