@@ -54,7 +54,7 @@ USES = [
     # vLLM's own class has these; nothing outside it calls them, engines' plugins may.
     Use("vllm/distributed/device_communicators/custom_all_reduce.py:477",
         "register_graph_buffers", ()),
-    Use("vllm/distributed/device_communicators/custom_all_reduce.py:514", "max_size", ATTR,
+    Use("vllm/distributed/device_communicators/custom_all_reduce.py:319", "max_size", ATTR,
         declined=8 * 1024 * 1024),
     Use("vllm/distributed/device_communicators/custom_all_reduce.py:564",
         "should_custom_all_gather", (X,), declined=False),
