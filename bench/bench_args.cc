@@ -1,5 +1,6 @@
 #include "bench/bench_args.h"
 
+#include "common/byte_size.h"
 #include "common/env.h"
 
 #include <cstdio>
@@ -16,7 +17,7 @@ void usage(FILE* f) {
       "usage: tpcomm-bench [options]\n"
       "  --ranks N            ranks (default: one per visible GPU; more ranks share GPUs)\n"
       "  --devices 0,1        GPUs to use, round robin over ranks\n"
-      "  --min 1K --max 64M   size range in bytes (K/M/G suffixes)\n"
+      "  --min 1K --max 64M   size range in bytes (K/M/G suffixes, optionally B or iB)\n"
       "  --factor 4           size step factor\n"
       "  --dtype bf16         bf16 | fp16 | fp32\n"
       "  --mode both          eager | graph | both\n"
@@ -37,32 +38,16 @@ void usage(FILE* f) {
       "  --json FILE          write every measurement as JSON\n");
 }
 
+// The library's byte-size syntax (64K, 16MiB, ...), so the bench and TPCOMM_* sizes agree.
 bool parseSize(const char* s, size_t* out) {
-  char* end = nullptr;
-  double v = strtod(s, &end);
-  if (end == s || v <= 0) return false;
-  switch (*end) {
-    case 'K':
-    case 'k':
-      v *= 1024;
-      ++end;
-      break;
-    case 'M':
-    case 'm':
-      v *= 1024 * 1024;
-      ++end;
-      break;
-    case 'G':
-    case 'g':
-      v *= 1024.0 * 1024 * 1024;
-      ++end;
-      break;
-    default:
-      break;
+  size_t bytes = 0;
+  std::string why;
+  if (parseByteSize(s, &bytes, &why) && bytes == 0) why = "must be at least 1 byte";
+  if (!why.empty()) {
+    fprintf(stderr, "tpcomm-bench: size '%s': %s\n", s, why.c_str());
+    return false;
   }
-  if (*end == 'B' || *end == 'b') ++end;
-  if (*end) return false;
-  *out = static_cast<size_t>(v);
+  *out = bytes;
   return true;
 }
 

@@ -29,18 +29,28 @@ float input(int rank, size_t i) {
 
 }  // namespace
 
+// Exit status: 0 all ran and matched, 1 an error or a wrong result, 2 nothing ran (no GPU).
+constexpr int kNothingRan = 2;
+
 int main() {
   int ngpu = 0;
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
     cudaGetLastError();
+    // tpcomm's own answer says why: no driver, no device, or a bad TPCOMM_* value (which is
+    // checked first, so a typo is reported as itself and not as a missing GPU).
     tpcommComm_t comms[2];
     const tpcommResult_t r = tpcommCommInitAll(comms, 2, nullptr, nullptr);
-    printf(
-        "tpcomm-demo: no CUDA device is visible on this machine.\n"
-        "tpcommCommInitAll returned %d (%s):\n  %s\n"
-        "Run this demo on a machine with NVIDIA GPUs; `tpcomm doctor` explains what it sees.\n",
-        r, tpcommGetErrorString(r), tpcommGetLastError());
-    return r == tpcommNoDevice ? 0 : 1;
+    if (r != tpcommNoDevice) {
+      fprintf(stderr, "tpcomm-demo: tpcommCommInitAll failed with %d (%s):\n  %s\n", r,
+              tpcommGetErrorString(r), tpcommGetLastError());
+      return 1;
+    }
+    fprintf(stderr,
+            "tpcomm-demo: no CUDA device is visible on this machine, so nothing ran.\n"
+            "tpcommCommInitAll returned %d (%s):\n  %s\n"
+            "Run this demo on a machine with NVIDIA GPUs; `tpcomm doctor` explains what it sees.\n",
+            r, tpcommGetErrorString(r), tpcommGetLastError());
+    return kNothingRan;
   }
   const int world = ngpu >= 2 ? (ngpu > 8 ? 8 : ngpu) : 2;
   std::vector<int> devs(world);

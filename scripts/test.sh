@@ -21,5 +21,9 @@ ctest --test-dir "$BUILD" -L cpu --output-on-failure -j "$JOBS"
 
 echo "== Python CPU tests"
 python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q pytest
+# scikit-build-core writes the wheel metadata checked by test_packaging.py (license fields).
+python3 -c "import scikit_build_core" 2>/dev/null || python3 -m pip install -q "scikit-build-core>=0.11"
+# mypy checks the package's type hints (test_typing.py).
+python3 -c "import mypy" 2>/dev/null || python3 -m pip install -q mypy
 TPCOMM_LIBRARY="$PWD/$BUILD/src/libtpcomm.so" TPCOMM_CLI="$PWD/$BUILD/tools/tpcomm" \
   PYTHONPATH="$PWD/python" python3 -m pytest python/tests -q -m "not slow and not gpu"

@@ -46,6 +46,39 @@ def test_pyproject_asks_for_a_py3_none_wheel_with_library_and_cli():
 
 
 @in_checkout
+def test_apache_license_file_and_metadata():
+    p = load_pyproject()
+    assert p["project"]["license"] == "Apache-2.0"  # PEP 639: an SPDX expression
+    assert p["project"]["license-files"] == ["LICENSE"]
+    # scikit-build-core 0.10 rejects the string form ("expecting a dictionary"); 0.11 takes it.
+    assert p["build-system"]["requires"] == ["scikit-build-core>=0.11"]
+    with open(os.path.join(REPO, "LICENSE")) as f:
+        text = f.read()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a pointer to it
+
+
+@in_checkout
+def test_wheel_metadata_says_apache_2(tmp_path):
+    """The metadata scikit-build-core writes for the wheel (no CMake build needed)."""
+    build = pytest.importorskip("scikit_build_core.build")
+    import scikit_build_core
+
+    if tuple(int(x) for x in scikit_build_core.__version__.split(".")[:2]) < (0, 11):
+        pytest.skip(f"scikit-build-core {scikit_build_core.__version__} < 0.11 (the build "
+                    "requires 0.11 and pip fetches it; this test uses the installed one)")
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        dist_info = build.prepare_metadata_for_build_wheel(str(tmp_path))
+    finally:
+        os.chdir(cwd)
+    with open(os.path.join(tmp_path, dist_info, "METADATA")) as f:
+        meta = f.read()
+    assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta
+
+
+@in_checkout
 def test_one_version_for_c_and_python():
     p = load_pyproject()
     regex = p["tool"]["scikit-build"]["metadata"]["version"]["regex"]
@@ -101,8 +134,10 @@ def test_wheel_holds_library_cli_and_package(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         for must in ("tpcomm/lib/libtpcomm.so", "tpcomm/bin/tpcomm", "tpcomm/__init__.py",
-                     "tpcomm/torch.py", "tpcomm/_abi.py"):
+                     "tpcomm/torch.py", "tpcomm/_abi.py", "tpcomm/_elf_check.py",
+                     "tpcomm/py.typed"):
             assert must in names, must
+        assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "no LICENSE"
         assert z.getinfo("tpcomm/bin/tpcomm").external_attr >> 16 & 0o111, "CLI not executable"
         # only what the package needs: no headers, no CMake config, no SONAME copies
         assert not [n for n in names if n.endswith((".h", ".cmake")) or ".so." in n]

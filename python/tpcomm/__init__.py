@@ -11,6 +11,8 @@ as a TpcommError subclass carrying the library's message.
 
 PyTorch engines: tpcomm.torch.CustomAllreduce (the vLLM/SGLang interface). Docs: docs/PYTHON.md.
 """
+from typing import Tuple
+
 from . import _abi, _loader
 from .cli import doctor, inspect
 from .communicator import Communicator, get_unique_id, group
@@ -28,7 +30,7 @@ ALGORITHMS = _abi.ALGO_NAMES
 library_path = _loader.library_path
 
 
-def library_version():
+def library_version() -> Tuple[int, int, int]:
     """The loaded library's version as (major, minor, patch)."""
     import ctypes
 
@@ -37,7 +39,7 @@ def library_version():
     return (v.value // 10000, (v.value // 100) % 100, v.value % 100)
 
 
-def _package_version():
+def _package_version() -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version
     except ImportError:  # Python < 3.8

@@ -16,16 +16,17 @@ import ctypes
 import glob
 import os
 import threading
+from typing import Optional
 
-from . import _abi
+from . import _abi, _elf_check
 from .errors import TpcommLibraryNotFoundError
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_DIR = os.path.dirname(os.path.dirname(_PKG_DIR))  # python/tpcomm -> repo root
 
 _lock = threading.Lock()
-_lib = None
-_lib_path = None
+_lib: Optional[ctypes.CDLL] = None
+_lib_path: Optional[str] = None
 
 
 def _build_tree_candidates(name):
@@ -54,6 +55,12 @@ def _load_locked():
             if origin == "$TPCOMM_LIBRARY":
                 break  # an explicit path that is wrong must not be silently replaced
             continue
+        bad_file = _elf_check.problem(path)  # dlopen of a truncated file is a SIGBUS
+        if bad_file:
+            tried.append(f"{origin} {path}: not loaded: {bad_file}")
+            if origin == "$TPCOMM_LIBRARY":
+                break
+            continue
         try:
             lib = ctypes.CDLL(os.path.abspath(path))
         except OSError as e:
@@ -75,18 +82,20 @@ def _load_locked():
         "Tried: " + "; ".join(tried))
 
 
-def lib():
+def lib() -> ctypes.CDLL:
     """The loaded library (ctypes.CDLL with prototypes bound); raises TpcommLibraryNotFoundError."""
     if _lib is None:
         with _lock:
             if _lib is None:
                 _load_locked()
+    assert _lib is not None  # _load_locked sets it or raises
     return _lib
 
 
-def library_path():
+def library_path() -> str:
     """Absolute path of the library in use (loads it if needed)."""
     lib()
+    assert _lib_path is not None
     return _lib_path
 
 
@@ -104,7 +113,7 @@ def cli_candidates():
     return out
 
 
-def cli_path():
+def cli_path() -> str:
     """Absolute path of the `tpcomm` executable. Never searches $PATH: the `tpcomm` found there
     may be this package's own console script, which would exec itself forever."""
     tried = []

@@ -7,6 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 from . import _loader
 from .errors import TpcommCliError, TpcommLibraryNotFoundError
@@ -34,7 +37,7 @@ def _run_json(args, ok_codes):
     return report
 
 
-def doctor(*args):
+def doctor(*args: str) -> Dict[str, Any]:
     """`tpcomm doctor --json [args]` as a dict: driver, GPUs, links, architecture coverage,
     policy (keys in docs/DOCTOR.md). A report is returned whatever it found; 'exit_code' holds
     the CLI's verdict (0 all good, 1 something keeps tpcomm from full speed, 2 no driver or no
@@ -42,7 +45,8 @@ def doctor(*args):
     return _run_json(["doctor", "--json"] + list(args), ok_codes=(0, 1, 2))
 
 
-def inspect(paths, ccs=None):
+def inspect(paths: Union[PathLike, Sequence[PathLike]],
+            ccs: Union[None, str, Sequence[Union[str, Tuple[int, int]]]] = None) -> Dict[str, Any]:
     """`tpcomm inspect --json [--cc X.Y]... FILE...` as a dict: the CUDA images in ELF files and,
     per compute capability, whether they run natively, by PTX JIT, or not at all. Needs no GPU.
     `paths`: one path or a list; `ccs`: e.g. ["9.0", (12, 0)] or "all-known"."""
@@ -56,7 +60,7 @@ def inspect(paths, ccs=None):
     return _run_json(args + ["--"] + [os.fspath(p) for p in paths], ok_codes=(0, 1))
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Console script `tpcomm`: replaces this process with the bundled CLI."""
     argv = sys.argv[1:] if argv is None else argv
     try:

@@ -8,13 +8,19 @@ Three ways to create one (see docs/PYTHON.md):
 import contextlib
 import ctypes
 import sys
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from . import _abi, _buffers, _device, _loader
 from ._config import check, error_for, make_config
-from .errors import TpcommInvalidArgumentError, TpcommInvalidUsageError
+from .errors import TpcommError, TpcommInvalidArgumentError, TpcommInvalidUsageError
+
+# A GPU: an index, "cuda:N", a torch.device, or None (the current one).
+Device = Any
+# A data type: a tpcommDataType_t, a name ("bfloat16"), a torch or numpy dtype, or None.
+DType = Any
 
 
-def get_unique_id():
+def get_unique_id() -> bytes:
     """128 bytes that name one rendezvous; rank 0 makes it and sends it to the others."""
     uid = _abi.UniqueId()
     check(_loader.lib().tpcommGetUniqueId(ctypes.byref(uid)), "tpcommGetUniqueId")
@@ -22,7 +28,7 @@ def get_unique_id():
 
 
 @contextlib.contextmanager
-def group():
+def group() -> Iterator[None]:
     """tpcommGroupStart/End: wrap one collective's calls on every rank when a single thread
     drives several ranks (init_all), so a fallback to NCCL cannot deadlock."""
     check(_loader.lib().tpcommGroupStart(), "tpcommGroupStart")
@@ -40,9 +46,9 @@ class Communicator:
     that is safe.
     """
 
-    def __init__(self, handle, expected_device=None):
+    def __init__(self, handle: Optional[int], expected_device: Optional[int] = None) -> None:
         # Use the classmethods; this wraps a handle the library has already made ready.
-        self._handle = ctypes.c_void_p(handle)
+        self._handle: Optional[ctypes.c_void_p] = ctypes.c_void_p(handle)
         lib = _loader.lib()
         value = ctypes.c_int()
         check(lib.tpcommCommUserRank(self._handle, ctypes.byref(value)), "tpcommCommUserRank")
@@ -59,7 +65,8 @@ class Communicator:
 
     # ---- creation ----
     @classmethod
-    def from_unique_id(cls, rank, world_size, unique_id, device=None, **config):
+    def from_unique_id(cls, rank: int, world_size: int, unique_id: bytes, device: Device = None,
+                       **config: Any) -> "Communicator":
         """Collective over `world_size` processes on this machine (tpcommCommInitRank); blocks
         until all have joined. `config`: see make_config (buffer_bytes, timeout_ms, strict,
         algo, nccl, nccl_comm, max_blocks)."""
@@ -79,7 +86,8 @@ class Communicator:
         return cls(handle.value, expected_device=index)
 
     @classmethod
-    def from_process_group(cls, group=None, device=None, **config):
+    def from_process_group(cls, group: Any = None, device: Device = None,
+                           **config: Any) -> "Communicator":
         """Collective over a torch.distributed group (gloo/CPU preferred; NCCL works too): the
         group all-gathers the rank handles, and all ranks agree on success, so a failure on one
         rank raises on every rank instead of leaving the others to time out."""
@@ -88,7 +96,7 @@ class Communicator:
         return create(cls, group, device, make_config(**config))
 
     @classmethod
-    def init_all(cls, devices, **config):
+    def init_all(cls, devices: Sequence[Device], **config: Any) -> List["Communicator"]:
         """One communicator per device, all driven by this process. Wrap each collective's calls
         on all of them in `with tpcomm.group():`."""
         indices = [_device.device_index(d) for d in devices]
@@ -101,7 +109,8 @@ class Communicator:
         return [cls(handles[i], expected_device=indices[i]) for i in range(len(indices))]
 
     # ---- the collective ----
-    def all_reduce(self, tensor, out=None, stream=None, *, dtype=None):
+    def all_reduce(self, tensor: Any, out: Any = None, stream: Any = None, *,
+                   dtype: DType = None) -> Any:
         """Sum over all ranks, bit-identical on every rank. In place unless `out` is given;
         returns the tensor holding the result. `tensor`/`out`: a torch tensor, an object with
         __cuda_array_interface__, or a DLPack tensor, dense and contiguous on this GPU.
@@ -164,28 +173,30 @@ class Communicator:
                                             self._live(), self._torch_stream()),
               "tpcommAllReduce")
 
-    def all_reduce_raw(self, sendptr, recvptr, count, dtype, stream=0):
+    def all_reduce_raw(self, sendptr: int, recvptr: int, count: int, dtype: DType,
+                       stream: Any = 0) -> None:
         """The C call itself, for callers that hold raw device pointers."""
         check(_loader.lib().tpcommAllReduce(
             int(sendptr), int(recvptr), int(count), _buffers.dtype_code(dtype), _abi.SUM,
             self._live(), _buffers.stream_handle(stream)), "tpcommAllReduce")
 
     # ---- what ran ----
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n}. A captured call
         counts once, at capture, not at each replay."""
         s = _abi.Stats()
         check(_loader.lib().tpcommCommGetStats(self._live(), ctypes.byref(s)), "tpcommCommGetStats")
         return _abi.stats_dict(s)
 
-    def last_call(self):
+    def last_call(self) -> Dict[str, Any]:
         """{'algo', 'bytes', 'dtype', 'blocks', 'reason'} of the last enqueued call."""
         info = _abi.CallInfo()
         check(_loader.lib().tpcommCommGetLastCall(self._live(), ctypes.byref(info)),
               "tpcommCommGetLastCall")
         return _abi.call_info_dict(info)
 
-    def explain(self, nbytes=None, dtype="bfloat16", count=None):
+    def explain(self, nbytes: Optional[int] = None, dtype: DType = "bfloat16",
+                count: Optional[int] = None) -> Dict[str, Any]:
         """What the policy would choose for a call of `nbytes` (or `count` elements), without
         running it. Raises the error the call would raise (e.g. strict mode refusing NCCL)."""
         code = _buffers.dtype_code(dtype)
@@ -198,7 +209,7 @@ class Communicator:
         check(r, "tpcommCommExplain")
         return _abi.call_info_dict(info)
 
-    def async_error(self):
+    def async_error(self) -> Optional[TpcommError]:
         """The TpcommError a kernel reported after its call returned (e.g. a peer that stopped
         answering), or None. Once set, every later call raises it too."""
         code = ctypes.c_int()
@@ -210,23 +221,23 @@ class Communicator:
 
     # ---- lifetime ----
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._handle is None
 
-    def close(self):
+    def close(self) -> None:
         """Frees the communicator (not collective). Idempotent. Make sure no captured graph that
         uses it is replayed afterwards, and no peer still runs a collective with it."""
         if self._handle is not None:
             handle, self._handle = self._handle, None
             check(_loader.lib().tpcommCommDestroy(handle), "tpcommCommDestroy")
 
-    def __enter__(self):
+    def __enter__(self) -> "Communicator":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "closed" if self.closed else f"GPU {self.device}"
         return f"<tpcomm.Communicator rank {self.rank}/{self.world_size}, {state}>"
 

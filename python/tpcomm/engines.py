@@ -18,19 +18,20 @@ VLLM_MODULE = "vllm.distributed.device_communicators.custom_all_reduce"
 SGLANG_MODULE = "sglang.srt.distributed.device_communicators.custom_all_reduce"
 
 
-def _patch(module_name, engine):
+def _patch(module_name: str, engine: str) -> type:
     from .torch import CustomAllreduce  # imports torch: only when a patch is asked for
 
     module = importlib.import_module(module_name)
-    module.CustomAllreduce = CustomAllreduce
+    setattr(module, "CustomAllreduce", CustomAllreduce)
     if hasattr(module, "dispatch_custom_allreduce"):  # SGLang; takes (group, device) in some
-        module.dispatch_custom_allreduce = lambda *args, **kwargs: CustomAllreduce  # versions
+        setattr(module, "dispatch_custom_allreduce",  # versions
+                lambda *args, **kwargs: CustomAllreduce)
     logger.warning("tpcomm: %s's custom all-reduce is now tpcomm.torch.CustomAllreduce (pid %d)",
                    engine, os.getpid())
     return CustomAllreduce
 
 
-def patch_vllm():
+def patch_vllm() -> None:
     """Makes vLLM build tpcomm.torch.CustomAllreduce for its TP group (vLLM versions that
     import CustomAllreduce from custom_all_reduce.py inside CudaCommunicator.__init__).
     Custom all-reduce must still be enabled in vLLM (no --disable-custom-all-reduce)."""
@@ -41,16 +42,16 @@ def patch_vllm():
     except ImportError:
         return
     if hasattr(cuda_comm, "dispatch_custom_allreduce"):
-        cuda_comm.dispatch_custom_allreduce = lambda *args, **kwargs: cls
+        setattr(cuda_comm, "dispatch_custom_allreduce", lambda *args, **kwargs: cls)
 
 
-def patch_sglang():
+def patch_sglang() -> None:
     """Makes SGLang build tpcomm.torch.CustomAllreduce for its TP group. Custom all-reduce must
     still be enabled (no --disable-custom-all-reduce)."""
     _patch(SGLANG_MODULE, "SGLang")
 
 
-def vllm_plugin():
+def vllm_plugin() -> None:
     """The `vllm.general_plugins` entry point: patches only when TPCOMM_VLLM=1, so installing
     tpcomm never changes vLLM behind anyone's back."""
     if os.environ.get("TPCOMM_VLLM", "0") == "1":

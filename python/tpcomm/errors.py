@@ -4,15 +4,23 @@ Each carries the result code, its C name and the library's message (tpcommGetLas
 Python user sees the same words a C user sees. Classes also derive from the matching built-in
 (ValueError, TimeoutError, ...) so generic handlers keep working.
 """
+from typing import Dict, Optional, Type
+
 from . import _abi
+
+
+def _code(name: str) -> int:
+    """The tpcommResult_t called `name`, from _abi's table (itself checked against tpcomm.h and
+    the library by python/tests/test_result_codes.py)."""
+    return _abi.RESULT_NAMES.index(name)
 
 
 class TpcommError(RuntimeError):
     """A tpcomm call failed. `code` is the tpcommResult_t (None for errors outside the library)."""
 
-    code = None
+    code: Optional[int] = None
 
-    def __init__(self, message, code=None, op=None):
+    def __init__(self, message: str, code: Optional[int] = None, op: Optional[str] = None) -> None:
         if code is not None:
             self.code = code
         self.op = op
@@ -20,62 +28,62 @@ class TpcommError(RuntimeError):
         super().__init__(f"{op}: {message}" if op else message)
 
     @property
-    def name(self):
+    def name(self) -> Optional[str]:
         if self.code is None:
             return None
         return _abi.RESULT_NAMES[self.code] if 0 <= self.code < _abi.NUM_RESULTS else "unknown"
 
 
 class TpcommCudaError(TpcommError):
-    code = 1
+    code = _code("tpcommUnhandledCudaError")
 
 
 class TpcommSystemError(TpcommError, OSError):
-    code = 2
+    code = _code("tpcommSystemError")
 
 
 class TpcommInternalError(TpcommError):
-    code = 3
+    code = _code("tpcommInternalError")
 
 
 class TpcommInvalidArgumentError(TpcommError, ValueError):
-    code = 4
+    code = _code("tpcommInvalidArgument")
 
 
 class TpcommInvalidUsageError(TpcommError):
-    code = 5
+    code = _code("tpcommInvalidUsage")
 
 
 class TpcommRemoteError(TpcommError):
-    code = 6
+    code = _code("tpcommRemoteError")
 
 
 class TpcommInProgressError(TpcommError):
-    code = 7
+    code = _code("tpcommInProgress")
 
 
 class TpcommTimeoutError(TpcommError, TimeoutError):
-    code = 8
+    code = _code("tpcommTimeout")
 
 
 class TpcommNoDeviceError(TpcommError):
-    code = 9
+    code = _code("tpcommNoDevice")
 
 
 class TpcommNoKernelImageError(TpcommError):
-    code = 10
+    code = _code("tpcommNoKernelImage")
 
 
 class TpcommUnsupportedError(TpcommError):
-    code = 11
+    code = _code("tpcommUnsupported")
 
 
 class TpcommFallbackRefusedError(TpcommError):
-    code = 12
+    code = _code("tpcommFallbackRefused")
 
 
 class TpcommNcclError(TpcommError):
-    code = 13
+    code = _code("tpcommNcclError")
 
 
 class TpcommLibraryNotFoundError(TpcommError, OSError):
@@ -85,22 +93,30 @@ class TpcommLibraryNotFoundError(TpcommError, OSError):
 class TpcommCliError(TpcommError):
     """The bundled `tpcomm` CLI failed or printed something that is not JSON."""
 
-    def __init__(self, message, returncode=None, stderr=""):
+    def __init__(self, message: str, returncode: Optional[int] = None, stderr: str = "") -> None:
         super().__init__(message)
         self.returncode = returncode
         self.stderr = stderr
 
 
-_BY_CODE = {cls.code: cls for cls in (
-    TpcommCudaError, TpcommSystemError, TpcommInternalError, TpcommInvalidArgumentError,
-    TpcommInvalidUsageError, TpcommRemoteError, TpcommInProgressError, TpcommTimeoutError,
-    TpcommNoDeviceError, TpcommNoKernelImageError, TpcommUnsupportedError,
-    TpcommFallbackRefusedError, TpcommNcclError)}
+def _classes_by_code() -> Dict[int, Type[TpcommError]]:
+    """Every subclass that stands for one tpcommResult_t, by code (one each: a CPU test)."""
+    out: Dict[int, Type[TpcommError]] = {}
+    pending = list(TpcommError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.code is not None:
+            out[cls.code] = cls
+    return out
 
 
-def error_class(code):
+_BY_CODE = _classes_by_code()
+
+
+def error_class(code: int) -> Type[TpcommError]:
     return _BY_CODE.get(code, TpcommError)
 
 
-def make_error(code, message, op=None):
+def make_error(code: int, message: str, op: Optional[str] = None) -> TpcommError:
     return error_class(code)(message, code=code, op=op)

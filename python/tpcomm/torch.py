@@ -11,13 +11,14 @@ What differs from the engines' own class, on purpose:
 """
 import contextlib
 import logging
+from typing import Any, Dict, Iterator, Optional, Set, Union
 
 import torch
 import torch.distributed as dist
 
 from . import _buffers
 from .communicator import Communicator
-from .errors import TpcommError
+from .errors import TpcommError, TpcommInvalidUsageError
 
 logger = logging.getLogger("tpcomm")
 
@@ -33,14 +34,25 @@ class CustomAllreduce:
     and ignored; `config` is passed to tpcomm (buffer_bytes, timeout_ms, strict, algo, nccl).
     """
 
-    def __init__(self, group, device, max_size=8 * 1024 * 1024, config=None, **engine_kwargs):
+    # Engine code reads these to decide on paths of its own. tpcomm serves none of them today:
+    # vLLM shards some layers and all-gathers their output when its ca object is
+    # `fully_connected` (an all-gather tpcomm declines, see custom_all_gather), and takes
+    # NVLink-multicast kernels when the MNNVL pointers are non-zero (DeepSeek-V4.1 mHC).
+    fully_connected = False
+    mnnvl_multicast_ptr = 0
+    mnnvl_lamport_ag_multicast_ptr = 0
+
+    def __init__(self, group: Any, device: Union[int, str, "torch.device"],
+                 max_size: int = 8 * 1024 * 1024, config: Optional[Dict[str, Any]] = None,
+                 **engine_kwargs: Any) -> None:
         self.disabled = True
-        self.disabled_reason = None
+        self.disabled_reason: Optional[str] = None
         self.max_size = int(max_size)
         self.group = group
-        self.comm = None
+        self.comm: Optional[Communicator] = None
         self._IS_CAPTURING = False  # the engines' attribute name, kept for code that reads it
         self._captured_before = 0
+        self._declined_logged: Set[str] = set()
         self.device = _as_device(device)
         self._device_index = self.device.index if self.device.type == "cuda" else None
         self.rank = dist.get_rank(group)
@@ -60,13 +72,13 @@ class CustomAllreduce:
         logger.info("tpcomm CustomAllreduce: rank %d/%d on %s, inputs up to %d bytes",
                     self.rank, self.world_size, self.device, self.max_size)
 
-    def _disable(self, reason, level=logging.WARNING):
+    def _disable(self, reason: str, level: int = logging.WARNING) -> None:
         self.disabled, self.disabled_reason = True, reason
         logger.log(level, "tpcomm CustomAllreduce disabled on rank %s (the engine will use NCCL): "
                    "%s", getattr(self, "rank", "?"), reason)
 
     # ---- the engines' interface ----
-    def should_custom_ar(self, inp):
+    def should_custom_ar(self, inp: "torch.Tensor") -> bool:
         """True when custom_all_reduce will serve `inp`: enabled, a supported dtype, contiguous,
         non-empty, at most max_size bytes, and on this communicator's GPU."""
         # Engines call this and then custom_all_reduce on every eager all-reduce, so it reads
@@ -79,49 +91,84 @@ class CustomAllreduce:
         return (0 < nbytes <= self.max_size and inp.is_cuda
                 and inp.get_device() == self._device_index)
 
-    def custom_all_reduce(self, inp):
+    def custom_all_reduce(self, inp: "torch.Tensor") -> Optional["torch.Tensor"]:
         """A new tensor holding the sum over ranks, or None when should_custom_ar(inp) is False
         (the engine then takes its NCCL path). Works eagerly and under CUDA graph capture."""
-        if not self.should_custom_ar(inp):
+        comm = self.comm
+        if comm is None or not self.should_custom_ar(inp):
             return None
         out = torch.empty_like(inp)  # contiguous like inp (preserve_format of a dense tensor)
         # should_custom_ar has checked what Communicator.all_reduce would check again.
-        self.comm._all_reduce_checked(inp.data_ptr(), out.data_ptr(), inp.numel(),
-                                      _buffers.torch_dtype_code(inp.dtype))
+        comm._all_reduce_checked(inp.data_ptr(), out.data_ptr(), inp.numel(),
+                                 _buffers.torch_dtype_code(inp.dtype))
         return out
 
-    def all_reduce(self, inp, *, out=None, registered=False):
+    def all_reduce(self, inp: "torch.Tensor", *, out: Optional["torch.Tensor"] = None,
+                   registered: bool = False) -> "torch.Tensor":
         """Out of place into `out` (allocated if None). `registered` is accepted for vLLM's
         signature: tpcomm needs no registered buffers."""
+        if self.comm is None:
+            raise TpcommInvalidUsageError(
+                "CustomAllreduce.all_reduce: this rank's custom all-reduce is disabled "
+                f"({self.disabled_reason}); check should_custom_ar() first")
         if out is None:
             out = torch.empty_like(inp)
         self.comm.all_reduce(inp, out=out)
         return out
 
+    # vLLM's CudaCommunicator.custom_all_gather / custom_reduce_scatter call these on every
+    # sequence-parallel gather/scatter (and DeepSeek-V4.1's logits gather) and take their own
+    # NCCL path on None. tpcomm has no all-gather or reduce-scatter kernels yet, so it declines
+    # every call, and says so once per CustomAllreduce object.
+    def should_custom_all_gather(self, inp: "torch.Tensor") -> bool:
+        """False: tpcomm does not serve all-gathers (yet)."""
+        return False
+
+    def custom_all_gather(self, inp: "torch.Tensor") -> Optional["torch.Tensor"]:
+        """None (not handled): the engine all-gathers `inp` along dim 0 on its own path."""
+        self._log_declined("custom_all_gather")
+        return None
+
+    def should_custom_reduce_scatter(self, inp: "torch.Tensor") -> bool:
+        """False: tpcomm does not serve reduce-scatters (yet)."""
+        return False
+
+    def custom_reduce_scatter(self, inp: "torch.Tensor") -> Optional["torch.Tensor"]:
+        """None (not handled): the engine reduce-scatters `inp` along dim 0 on its own path."""
+        self._log_declined("custom_reduce_scatter")
+        return None
+
+    def _log_declined(self, op: str) -> None:
+        if op not in self._declined_logged:
+            self._declined_logged.add(op)
+            logger.info("tpcomm CustomAllreduce: %s is not served by tpcomm; the engine uses its "
+                        "own path (logged once)", op)
+
     @contextlib.contextmanager
-    def capture(self):
+    def capture(self) -> Iterator[None]:
         """The engines wrap CUDA graph capture in this. tpcomm needs no graph-buffer registration,
         so it only logs how many all-reduces were captured (calls made while not capturing,
         e.g. warm-up runs, execute normally)."""
         self._IS_CAPTURING = True
-        if not self.disabled:
-            self._captured_before = self.comm.stats()["captured"]
+        comm = None if self.disabled else self.comm
+        if comm is not None:
+            self._captured_before = comm.stats()["captured"]
         try:
             yield
         finally:
             self._IS_CAPTURING = False
-            if not self.disabled and not self.comm.closed:
-                n = self.comm.stats()["captured"] - self._captured_before
+            if comm is not None and not self.disabled and not comm.closed:
+                n = comm.stats()["captured"] - self._captured_before
                 logger.info("tpcomm CustomAllreduce: %d all-reduce(s) captured into CUDA graphs "
                             "(no buffer registration needed)", n)
 
-    def register_graph_buffers(self):
+    def register_graph_buffers(self) -> None:
         """Kept for engines that call it: nothing to register."""
 
-    def finalize_p2p(self):
+    def finalize_p2p(self) -> None:
         """Kept for engines that call it (newer vLLM): tpcomm tests P2P itself at creation."""
 
-    def close(self):
+    def close(self) -> None:
         """Frees the communicator. Idempotent. Not done at garbage collection: graphs captured
         with it must be gone first, which only the engine knows."""
         if self.comm is not None:
@@ -130,12 +177,12 @@ class CustomAllreduce:
         if self.disabled_reason is None:
             self.disabled_reason = "closed"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = f"disabled ({self.disabled_reason})" if self.disabled else "enabled"
         return f"<tpcomm.torch.CustomAllreduce rank {self.rank}/{self.world_size} {state}>"
 
 
-def _as_device(device):
+def _as_device(device: Union[int, str, "torch.device"]) -> "torch.device":
     device = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
     if device.type == "cuda" and device.index is None:  # "cuda" means the current GPU
         device = torch.device("cuda", torch.cuda.current_device())

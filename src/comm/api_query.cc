@@ -2,6 +2,7 @@
 #include "comm/comm.h"
 #include "comm/registry.h"
 #include "common/error.h"
+#include "common/result_table.h"
 #include "transport/nccl_fallback.h"
 
 using namespace tpcomm;
@@ -15,38 +16,8 @@ tpcommResult_t tpcommGetVersion(int* version) {
 }
 
 const char* tpcommGetErrorString(tpcommResult_t result) {
-  switch (result) {
-    case tpcommSuccess:
-      return "no error";
-    case tpcommUnhandledCudaError:
-      return "unhandled CUDA error";
-    case tpcommSystemError:
-      return "system error";
-    case tpcommInternalError:
-      return "internal error (please report)";
-    case tpcommInvalidArgument:
-      return "invalid argument";
-    case tpcommInvalidUsage:
-      return "invalid usage";
-    case tpcommRemoteError:
-      return "remote error (a peer failed or disagrees)";
-    case tpcommInProgress:
-      return "in progress";
-    case tpcommTimeout:
-      return "timeout (a peer did not answer in time)";
-    case tpcommNoDevice:
-      return "no CUDA device or driver";
-    case tpcommNoKernelImage:
-      return "no kernel image for this GPU architecture";
-    case tpcommUnsupported:
-      return "unsupported here";
-    case tpcommFallbackRefused:
-      return "fallback refused (strict mode)";
-    case tpcommNcclError:
-      return "NCCL error";
-    default:
-      return "unknown result code";
-  }
+  const ResultInfo* info = resultInfo(result);
+  return info ? info->description : "unknown result code";
 }
 
 const char* tpcommGetLastError(void) {

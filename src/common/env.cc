@@ -1,8 +1,12 @@
 #include "common/env.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "common/byte_size.h"
 
 #include "tpcomm/tpcomm.h"
 
@@ -10,7 +14,7 @@ namespace tpcomm {
 namespace {
 
 const std::vector<EnvVarDoc> kDocs = {
-    {"TPCOMM_LOG", "warn", "none | warn | info | debug: what tpcomm prints to stderr"},
+    {"TPCOMM_LOG", "warn", "none | warn | info | debug (any case): what tpcomm prints to stderr"},
     {"TPCOMM_LOG_FILE", "", "append the log to this file instead of stderr"},
     {"TPCOMM_ALGO", "auto",
      "force one algorithm for every call: auto | oneshot | twoshot | nccl | host_oneshot | "
@@ -18,7 +22,8 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_STRICT", "0", "1: a fallback to NCCL is an error (tpcommFallbackRefused)"},
     {"TPCOMM_TIMEOUT_MS", "5000", "deadline of every GPU-side wait for a peer, in milliseconds"},
     {"TPCOMM_BUFFER_BYTES", "16777216",
-     "staging bytes per slot and rank (4 slots): bounds the one-shot size and the two-shot chunk"},
+     "staging bytes per slot and rank (4 slots; K/M/G suffixes): bounds the one-shot size and "
+     "the two-shot chunk"},
     {"TPCOMM_NCCL", "auto", "auto | off: create an NCCL communicator for the fallback at init"},
     {"TPCOMM_NCCL_LIBRARY", "libnccl.so.2", "path of the NCCL library to dlopen"},
     {"TPCOMM_MAX_BLOCKS", "0", "upper bound on the grid of every kernel (0: by message size)"},
@@ -36,10 +41,29 @@ bool parseInt(const char* s, long lo, long hi, long* out) {
   return true;
 }
 
-Env readEnv() {
+}  // namespace
+
+bool parseLogLevel(const char* s, LogLevel* out) {
+  // Any case: NCCL_DEBUG=INFO is the habit, and vLLM upper-cases the levels it passes on.
+  struct Name {
+    const char* name;
+    LogLevel level;
+  };
+  static const Name kNames[] = {{"none", LogLevel::kNone},    {"warn", LogLevel::kWarn},
+                                {"warning", LogLevel::kWarn}, {"info", LogLevel::kInfo},
+                                {"debug", LogLevel::kDebug},  {"trace", LogLevel::kDebug}};
+  for (const Name& n : kNames)
+    if (!strcasecmp(s, n.name)) {
+      *out = n.level;
+      return true;
+    }
+  return false;
+}
+
+Env parseEnvironment(const EnvLookup& lookup) {
   Env e;
-  auto get = [](const char* name) -> const char* {
-    const char* v = getenv(name);
+  auto get = [&lookup](const char* name) -> const char* {
+    const char* v = lookup(name);
     return (v && *v) ? v : nullptr;
   };
   auto bad = [&e](const char* name, const char* value, const char* why) {
@@ -47,16 +71,8 @@ Env readEnv() {
   };
   long v = 0;
   if (const char* s = get("TPCOMM_LOG")) {
-    if (!strcmp(s, "none"))
-      e.log_level = LogLevel::kNone;
-    else if (!strcmp(s, "warn"))
-      e.log_level = LogLevel::kWarn;
-    else if (!strcmp(s, "info"))
-      e.log_level = LogLevel::kInfo;
-    else if (!strcmp(s, "debug") || !strcmp(s, "trace"))
-      e.log_level = LogLevel::kDebug;
-    else
-      bad("TPCOMM_LOG", s, "expected none, warn, info or debug");
+    if (!parseLogLevel(s, &e.log_level))
+      bad("TPCOMM_LOG", s, "expected none, warn, info or debug (any case)");
   }
   if (const char* s = get("TPCOMM_LOG_FILE")) e.log_file = s;
   if (const char* s = get("TPCOMM_ALGO")) {
@@ -77,10 +93,14 @@ Env readEnv() {
       bad("TPCOMM_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
   }
   if (const char* s = get("TPCOMM_BUFFER_BYTES")) {
-    if (parseInt(s, 64 * 1024, 1L << 34, &v))
-      e.buffer_bytes = static_cast<size_t>(v);
+    size_t bytes = 0;
+    std::string why;
+    if (!parseByteSize(s, &bytes, &why))
+      bad("TPCOMM_BUFFER_BYTES", s, why.c_str());
+    else if (bytes < (size_t{64} << 10) || bytes > (size_t{1} << 34))
+      bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 64K..16G (65536..2^34)");
     else
-      bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 65536..2^34");
+      e.buffer_bytes = bytes;
   }
   if (const char* s = get("TPCOMM_NCCL")) {
     if (!strcmp(s, "auto"))
@@ -117,10 +137,8 @@ Env readEnv() {
   return e;
 }
 
-}  // namespace
-
 const Env& env() {
-  static const Env e = readEnv();
+  static const Env e = parseEnvironment([](const char* name) { return getenv(name); });
   return e;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct Env {
 };
 
 const Env& env();
+// The variables as `lookup` (getenv, or a table in tests) gives them; env() is this over getenv.
+using EnvLookup = std::function<const char*(const char*)>;
+Env parseEnvironment(const EnvLookup& lookup);
+// TPCOMM_LOG's names, any case: none, warn (warning), info, debug (trace). False if unknown.
+bool parseLogLevel(const char* text, LogLevel* out);
 // Logs every TPCOMM_* variable that is set, once per process (at INFO, from communicator init).
 void logEnvOnce();
 const std::vector<EnvVarDoc>& envDocs();

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/log.h"
+#include "common/result_table.h"
 
 namespace tpcomm {
 namespace {
@@ -42,39 +43,30 @@ const char* lastError() {
   return t_last_error.c_str();
 }
 
+namespace {
+
+#define TPCOMM_RESULT_ROW(code, description) {code, #code, description},
+constexpr ResultInfo kResults[] = {TPCOMM_RESULT_TABLE(TPCOMM_RESULT_ROW)};
+#undef TPCOMM_RESULT_ROW
+
+constexpr bool inEnumOrder() {
+  for (int i = 0; i < tpcommNumResults; ++i)
+    if (kResults[i].code != i) return false;
+  return true;
+}
+static_assert(sizeof(kResults) / sizeof(kResults[0]) == tpcommNumResults,
+              "TPCOMM_RESULT_TABLE needs one row per tpcommResult_t");
+static_assert(inEnumOrder(), "TPCOMM_RESULT_TABLE rows must follow the enum's order");
+
+}  // namespace
+
+const ResultInfo* resultInfo(int r) {
+  return r >= 0 && r < tpcommNumResults ? &kResults[r] : nullptr;
+}
+
 const char* resultName(tpcommResult_t r) {
-  switch (r) {
-    case tpcommSuccess:
-      return "tpcommSuccess";
-    case tpcommUnhandledCudaError:
-      return "tpcommUnhandledCudaError";
-    case tpcommSystemError:
-      return "tpcommSystemError";
-    case tpcommInternalError:
-      return "tpcommInternalError";
-    case tpcommInvalidArgument:
-      return "tpcommInvalidArgument";
-    case tpcommInvalidUsage:
-      return "tpcommInvalidUsage";
-    case tpcommRemoteError:
-      return "tpcommRemoteError";
-    case tpcommInProgress:
-      return "tpcommInProgress";
-    case tpcommTimeout:
-      return "tpcommTimeout";
-    case tpcommNoDevice:
-      return "tpcommNoDevice";
-    case tpcommNoKernelImage:
-      return "tpcommNoKernelImage";
-    case tpcommUnsupported:
-      return "tpcommUnsupported";
-    case tpcommFallbackRefused:
-      return "tpcommFallbackRefused";
-    case tpcommNcclError:
-      return "tpcommNcclError";
-    default:
-      return "tpcommUnknownResult";
-  }
+  const ResultInfo* info = resultInfo(r);
+  return info ? info->name : "tpcommUnknownResult";
 }
 
 }  // namespace tpcomm

@@ -1,5 +1,5 @@
-// One logger: TPCOMM_LOG=warn (default) | info | debug | none, to stderr (or TPCOMM_LOG_FILE),
-// each line tagged with the subsystem so a reader can grep INIT, COLL, POLICY, P2P, SHM, TOPO...
+// One logger: TPCOMM_LOG=warn (default) | info | debug | none (any case), to stderr (or
+// TPCOMM_LOG_FILE), each line tagged with the subsystem so a reader can grep INIT, COLL, P2P...
 #pragma once
 
 namespace tpcomm {
