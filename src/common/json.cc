@@ -1,9 +1,6 @@
 #include "common/json.h"
 
-#include <charconv>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
+#include <nlohmann/json.hpp>
 
 namespace tpcomm {
 namespace json {
@@ -135,56 +132,40 @@ const char* typeName(Value::Type t) {
 namespace {
 
 // ---- writer ----
+// The layout (one line where it fits) is tpcomm's; strings and numbers are nlohmann's dump().
 
 void writeString(const std::string& s, std::string* out) {
-  out->push_back('"');
-  for (const char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(ch);
-    } else if (c == '\n') {
-      out->append("\\n");
-    } else if (c == '\t') {
-      out->append("\\t");
-    } else if (c < 0x20) {
-      char buf[8];
-      snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out->append(buf);
-    } else {
-      out->push_back(ch);
-    }
-  }
-  out->push_back('"');
+  // replace: bytes that are not UTF-8 become U+FFFD instead of making an unreadable file.
+  out->append(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void writeNumber(const Value& v, std::string* out) {
-  char buf[32];
   int64_t i = 0;
   uint64_t u = 0;
-  std::to_chars_result r;
   if (v.getUint64(&u)) {
-    r = std::to_chars(buf, buf + sizeof(buf), u);
+    out->append(nlohmann::json(u).dump());
   } else if (v.getInt64(&i)) {
-    r = std::to_chars(buf, buf + sizeof(buf), i);
-  } else if (std::isfinite(v.asDouble())) {
-    r = std::to_chars(buf, buf + sizeof(buf), v.asDouble());  // shortest exact form
+    out->append(nlohmann::json(i).dump());
   } else {
-    out->append("null");  // JSON has no NaN or infinity; tpcomm never writes them
-    return;
+    // The shortest form that reads back exactly; JSON has no NaN or infinity, so those become
+    // null (tpcomm never writes them).
+    out->append(nlohmann::json(v.asDouble()).dump());
   }
-  out->append(buf, r.ptr);
 }
 
 constexpr size_t kLineWidth = 120;
 
-// Everything on one line: ", " between elements, ": " after names.
-void writeCompact(const Value& v, std::string* out) {
+// Everything on one line (", " between elements, ": " after names), but only while it fits in
+// `room` columns: returns false as soon as it does not, so deciding the layout of each container
+// never renders a large subtree in full (writing stays linear in the output).
+bool writeCompact(const Value& v, size_t room, std::string* out) {
+  const size_t start = out->size();
+  const auto fits = [&] { return out->size() - start <= room; };
   if (v.isArray()) {
     out->push_back('[');
     for (size_t i = 0; i < v.items().size(); ++i) {
       if (i) out->append(", ");
-      writeCompact(v.items()[i], out);
+      if (!fits() || !writeCompact(v.items()[i], room - (out->size() - start), out)) return false;
     }
     out->push_back(']');
   } else if (v.isObject()) {
@@ -193,7 +174,8 @@ void writeCompact(const Value& v, std::string* out) {
       if (i) out->append(", ");
       writeString(v.members()[i].first, out);
       out->append(": ");
-      writeCompact(v.members()[i].second, out);
+      if (!fits() || !writeCompact(v.members()[i].second, room - (out->size() - start), out))
+        return false;
     }
     out->push_back('}');
   } else if (v.isString()) {
@@ -203,6 +185,7 @@ void writeCompact(const Value& v, std::string* out) {
   } else {
     out->append(v.isNull() ? "null" : v.asBool() ? "true" : "false");
   }
+  return fits();
 }
 
 void writeValue(const Value& v, int indent, std::string* out) {
@@ -225,8 +208,8 @@ void writeValue(const Value& v, int indent, std::string* out) {
   }
   // A container that fits on its line stays on one line (a topology link, a tuning rule).
   std::string line;
-  writeCompact(v, &line);
-  if (indent + line.size() <= kLineWidth) {
+  const size_t used = static_cast<size_t>(indent);
+  if (used <= kLineWidth && writeCompact(v, kLineWidth - used, &line)) {
     out->append(line);
     return;
   }

@@ -1,10 +1,19 @@
-// A small, strict JSON reader and writer for tpcomm's own files: topology dumps, tuning tables and
-// the P2P health cache. Those files decide which algorithm runs, so anything that is not plain
-// RFC 8259 JSON (comments, trailing commas, duplicate keys, NaN, bytes after the value, invalid
-// UTF-8) is rejected with a "line L, column C" message instead of being guessed at.
-// No external dependency: the project builds with the CUDA toolkit, g++, CMake and GoogleTest only.
+// A strict JSON reader and writer for tpcomm's own files: topology dumps, tuning tables and the
+// P2P health cache. Those files decide which algorithm runs, so anything that is not plain
+// RFC 8259 JSON (comments, trailing commas, duplicate member names, NaN, a byte order mark, a NUL
+// byte, bytes after the value, invalid UTF-8) is rejected with a "line L, column C: why" message
+// instead of being guessed at, and the caps below bound the work a file can cause.
+//
+// The lexer, the grammar and the scalar formatting are nlohmann/json's (json_parse.cc drives its
+// SAX parser, json.cc its dump()). The facade keeps tpcomm's own Value rather than migrating the
+// callers (topology_json, tuning_table, p2p_cache, the inspect report, doctor, tune) to
+// nlohmann's types: the files are written in a meaningful member order, which nlohmann::json
+// sorts away and nlohmann::ordered_json keeps only by a linear search per inserted member (the
+// quadratic parse again); and the callers' schema readers (ObjectReader) are written against
+// this API. nlohmann stays out of this header: only json*.cc include it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -13,6 +22,18 @@
 
 namespace tpcomm {
 namespace json {
+
+// Caps on what parse() accepts. tpcomm's largest file (a tuning table with its measurements) is
+// read up to 1 MiB and holds a few thousand values, nested 5 deep; the caps leave room for
+// growth and stop a corrupt or hostile file from costing more than a moment's work.
+constexpr size_t kMaxTextBytes = 4u << 20;
+constexpr size_t kMaxDepth = 64;         // arrays and objects open at once
+constexpr size_t kMaxMembers = 100000;   // members of one object
+constexpr size_t kMaxElements = 100000;  // elements of one array
+
+namespace detail {
+class TreeBuilder;  // json_parse.cc: appends parsed members without the duplicate search of set()
+}
 
 class Value {
  public:
@@ -48,7 +69,8 @@ class Value {
   const std::vector<Member>& members() const { return members_; }  // object, in written order
   const Value* find(const std::string& key) const;                 // nullptr if absent
 
-  // Builders (arrays and objects).
+  // Builders (arrays and objects). set() searches the members (linear): for the small objects
+  // tpcomm writes; the parser appends without it.
   Value& push(Value v);
   Value& set(const std::string& key, Value v);  // replaces an existing member of that name
 
@@ -56,6 +78,8 @@ class Value {
   bool operator!=(const Value& o) const { return !(*this == o); }
 
  private:
+  friend class detail::TreeBuilder;
+
   Type type_ = Type::kNull;
   bool bool_ = false;
   double double_ = 0;
@@ -70,12 +94,14 @@ class Value {
 
 const char* typeName(Value::Type t);
 
-// Parses text as exactly one JSON value. On failure returns false, leaves *out unspecified and
-// sets *error to "line L, column C: why".
+// Parses text as exactly one JSON value, in time linear in its size. On failure returns false,
+// leaves *out unspecified and sets *error to "line L, column C: why" (1-based, C in bytes: where
+// the reading stopped).
 bool parse(const std::string& text, Value* out, std::string* error);
 
 // Pretty-printed with a 2-space indent and a final newline; an array or object that fits in 120
-// columns is written on one line, so files stay short and diffable.
+// columns is written on one line, so files stay short and diffable. Bytes of a string that are not
+// UTF-8 (a path, a device name) are written as U+FFFD, so the output always parses.
 std::string write(const Value& v);
 
 // Reads the members of one object for a schema, with messages that name the field

@@ -1,7 +1,17 @@
-// The JSON parser behind json::parse (json.h): RFC 8259 exactly, with positions in messages.
-#include <charconv>
-#include <cmath>
+// json::parse (json.h): nlohmann/json's RFC 8259 lexer and parser, driven through its SAX
+// interface so that the tree is tpcomm's Value (members in written order, appended in constant
+// time) and so that what nlohmann lets through is refused here: duplicate member names (its DOM
+// keeps the last), a byte order mark (it skips one) and a NUL byte (it reads one as the end of the
+// text). The caps of json.h are checked as the values arrive, before any work is spent on more.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "common/json.h"
 
@@ -10,351 +20,197 @@ namespace json {
 
 namespace {
 
-constexpr int kMaxDepth = 64;  // our files nest 4 deep; a deeper file is not ours
+// "line L, column C" (1-based; C counts bytes) of the byte at offset, for messages.
+std::string lineAndColumn(const std::string& text, size_t offset) {
+  offset = std::min(offset, text.size());
+  const size_t line = 1 + std::count(text.begin(), text.begin() + offset, '\n');
+  const size_t line_start = offset == 0 ? std::string::npos : text.rfind('\n', offset - 1);
+  const size_t column = line_start == std::string::npos ? offset + 1 : offset - line_start;
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
 
-class Parser {
+// A byte iterator that records how far nlohmann's lexer has read, so that errors found in the SAX
+// callbacks (which get no position) can say where they are.
+class TrackedBytes {
  public:
-  explicit Parser(const std::string& text) : s_(text) {}
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-  bool parseDocument(Value* out, std::string* error) {
-    skipSpace();
-    bool ok = parseValue(out, 0);
-    if (ok) {
-      skipSpace();
-      if (!atEnd()) ok = fail("unexpected bytes after the JSON value");
-    }
-    if (!ok) *error = where() + ": " + why_;
-    return ok;
+  TrackedBytes(const char* p, const char** read_to) : p_(p), read_to_(read_to) {}
+  reference operator*() const { return *p_; }
+  TrackedBytes& operator++() {
+    *read_to_ = ++p_;
+    return *this;
   }
+  TrackedBytes operator++(int) {
+    TrackedBytes old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackedBytes& o) const { return p_ == o.p_; }
+  bool operator!=(const TrackedBytes& o) const { return p_ != o.p_; }
 
  private:
-  bool fail(const std::string& why) {
-    if (!why_.empty()) return false;
-    why_ = why;
-    // A file cut short (a crash while writing, a full disk) should say so, whatever was expected.
-    if (atEnd() && why.find("end of input") == std::string::npos)
-      why_ += " (unexpected end of input: the file is truncated?)";
-    return false;
-  }
-
-  // Line and column (1-based, in bytes) of the current position, for messages.
-  std::string where() const {
-    int line = 1, col = 1;
-    for (size_t i = 0; i < pos_ && i < s_.size(); ++i) {
-      if (s_[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    return "line " + std::to_string(line) + ", column " + std::to_string(col);
-  }
-
-  bool atEnd() const { return pos_ >= s_.size(); }
-  char peek() const { return atEnd() ? '\0' : s_[pos_]; }
-
-  void skipSpace() {
-    while (!atEnd() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
-      ++pos_;
-  }
-
-  bool literal(const char* word, Value v, Value* out) {
-    const size_t n = strlen(word);
-    if (s_.compare(pos_, n, word) != 0) {
-      const size_t left = s_.size() - pos_;
-      if (left < n && s_.compare(pos_, left, word, left) == 0)
-        return fail("unexpected end of input inside a literal");
-      return fail("invalid literal (expected a JSON value)");
-    }
-    pos_ += n;
-    *out = std::move(v);
-    return true;
-  }
-
-  bool parseValue(Value* out, int depth) {
-    if (depth > kMaxDepth) return fail("nesting deeper than 64 levels");
-    if (atEnd()) return fail("unexpected end of input (the file is truncated?)");
-    switch (peek()) {
-      case '{':
-        return parseObject(out, depth);
-      case '[':
-        return parseArray(out, depth);
-      case '"': {
-        std::string str;
-        if (!parseString(&str)) return false;
-        *out = Value::string(std::move(str));
-        return true;
-      }
-      case 't':
-        return literal("true", Value::boolean(true), out);
-      case 'f':
-        return literal("false", Value::boolean(false), out);
-      case 'n':
-        return literal("null", Value(), out);
-      default:
-        return parseNumber(out);
-    }
-  }
-
-  bool parseObject(Value* out, int depth) {
-    ++pos_;  // '{'
-    *out = Value::object();
-    skipSpace();
-    if (peek() == '}') {
-      ++pos_;
-      return true;
-    }
-    for (;;) {
-      skipSpace();
-      if (peek() != '"')
-        return fail(atEnd() ? "unexpected end of input inside an object"
-                            : "expected a member name in double quotes");
-      std::string key;
-      if (!parseString(&key)) return false;
-      if (out->find(key)) return fail("duplicate member \"" + key + "\"");
-      skipSpace();
-      if (peek() != ':') return fail("expected ':' after a member name");
-      ++pos_;
-      skipSpace();
-      Value v;
-      if (!parseValue(&v, depth + 1)) return false;
-      out->set(key, std::move(v));
-      skipSpace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == '}') {
-        ++pos_;
-        return true;
-      }
-      return fail(atEnd() ? "unexpected end of input inside an object"
-                          : "expected ',' or '}' in an object");
-    }
-  }
-
-  bool parseArray(Value* out, int depth) {
-    ++pos_;  // '['
-    *out = Value::array();
-    skipSpace();
-    if (peek() == ']') {
-      ++pos_;
-      return true;
-    }
-    for (;;) {
-      skipSpace();
-      if (peek() == ']') return fail("trailing ',' in an array");
-      Value v;
-      if (!parseValue(&v, depth + 1)) return false;
-      out->push(std::move(v));
-      skipSpace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == ']') {
-        ++pos_;
-        return true;
-      }
-      return fail(atEnd() ? "unexpected end of input inside an array"
-                          : "expected ',' or ']' in an array");
-    }
-  }
-
-  // RFC 8259 grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-  bool parseNumber(Value* out) {
-    const size_t start = pos_;
-    auto digits = [this] {
-      size_t n = 0;
-      while (!atEnd() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_, ++n;
-      return n;
-    };
-    if (peek() == '-') ++pos_;
-    if (peek() == '0') {
-      ++pos_;
-      if (peek() >= '0' && peek() <= '9') return fail("leading zeros are not allowed in numbers");
-    } else if (digits() == 0) {
-      pos_ = start;
-      return fail("expected a JSON value");
-    }
-    bool integral = true;
-    if (peek() == '.') {
-      ++pos_;
-      integral = false;
-      if (digits() == 0) return fail("expected digits after '.'");
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos_;
-      integral = false;
-      if (peek() == '+' || peek() == '-') ++pos_;
-      if (digits() == 0) return fail("expected digits in the exponent");
-    }
-    const char* first = s_.data() + start;
-    const char* last = s_.data() + pos_;
-    if (integral) {
-      // Exact when it fits in 64 bits; larger integers become doubles like any other number.
-      if (*first == '-') {
-        int64_t i = 0;
-        auto r = std::from_chars(first, last, i);
-        if (r.ec == std::errc() && r.ptr == last) {
-          *out = Value::integer(i);
-          return true;
-        }
-      } else {
-        uint64_t u = 0;
-        auto r = std::from_chars(first, last, u);
-        if (r.ec == std::errc() && r.ptr == last) {
-          *out = Value::unsignedInteger(u);
-          return true;
-        }
-      }
-    }
-    double d = 0;
-    auto r = std::from_chars(first, last, d);  // locale-independent, unlike strtod
-    if (r.ec != std::errc() || r.ptr != last || !std::isfinite(d)) {
-      pos_ = start;
-      return fail("number out of range");
-    }
-    *out = Value::number(d);
-    return true;
-  }
-
-  bool hex4(unsigned* out) {
-    unsigned v = 0;
-    for (int i = 0; i < 4; ++i, ++pos_) {
-      const char c = peek();
-      v <<= 4;
-      if (c >= '0' && c <= '9')
-        v |= c - '0';
-      else if (c >= 'a' && c <= 'f')
-        v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        v |= c - 'A' + 10;
-      else
-        return fail("expected 4 hex digits after \\u");
-    }
-    *out = v;
-    return true;
-  }
-
-  static void appendUtf8(unsigned cp, std::string* out) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-
-  // Length of the valid UTF-8 sequence at pos_ (0 if invalid): shortest form, no surrogates.
-  size_t utf8Length() const {
-    const auto b = [this](size_t i) { return static_cast<unsigned char>(s_[pos_ + i]); };
-    const unsigned c = b(0);
-    size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (n == 0 || c > 0xF4 || pos_ + n > s_.size()) return 0;
-    for (size_t i = 1; i < n; ++i)
-      if ((b(i) & 0xC0) != 0x80) return 0;
-    if (c == 0xE0 && b(1) < 0xA0) return 0;   // overlong
-    if (c == 0xED && b(1) >= 0xA0) return 0;  // surrogate
-    if (c == 0xF0 && b(1) < 0x90) return 0;   // overlong
-    if (c == 0xF4 && b(1) >= 0x90) return 0;  // above U+10FFFF
-    return n;
-  }
-
-  bool parseString(std::string* out) {
-    ++pos_;  // opening quote
-    out->clear();
-    for (;;) {
-      if (atEnd()) return fail("unexpected end of input inside a string");
-      const unsigned char c = static_cast<unsigned char>(s_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return true;
-      }
-      if (c < 0x20) return fail("control character inside a string (escape it)");
-      if (c >= 0x80) {
-        const size_t n = utf8Length();
-        if (n == 0) return fail("invalid UTF-8 inside a string");
-        out->append(s_, pos_, n);
-        pos_ += n;
-        continue;
-      }
-      ++pos_;
-      if (c != '\\') {
-        out->push_back(static_cast<char>(c));
-        continue;
-      }
-      const char e = peek();
-      ++pos_;
-      switch (e) {
-        case '"':
-          out->push_back('"');
-          break;
-        case '\\':
-          out->push_back('\\');
-          break;
-        case '/':
-          out->push_back('/');
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          unsigned cp = 0;
-          if (!hex4(&cp)) return false;
-          if (cp >= 0xDC00 && cp <= 0xDFFF) return fail("unpaired low surrogate in \\u escape");
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            unsigned lo = 0;
-            if (peek() != '\\' || (++pos_, peek() != 'u'))
-              return fail("unpaired high surrogate in \\u escape");
-            ++pos_;
-            if (!hex4(&lo)) return false;
-            if (lo < 0xDC00 || lo > 0xDFFF) return fail("unpaired high surrogate in \\u escape");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          }
-          appendUtf8(cp, out);
-          break;
-        }
-        default:
-          --pos_;
-          return fail("invalid escape in a string");
-      }
-    }
-  }
-
-  const std::string& s_;
-  size_t pos_ = 0;
-  std::string why_;
+  const char* p_;
+  const char** read_to_;
 };
+
+// nlohmann's exception text is "[json.exception.parse_error.101] parse error at line 3, column 7:
+// syntax error ..."; the position is ours (same convention), the description is kept.
+std::string describe(const nlohmann::json::exception& ex) {
+  std::string what = ex.what();
+  const size_t tag_end = what.find("] ");
+  if (tag_end != std::string::npos) what.erase(0, tag_end + 2);
+  if (what.rfind("parse error at line ", 0) == 0) {
+    const size_t colon = what.find(": ");
+    if (colon != std::string::npos) what.erase(0, colon + 2);
+  }
+  return what;
+}
 
 }  // namespace
 
+namespace detail {
+
+// The SAX handler: builds the Value tree, refuses duplicate members and enforces the caps. Each
+// callback returns false to stop the parse at the first error.
+class TreeBuilder {
+ public:
+  using number_integer_t = nlohmann::json::number_integer_t;
+  using number_unsigned_t = nlohmann::json::number_unsigned_t;
+  using number_float_t = nlohmann::json::number_float_t;
+  using string_t = nlohmann::json::string_t;
+  using binary_t = nlohmann::json::binary_t;
+
+  TreeBuilder(const std::string& text, Value* root) : text_(text), root_(root) {}
+
+  // Where the lexer's reading stands; TrackedBytes keeps it current.
+  const char** readTo() { return &read_to_; }
+  const std::string& error() const { return error_; }
+
+  bool null() { return add(Value()); }
+  bool boolean(bool b) { return add(Value::boolean(b)); }
+  bool number_integer(number_integer_t i) { return add(Value::integer(i)); }
+  bool number_unsigned(number_unsigned_t u) { return add(Value::unsignedInteger(u)); }
+  bool number_float(number_float_t d, const string_t&) { return add(Value::number(d)); }
+  bool string(string_t& s) { return add(Value::string(std::move(s))); }
+  bool binary(binary_t&) { return fail("binary values are not JSON"); }  // never from text
+
+  bool start_object(std::size_t) { return open(Value::object()); }
+  bool start_array(std::size_t) { return open(Value::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(string_t& name) {
+    Frame& f = open_.back();
+    if (f.value->members_.size() >= kMaxMembers)
+      return fail("more than " + std::to_string(kMaxMembers) +
+                  " members in one object (no tpcomm file has that many)");
+    if (!f.names.insert(name).second) return fail("duplicate member \"" + name + "\"");
+    f.value->members_.emplace_back(std::move(name), Value());
+    return true;
+  }
+
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception& ex) {
+    // position counts the bytes read, end of input included: the last one read is position - 1.
+    const size_t at = position == 0 ? 0 : position - 1;
+    std::string why = describe(ex);
+    // A file cut short (a crash while writing, a full disk) should say so, whatever was expected.
+    if (at >= text_.size() && why.find("end of input") == std::string::npos)
+      why += " (unexpected end of input: the file is truncated?)";
+    error_ = lineAndColumn(text_, at) + ": " + why;
+    return false;
+  }
+
+ private:
+  struct Frame {
+    explicit Frame(Value* v) : value(v) {}
+    Value* value;
+    std::unordered_set<std::string> names;  // objects: the members so far, for duplicates
+  };
+
+  bool fail(const std::string& why) {
+    // The last byte the lexer read: the end of the name, value or bracket that broke the rule.
+    const size_t read = static_cast<size_t>(read_to_ - text_.data());
+    error_ = lineAndColumn(text_, read == 0 ? 0 : read - 1) + ": " + why;
+    return false;
+  }
+
+  // Places a value: the root, the next element of the open array, or the value of the member
+  // whose name key() just appended.
+  bool add(Value v, Value** placed = nullptr) {
+    Value* slot = nullptr;
+    if (open_.empty()) {
+      slot = root_;
+    } else if (open_.back().value->isArray()) {
+      std::vector<Value>& items = open_.back().value->items_;
+      if (items.size() >= kMaxElements)
+        return fail("more than " + std::to_string(kMaxElements) +
+                    " elements in one array (no tpcomm file has that many)");
+      slot = &items.emplace_back();
+    } else {
+      slot = &open_.back().value->members_.back().second;
+    }
+    *slot = std::move(v);
+    if (placed) *placed = slot;
+    return true;
+  }
+
+  bool open(Value container) {
+    if (open_.size() >= kMaxDepth)
+      return fail("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    Value* placed = nullptr;
+    if (!add(std::move(container), &placed)) return false;
+    // The pointer stays valid: only the innermost open container grows until this one closes.
+    open_.emplace_back(placed);
+    return true;
+  }
+
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+
+  const std::string& text_;
+  Value* root_;
+  const char* read_to_ = nullptr;
+  std::vector<Frame> open_;
+  std::string error_;
+};
+
+}  // namespace detail
+
 bool parse(const std::string& text, Value* out, std::string* error) {
-  Parser p(text);
-  return p.parseDocument(out, error);
+  if (text.size() > kMaxTextBytes) {
+    *error = lineAndColumn(text, kMaxTextBytes) + ": the text goes on past " +
+             std::to_string(kMaxTextBytes >> 20) + " MiB (" + std::to_string(text.size()) +
+             " bytes), more than any tpcomm file holds";
+    return false;
+  }
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) {
+    *error = lineAndColumn(text, 0) + ": a byte order mark (tpcomm's files are plain UTF-8)";
+    return false;
+  }
+  // Not valid anywhere in JSON text (a string must escape it), and nlohmann would stop there.
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    *error = lineAndColumn(text, nul) + ": a NUL byte (a binary or corrupt file?)";
+    return false;
+  }
+  detail::TreeBuilder builder(text, out);
+  *builder.readTo() = text.data();
+  const TrackedBytes first(text.data(), builder.readTo());
+  const TrackedBytes last(text.data() + text.size(), builder.readTo());
+  // strict: nothing may follow the value; comments are not ignored. Errors come back through
+  // the handler, not as exceptions.
+  if (nlohmann::json::sax_parse(first, last, &builder, nlohmann::json::input_format_t::json,
+                                /*strict=*/true, /*ignore_comments=*/false))
+    return true;
+  *error = builder.error();
+  return false;
 }
 
 }  // namespace json

@@ -123,7 +123,7 @@ TEST(TuningTable, SaveRefusesAnInvalidTable) {
 
 TEST(TuningTable, CorruptJson) {
   EXPECT_NE(rejection("{\"tpcomm_tuning\": 1,,}").find("line 1"), std::string::npos);
-  EXPECT_NE(rejection("garbage").find("JSON value"), std::string::npos);
+  EXPECT_NE(rejection("garbage").find("invalid literal"), std::string::npos);
   EXPECT_NE(rejection("").find("end of input"), std::string::npos);
   EXPECT_NE(rejection("[1, 2]").find("expected an object"), std::string::npos);
 }
