@@ -10,33 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/unique_fd.h"
+
 namespace tpcomm {
 namespace {
 
 const char kRule[] = " (tpcomm acts only on files that no user but you or root can change)";
-
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(-1); }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    const int e = errno;  // callers read the errno of the call that made `fd`
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-    errno = e;
-  }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 // Why `what` (a file or folder with this stat) is not trusted; "" when it is.
 std::string distrust(const struct stat& st, const std::string& what) {
@@ -58,7 +37,7 @@ std::string distrust(const struct stat& st, const std::string& what) {
 // rule. -1 with *why (and *missing when a component does not exist).
 int openTrustedFolder(const std::string& real, std::string* why, bool* missing) {
   *missing = false;
-  Fd fd(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd fd(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
   std::string sofar = "/";
   size_t pos = 1;
   while (true) {
@@ -103,7 +82,7 @@ int openFolder(const std::string& folder, std::string* why, bool* missing) {
 
 bool trustedFolder(const std::string& folder, std::string* why) {
   bool missing = false;
-  Fd fd(openFolder(folder, why, &missing));
+  UniqueFd fd(openFolder(folder, why, &missing));
   return fd.get() >= 0;
 }
 
@@ -120,10 +99,11 @@ TrustedRead readTrustedFile(const std::string& path, std::string* text, std::str
     return TrustedRead::kFailed;
   }
   bool missing = false;
-  Fd dir(openFolder(folder, why, &missing));
+  UniqueFd dir(openFolder(folder, why, &missing));
   if (dir.get() < 0) return missing ? TrustedRead::kMissing : TrustedRead::kUntrusted;
   // O_NONBLOCK: a FIFO planted in the file's place must not hang the caller in open().
-  Fd fd(openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  UniqueFd fd(
+      openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (fd.get() < 0) {
     const int e = errno;
     if (e == ENOENT) {
