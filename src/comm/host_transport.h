@@ -21,8 +21,10 @@ inline bool hostTransportWanted(Fabric fabric, int world, int algo) {
 // kHostSegmentWaitMs or the configured timeout if longer), filling c->dev's host pointers.
 tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all);
 
-// How long a rank waits in End for rank 0 to create the segment: ranks reach End at about the
-// same time after the handle exchange, but a busy rank 0 must not fail its peers at 5 s.
-constexpr int kHostSegmentWaitMs = 30000;
+// How long a rank waits in End for rank 0 to create the segment (or the configured timeout if
+// longer): ranks reach End within milliseconds of each other after the handle exchange; this
+// leaves a busy rank 0 (opening its peers' IPC handles first) ample room, and a rank 0 that failed
+// costs its peers no more than this.
+constexpr int kHostSegmentWaitMs = 10000;
 
 }  // namespace tpcomm

@@ -128,6 +128,30 @@ tpcommResult_t openSegment(const std::string& name, int world, size_t slot_bytes
   }
 }
 
+// Registers a new mapping of `name` with CUDA and enters it in the table (g_mu held); unmaps it
+// on failure.
+tpcommResult_t registerMapping(const std::string& name, char* host, size_t bytes,
+                               std::map<std::string, Mapping>::iterator* out) {
+  const cudaError_t err =
+      cudaHostRegister(host, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (err != cudaSuccess) {
+    munmap(host, bytes);
+    const std::string what =
+        "cudaHostRegister of the " + std::to_string(bytes) + "-byte host transport segment";
+    return failCuda(err, what.c_str(), __FILE__, __LINE__);
+  }
+  void* dev = nullptr;
+  const cudaError_t derr = cudaHostGetDevicePointer(&dev, host, 0);
+  if (derr != cudaSuccess) {
+    cudaHostUnregister(host);
+    munmap(host, bytes);
+    return failCuda(derr, "cudaHostGetDevicePointer of the host transport segment", __FILE__,
+                    __LINE__);
+  }
+  *out = mappings().emplace(name, Mapping{host, static_cast<char*>(dev), bytes, 0}).first;
+  return tpcommSuccess;
+}
+
 }  // namespace
 
 ShmName& ShmName::operator=(ShmName&& o) noexcept {
@@ -201,28 +225,18 @@ tpcommResult_t hostSegmentCreate(const std::string& name, int world, size_t slot
 tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot_bytes, int wait_ms,
                                  HostSegment* seg) {
   const size_t bytes = hostSegmentBytes(world, slot_bytes);
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::unique_lock<std::mutex> lock(g_mu);
   auto it = mappings().find(name);
   if (it == mappings().end()) {
+    lock.unlock();  // waiting for rank 0 holds no lock: other communicators of this process go on
     char* host = nullptr;
     TPCOMM_CHECK(openSegment(name, world, slot_bytes, wait_ms, &host));
-    const cudaError_t err =
-        cudaHostRegister(host, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
-    if (err != cudaSuccess) {
-      munmap(host, bytes);
-      const std::string what =
-          "cudaHostRegister of the " + std::to_string(bytes) + "-byte host transport segment";
-      return failCuda(err, what.c_str(), __FILE__, __LINE__);
-    }
-    void* dev = nullptr;
-    const cudaError_t derr = cudaHostGetDevicePointer(&dev, host, 0);
-    if (derr != cudaSuccess) {
-      cudaHostUnregister(host);
-      munmap(host, bytes);
-      return failCuda(derr, "cudaHostGetDevicePointer of the host transport segment", __FILE__,
-                      __LINE__);
-    }
-    it = mappings().emplace(name, Mapping{host, static_cast<char*>(dev), bytes, 0}).first;
+    lock.lock();
+    it = mappings().find(name);
+    if (it != mappings().end())
+      munmap(host, bytes);  // another rank of this process mapped it meanwhile
+    else
+      TPCOMM_CHECK(registerMapping(name, host, bytes, &it));
   }
   Mapping& m = it->second;
   ++m.users;
