@@ -1,8 +1,8 @@
 // The host transport's shared-memory segment (transport/host_shm.h, comm/host_transport.h): a full
 // or small /dev/shm is a clear error naming the sizes, never a SIGBUS; no failure leaves a name or
 // pages in /dev/shm; a communicator over P2P creates no segment. The /dev/shm cases run in a child
-// with a private mount namespace and a tiny tmpfs over /dev/shm (skipped where the machine does
-// not allow mount namespaces).
+// with a private mount namespace (as root, or in a user namespace of its own) and a tiny tmpfs over
+// /dev/shm (skipped where the machine allows neither).
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -39,6 +39,23 @@ struct Child {
   std::string out;     // what body returned (or why it was skipped)
 };
 
+// Without the right to make a mount namespace (not root): a user namespace that maps this user to
+// itself gives it, where the machine allows unprivileged user namespaces.
+bool inOwnUserNamespace() {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+  auto put = [](const char* path, const std::string& text) {
+    const int fd = open(path, O_WRONLY);
+    const bool ok = fd >= 0 && write(fd, text.data(), text.size()) == ssize_t(text.size());
+    if (fd >= 0) close(fd);
+    return ok;
+  };
+  return put("/proc/self/setgroups", "deny") &&
+         put("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") &&
+         put("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1");
+}
+
 // Runs body in a child process whose /dev/shm is a private tmpfs of tmpfs_bytes (filled up first
 // when `fill`); body's text comes back through a pipe.
 Child inPrivateShm(size_t tmpfs_bytes, bool fill, const std::function<std::string()>& body) {
@@ -52,8 +69,9 @@ Child inPrivateShm(size_t tmpfs_bytes, bool fill, const std::function<std::strin
       if (write(fds[1], text.data(), text.size()) < 0) code = 3;
       _exit(code);
     };
-    if (unshare(CLONE_NEWNS) != 0)
-      finish(std::string("unshare(CLONE_NEWNS): ") + strerror(errno), kSkip);
+    if (unshare(CLONE_NEWNS) != 0 && !inOwnUserNamespace())
+      finish(std::string("unshare(CLONE_NEWNS), and of a user namespace: ") + strerror(errno),
+             kSkip);
     if (mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
       finish(std::string("making the mounts private: ") + strerror(errno), kSkip);
     const std::string opts = "size=" + std::to_string(tmpfs_bytes) + ",mode=1777";
@@ -80,12 +98,12 @@ Child inPrivateShm(size_t tmpfs_bytes, bool fill, const std::function<std::strin
   return res;
 }
 
-#define SKIP_WITHOUT_NAMESPACE(child)                                                     \
-  do {                                                                                    \
-    if ((child).exit_code == kSkip)                                                       \
-      GTEST_SKIP() << "no private mount namespace on this machine (" << (child).out       \
-                   << "): the small-/dev/shm cases need one (root or CAP_SYS_ADMIN, and " \
-                      "unshare not filtered)";                                            \
+#define SKIP_WITHOUT_NAMESPACE(child)                                                              \
+  do {                                                                                             \
+    if ((child).exit_code == kSkip)                                                                \
+      GTEST_SKIP() << "no private mount namespace on this machine (" << (child).out                \
+                   << "): the small-/dev/shm cases need one (root, CAP_SYS_ADMIN or unprivileged " \
+                      "user namespaces, and unshare not filtered)";                                \
   } while (0)
 
 // The entries of /dev/shm, space-separated ("" when empty).
