@@ -19,7 +19,8 @@ namespace tpcomm::cli {
 namespace {
 
 // Whether this library has the host shared-memory transport (set up by a communicator that needs
-// it: comm/init.cc wantsHostTransport). The one switch for the preview, should a build lack it.
+// it: comm/host_transport.h hostTransportWanted). The one switch for the preview, should a build
+// lack it.
 bool hostTransportAvailable() {
   return true;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/host_transport.h"
 #include "kernels/device_comm.h"
 #include "plan/policy.h"
 #include "plan/tuning_table.h"
@@ -19,7 +20,8 @@ namespace tpcomm::cli {
 struct PreviewOptions {
   bool nccl_available = false;  // libnccl loads and TPCOMM_NCCL is not off
   // The library sets up its host-memory transport where a communicator needs it (no working
-  // P2P, TPCOMM_TRANSPORT=host, or a host algorithm forced: comm/init.cc wantsHostTransport).
+  // P2P, TPCOMM_TRANSPORT=host, or a host algorithm forced: comm/host_transport.h
+  // hostTransportWanted).
   bool host_transport = true;
   int transport = 0;                    // TPCOMM_TRANSPORT: 0 auto, 1 p2p, 2 host
   int forced_algo = -1;                 // TPCOMM_ALGO (-1: auto)
@@ -76,8 +78,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     in.fabric = w->fabric;
     in.two_islands = w->two_islands && kIslandAutoSelect;  // as comm/fabric.cc decides
     in.nccl_available = o.nccl_available;
-    in.host_transport =
-        o.host_transport && (w->fabric == Fabric::kHost || isHostAlgo(o.forced_algo));
+    in.host_transport = o.host_transport && hostTransportWanted(w->fabric, w->world, o.forced_algo);
     in.forced_algo = o.forced_algo;
     in.strict = o.strict;
     in.tuned = tuned;

@@ -11,6 +11,7 @@
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
 #include "comm/fabric.h"
+#include "comm/host_transport.h"
 #include "comm/machine_view.h"
 #include "comm/registry.h"
 #include "comm/unique_id.h"
@@ -58,48 +59,12 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   buildMachineView(device, &c->self.view, &c->tuning, &key);
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
   if (rank == 0 && nranks > 1) {
-    // Whether the host transport is needed is known only once every rank's GPU is known (End),
-    // so rank 0 always offers a segment; End attaches to it or removes it.
-    HostSegment seg;
-    TPCOMM_CHECK(hostSegmentCreate(nranks, s.host_slot_bytes, &seg));
-    snprintf(c->self.host_shm, sizeof(c->self.host_shm), "%s", seg.name.c_str());
+    // Whether the host transport is used is known only once every rank's GPU is known (End):
+    // rank 0 names a segment here and creates it in End only if it is (comm/host_transport.h).
+    std::string name;
+    TPCOMM_CHECK(hostSegmentName(&name));
+    snprintf(c->self.host_shm, sizeof(c->self.host_shm), "%s", name.c_str());
   }
-  return tpcommSuccess;
-}
-
-bool wantsHostTransport(const tpcommComm* c) {
-  return c->world > 1 && (c->fabric == Fabric::kHost || isHostAlgo(c->settings.algo));
-}
-
-// Attaches to rank 0's host segment when this communicator uses the host transport; otherwise
-// rank 0 removes it (every rank decides the same from the same facts).
-tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
-  const std::string name = all[0].host_shm;
-  if (name.empty()) return tpcommSuccess;
-  if (!wantsHostTransport(c)) {
-    if (c->rank == 0) {
-      HostSegment unused;
-      unused.name = name;
-      hostSegmentRelease(&unused, /*unlink=*/true);
-    }
-    return tpcommSuccess;
-  }
-  TPCOMM_CHECK(hostSegmentAttach(name, c->world, c->settings.host_slot_bytes, &c->host_seg));
-  for (int p = 0; p < c->world; ++p)
-    c->dev.hbufs[p] = hostInbox(c->host_seg, p, c->settings.host_slot_bytes);
-  c->dev.host_slot_bytes = c->settings.host_slot_bytes;
-  c->dev.hout = hostOutbox(c->host_seg, c->world, 0, c->settings.host_slot_bytes);
-  c->dev.out_stride = bulkOutboxBytes(c->settings.host_slot_bytes);
-  c->dev.out_slot_bytes = bulkSlotBytes(c->settings.host_slot_bytes);
-  for (int p = 0; p < c->world; ++p)
-    c->dev.hsbufs[p] = hostSentinelInbox(c->host_seg, c->world, p, c->settings.host_slot_bytes);
-  c->dev.hs_slot_bytes = kHostSentinelSlotBytes;
-  c->host_step_bytes = hostOneShotStepBytes(c->dev);
-  c->host_sentinel_step_bytes = hostSentinelStepBytes(c->dev);
-  c->host_chunk_vecs = hostTwoShotChunkVecs(c->dev);
-  c->bulk_step_bytes = hostBulkStepBytes(c->dev);
-  TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank,
-              c->settings.host_slot_bytes);
   return tpcommSuccess;
 }
 
@@ -160,7 +125,7 @@ void destroyComm(tpcommComm* c) {
     cudaDeviceSynchronize();  // no kernel of ours may still write into a peer or read our slots
   }
   for (char* p : c->ipc_mapped) stagingClosePeer(p);
-  hostSegmentRelease(&c->host_seg, /*unlink=*/false);
+  hostSegmentRelease(&c->host_seg);  // rank 0's: also removes the name
   ncclFallbackDestroy(c);
   stagingDestroy(&c->staging);
   cudaGetLastError();

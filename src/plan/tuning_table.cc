@@ -8,6 +8,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/trusted_file.h"
 #include "topo/cache_dir.h"
 
 namespace tpcomm {
@@ -197,19 +198,18 @@ std::string tuningTableText(const TuningTable& table) {
 
 TuningLoad loadTuningTable(const std::string& path, const std::string& expected_key,
                            TuningTable* out, std::string* why) {
-  std::string text;
-  bool missing = false;
   if (path.empty()) {
     *why = "no tuning file path (no cache folder and TPCOMM_TUNING_FILE unset)";
     return TuningLoad::kMissing;
   }
-  if (!topo::readTextFile(path, &text, why, 1u << 20, &missing)) {
-    if (missing) {
-      TPCOMM_INFO(TUNING, "no tuning table at %s: built-in defaults (run `tpcomm tune`)",
-                  path.c_str());
-      return TuningLoad::kMissing;
-    }
-  } else if (parseTuningTable(text, expected_key, out, why)) {
+  std::string text;
+  const TrustedRead read = readTrustedFile(path, &text, why);
+  if (read == TrustedRead::kMissing) {
+    TPCOMM_INFO(TUNING, "no tuning table at %s: built-in defaults (run `tpcomm tune`)",
+                path.c_str());
+    return TuningLoad::kMissing;
+  }
+  if (read == TrustedRead::kRead && parseTuningTable(text, expected_key, out, why)) {
     out->path = path;
     TPCOMM_INFO(TUNING, "tuning table %s (%zu world sizes, fabric %s)", path.c_str(),
                 out->tables.size(), fabricFileName(out->fabric));
@@ -225,7 +225,7 @@ tpcommResult_t saveTuningTable(const std::string& path, const TuningTable& table
   if (!validateTuningTable(table, &why))
     return fail(tpcommInvalidArgument, "tuning table not saved to %s: %s", path.c_str(),
                 why.c_str());
-  return topo::writeTextFileAtomic(path, tuningTableText(table), 0644);
+  return topo::writeTextFileAtomic(path, tuningTableText(table), 0600);
 }
 
 std::string defaultTuningPath(const std::string& topology_key) {

@@ -52,12 +52,13 @@ std::string tuningTableText(const TuningTable& table);  // SIZE_MAX is written a
 enum class TuningLoad {
   kLoaded,    // *out is valid
   kMissing,   // no file: normal before `tpcomm tune` ran (logged at INFO)
-  kRejected,  // a file exists but is not trusted (logged at WARN with the reason)
+  kRejected,  // a file exists but is not used: invalid, foreign, too large, or planted (a link,
+              // another user's, writable by others: common/trusted_file.h); WARN with the reason
 };
 TuningLoad loadTuningTable(const std::string& path, const std::string& expected_key,
                            TuningTable* out, std::string* why);
 
-// Validates, then writes atomically (mode 0644), creating the folder.
+// Validates, then writes atomically (mode 0600), creating the folder (0700).
 tpcommResult_t saveTuningTable(const std::string& path, const TuningTable& table);
 
 // TPCOMM_TUNING_FILE when set, else <user cache folder>/tuning-<key>.json; "" when neither exists.

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/trusted_file.h"
 
 namespace tpcomm {
 namespace topo {
@@ -84,7 +85,13 @@ bool readTextFile(const std::string& path, std::string* text, std::string* why, 
 tpcommResult_t writeTextFileAtomic(const std::string& path, const std::string& text,
                                    unsigned mode) {
   const size_t slash = path.rfind('/');
-  if (slash != std::string::npos && slash > 0) TPCOMM_CHECK(makeDirs(path.substr(0, slash)));
+  const std::string folder = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path.substr(0, slash);
+  if (slash != std::string::npos && slash > 0) TPCOMM_CHECK(makeDirs(folder));
+  std::string why;
+  if (!trustedFolder(folder, &why))
+    return fail(tpcommSystemError, "not writing %s: %s", path.c_str(), why.c_str());
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = mkostemp(&tmp[0], O_CLOEXEC);
   if (fd < 0)

@@ -19,13 +19,15 @@ std::string userCacheDir();
 tpcommResult_t makeDirs(const std::string& path);
 
 // Reads a whole regular file of at most max_bytes; false with a reason naming the path otherwise.
+// For facts the system publishes (sysfs, /proc) and files named on the command line; files that
+// decide what tpcomm does are read with readTrustedFile (common/trusted_file.h).
 // *missing (if given) tells "the file does not exist" apart from other failures.
 bool readTextFile(const std::string& path, std::string* text, std::string* why,
                   size_t max_bytes = 16u << 20, bool* missing = nullptr);
 
 // Writes text to path through a temporary file in the same folder and rename(2); creates the
-// folder if needed; the file gets `mode` (caches: user only). tpcommSystemError with the path and
-// errno text on failure.
+// folder if needed; the file gets `mode` (caches: user only). Refuses a folder that readers would
+// not trust (common/trusted_file.h). tpcommSystemError with the path and the reason on failure.
 tpcommResult_t writeTextFileAtomic(const std::string& path, const std::string& text,
                                    unsigned mode = 0600);
 

@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/trusted_file.h"
 #include "topo/cache_dir.h"
 #include "topo/p2p_test.h"
 
@@ -64,7 +65,9 @@ bool readP2pCache(const std::string& path, const std::string& key,
                   std::vector<P2pCacheEntry>* entries, std::string* why, bool* missing) {
   entries->clear();
   std::string text;
-  if (!readTextFile(path, &text, why, 1u << 20, missing)) return false;
+  const TrustedRead got = readTrustedFile(path, &text, why);
+  if (missing) *missing = got == TrustedRead::kMissing;
+  if (got != TrustedRead::kRead) return false;
   json::Value root;
   if (!json::parse(text, &root, why)) return false;
   json::ObjectReader r(root, "", why);

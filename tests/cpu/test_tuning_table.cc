@@ -96,7 +96,7 @@ TEST(TuningTable, SaveAndLoadRoundTrip) {
   ASSERT_EQ(saveTuningTable(path, t), tpcommSuccess);
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   TuningTable loaded;
   EXPECT_EQ(loadTuningTable(path, kKey, &loaded, &why), TuningLoad::kLoaded) << why;
   EXPECT_EQ(loaded.path, path);

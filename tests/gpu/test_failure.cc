@@ -1,10 +1,14 @@
 // Failure is a feature: a peer that never arrives is a timeout error within the deadline (and the
 // communicator stays broken, saying why); bad arguments get clear codes and messages; a build
 // without an image for this GPU fails at init, clearly.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
 
 #include "tests/gpu/harness.h"
 
@@ -154,6 +158,30 @@ TEST(Failure, BadConfigAndInit) {
   EXPECT_EQ(tpcommCommInitAll(comms, 9, nullptr, nullptr), tpcommInvalidArgument);
   const int bad_dev[2] = {0, 99};
   EXPECT_EQ(tpcommCommInitAll(comms, 2, bad_dev, nullptr), tpcommInvalidArgument);
+}
+
+// tpcomm's entries in /dev/shm (host transport segments).
+std::set<std::string> tpcommShmEntries() {
+  std::set<std::string> out;
+  if (DIR* d = opendir("/dev/shm")) {
+    while (const dirent* e = readdir(d))
+      if (strncmp(e->d_name, "tpcomm-", 7) == 0) out.insert(e->d_name);
+    closedir(d);
+  }
+  return out;
+}
+
+// Rank 0's Begin only names the host segment: it is created in End, and only when the ranks
+// agree on the host transport (a full /dev/shm must not fail every multi-rank communicator).
+TEST(Failure, RankBeginCreatesNoSharedMemory) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const std::set<std::string> before = tpcommShmEntries();
+  tpcommComm_t c = nullptr;
+  tpcommRankHandle h;
+  ASSERT_EQ(tpcommCommInitRankBegin(&c, 2, 0, nullptr, &h), tpcommSuccess) << tpcommGetLastError();
+  EXPECT_EQ(tpcommShmEntries(), before);
+  EXPECT_EQ(tpcommCommDestroy(c), tpcommSuccess);
+  EXPECT_EQ(tpcommShmEntries(), before);
 }
 
 TEST(Stats, LastCallAndCounters) {
