@@ -9,6 +9,20 @@ cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
 JOBS=${TPCOMM_JOBS:-$(nproc)}
 
+echo "== build prerequisites"
+# The inspector's decompressors (src/inspect/decompress.h): liblz4 and libzstd headers and
+# archives. Installed here when missing, so a fresh Debian/Ubuntu machine (.ci/run) builds.
+if ! [[ -f /usr/include/lz4.h && -f /usr/include/zstd.h ]]; then
+  if command -v apt-get >/dev/null; then
+    SUDO=$([[ $(id -u) == 0 ]] || echo sudo)
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y --no-install-recommends liblz4-dev libzstd-dev
+  else
+    echo "install the liblz4 and libzstd development files (lz4.h, zstd.h) and re-run" >&2
+    exit 1
+  fi
+fi
+
 echo "== format (clang-format, .clang-format)"
 scripts/check_format.sh
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -15,30 +14,15 @@
 #include "common/json.h"
 #include "inspect/inspect.h"
 #include "tests/cpu/support/cli_run.h"
-
-#ifndef TPCOMM_INSPECT_FIXTURE_DIR
-#error "TPCOMM_INSPECT_FIXTURE_DIR comes from tests/cpu/fixtures/CMakeLists.txt"
-#endif
+#include "tests/cpu/support/inspect_files.h"
 
 namespace tpcomm::inspect {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(TPCOMM_INSPECT_FIXTURE_DIR) + "/" + name;
-}
-
-std::string tempPath(const std::string& name) {
-  return ::testing::TempDir() + "tpcomm_inspect_" + name;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void writeAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using test::fixture;
+using test::readAll;
+using test::tempPath;
+using test::writeAll;
 
 // The compute capabilities the issue asks about, and the expected verdict on each, one letter
 // per cc: N native, J PTX JIT, - no image, 0 no device code.

@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,26 +11,15 @@
 #include "inspect/fatbin.h"
 #include "inspect/inspect.h"
 #include "tests/cpu/support/cli_run.h"
+#include "tests/cpu/support/inspect_files.h"
 
 namespace tpcomm::inspect {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(TPCOMM_INSPECT_FIXTURE_DIR) + "/" + name;
-}
-
-std::string tempPath(const std::string& name) {
-  return ::testing::TempDir() + "tpcomm_inspect_" + name;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void writeAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using test::fixture;
+using test::readAll;
+using test::tempPath;
+using test::writeAll;
 
 void put(std::string* s, size_t at, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) (*s)[at + i] = static_cast<char>(v >> (8 * i));
