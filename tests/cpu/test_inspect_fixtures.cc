@@ -373,6 +373,16 @@ TEST(InspectLibrary, CarriesEveryDefaultArchitecture) {
   }
 }
 
+// The product library carries neither the inspector nor its decompressors (they live in the
+// tpcomm_inspect library that the CLI and the tests link): none of their strings, no NEEDED entry.
+TEST(InspectLibrary, ProductLibraryHasNoInspector) {
+  const std::string lib = readAll(TPCOMM_LIBRARY_PATH);
+  ASSERT_GT(lib.size(), 4096u) << TPCOMM_LIBRARY_PATH;
+  for (const char* s : {"no fatbin container at", "fatbin sections overlap", "liblz4.so",
+                        "libzstd.so", "LZ4_decompress_safe", "ZSTD_decompress"})
+    EXPECT_EQ(lib.find(s), std::string::npos) << TPCOMM_LIBRARY_PATH << " contains \"" << s << "\"";
+}
+
 // Every compute capability `--cc all-known` names has native SASS in the default build (the
 // README's "sm_75 to sm_120" promise), checked on the list itself, so every build checks it.
 TEST(InspectLibrary, DefaultArchitecturesCoverEveryKnownCc) {
