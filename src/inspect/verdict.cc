@@ -35,8 +35,8 @@ Holds holdsKernels(const FatbinContainer& c, const FatbinEntry** unread) {
     }
   }
   if (read) return kernels ? Holds::kKernels : Holds::kNone;
-  if (*unread && !presumed) return Holds::kUnknown;
-  return Holds::kKernels;
+  if (presumed) return Holds::kKernels;
+  return *unread ? Holds::kUnknown : Holds::kNone;  // kNone: a container without images
 }
 
 // Ranking among images that all run: the newest SM first (what the driver picks: the closest

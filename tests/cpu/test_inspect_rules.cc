@@ -284,6 +284,9 @@ TEST(InspectRules, AnyReadImageTellsForItsWholeContainer) {
   EXPECT_NE(verdictFor(r, 7, 5).detail.find("codec"), std::string::npos);
   EXPECT_EQ(verdictFor(r, 8, 6).kind, VerdictKind::kNative);
   EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kPtxJit);
+  // A container without any image holds nothing.
+  EXPECT_EQ(verdictFor(FileReport{"", kElfShared, {make({})}, {}}, 9, 0).kind,
+            VerdictKind::kNoDeviceCode);
   // A container known to hold kernels and lacking an image decides: CANNOT RUN, not unknown.
   r.containers.push_back(make({entry(ImageKind::kCubin, 86)}));
   EXPECT_EQ(verdictFor(r, 8, 0).kind, VerdictKind::kNoImage);
