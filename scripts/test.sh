@@ -9,18 +9,8 @@ cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
 JOBS=${TPCOMM_JOBS:-$(nproc)}
 
-# Build dependencies from Debian packages, installed only where missing (a fresh CI machine):
-# nlohmann-json3-dev, the header-only JSON library behind src/common/json*.cc.
-missing=()
-for pkg in nlohmann-json3-dev; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if ((${#missing[@]})) && command -v apt-get >/dev/null; then
-  echo "== installing ${missing[*]}"
-  sudo=$([[ $(id -u) == 0 ]] || echo sudo)
-  $sudo apt-get install -y --no-install-recommends "${missing[@]}" ||
-    { $sudo apt-get update && $sudo apt-get install -y --no-install-recommends "${missing[@]}"; }
-fi
+echo "== build prerequisites"
+scripts/install_deps.sh
 
 echo "== format (clang-format, .clang-format)"
 scripts/check_format.sh

@@ -1,5 +1,6 @@
 // `tpcomm inspect`: list the CUDA images in ELF files and say which GPUs can run them.
-// Exit status: 0 every requested cc can run every file, 1 some cannot, 2 usage or read error.
+// Exit status: 0 every requested cc can run every file, 1 some cannot, 2 usage or read error,
+// 3 some verdict is unknown (an image that decides is corrupt or could not be opened).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -13,7 +14,7 @@ namespace tpcomm::cli {
 
 namespace {
 
-constexpr int kExitOk = 0, kExitCannotRun = 1, kExitUsage = 2;
+constexpr int kExitOk = 0, kExitCannotRun = 1, kExitUsage = 2, kExitUnknown = 3;
 
 void usage(FILE* out) {
   fprintf(out,
@@ -28,8 +29,12 @@ void usage(FILE* out) {
           "                  12.0 12.1\n"
           "  --json          machine-readable output\n"
           "\n"
+          "Errors go to stderr. A kernel count '?N' is explained by the note ?N under the\n"
+          "table (PTX and cubins are decompressed and counted; LTO IR is not opened).\n"
+          "\n"
           "Exit status: 0 every requested cc can run every file, 1 some cannot, 2 usage or\n"
-          "read error. See docs/INSPECT.md for the rules.\n");
+          "read error, 3 some verdict is unknown (a corrupt or unreadable image decides it).\n"
+          "See docs/INSPECT.md for the rules.\n");
 }
 
 bool addCc(const std::string& text, inspect::CcList* ccs) {
@@ -98,12 +103,13 @@ int cmdInspect(int argc, char** argv) {
       json ? inspect::jsonReport(reports, ccs) : inspect::humanReport(reports, ccs);
   fputs(out.c_str(), stdout);
   fflush(stdout);
-  // The report shows errors in context; stderr repeats them last, where a script looks.
+  // Errors once, on stderr (the table leaves them out; --json also lists them per file).
   for (const inspect::FileReport& r : reports)
     for (const std::string& e : r.errors)
       fprintf(stderr, "tpcomm inspect: %s: %s\n", r.path.c_str(), e.c_str());
   if (read_error) return kExitUsage;
-  return inspect::allCanRun(reports, ccs) ? kExitOk : kExitCannotRun;
+  if (inspect::anyCannotRun(reports, ccs)) return kExitCannotRun;
+  return inspect::allCanRun(reports, ccs) ? kExitOk : kExitUnknown;
 }
 
 }  // namespace tpcomm::cli

@@ -37,7 +37,8 @@ inline std::vector<std::string> libraryCandidates(const std::string& exe_path) {
 }
 
 // How bad a verdict is, for picking the worst over several binaries: a file with no device code
-// cannot fail, a PTX-only kernel runs slower to start, a missing image does not run.
+// cannot fail, a PTX-only kernel runs slower to start, an unknown one cannot be vouched for, a
+// missing image does not run.
 inline int verdictRank(inspect::VerdictKind k) {
   switch (k) {
     case inspect::VerdictKind::kNoDeviceCode:
@@ -46,10 +47,12 @@ inline int verdictRank(inspect::VerdictKind k) {
       return 1;
     case inspect::VerdictKind::kPtxJit:
       return 2;
-    case inspect::VerdictKind::kNoImage:
+    case inspect::VerdictKind::kUnknown:
       return 3;
+    case inspect::VerdictKind::kNoImage:
+      return 4;
   }
-  return 3;
+  return 4;
 }
 
 // One entry per cc, in the order given; each (major, minor) carries the GPUs that have it.

@@ -77,6 +77,13 @@ inline void coverageFindings(const DoctorFacts& f, std::vector<Finding>* out) {
                             "): the first launch compiles them, no architecture-specific code",
                         fix});
         break;
+      case inspect::VerdictKind::kUnknown:
+        out->push_back(
+            {Severity::kWarning,
+             who + ": the inspector cannot tell whether the kernels run (" + c.worst_detail + ")",
+             "rebuild tpcomm or check the file; `tpcomm inspect --cc " + cc +
+                 "` says which image is unreadable"});
+        break;
       case inspect::VerdictKind::kNoDeviceCode:
         if (!f.binaries.empty())
           out->push_back({Severity::kError,

@@ -194,6 +194,10 @@ typedef struct {
 } tpcommCallInfo_t;
 
 TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats);
+/* Calls whose kernels ran from PTX that the driver JIT-compiled, because this build has no SASS
+ * for the communicator's GPU (0 on a GPU it covers; init says so once at WARN, docs/ARCH.md).
+ * A query of its own: tpcommStats_t carries no size, so it cannot grow without an ABI break. */
+TPCOMM_API tpcommResult_t tpcommCommGetPtxJitCalls(tpcommComm_t comm, uint64_t* calls);
 TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
 TPCOMM_API const char* tpcommAlgoName(
     int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */

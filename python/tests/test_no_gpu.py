@@ -59,6 +59,49 @@ def test_inspect_the_library_itself(library_or_skip):
     assert {"9.0", "12.0"} <= ccs
 
 
+def _object_with_a_corrupt_cubin(path):
+    """A minimal ELF object whose one fat-binary image is an sm_80 cubin without a section table
+    (e_shoff 0): the inspector cannot tell whether it holds kernels."""
+    def le(v, n):
+        return v.to_bytes(n, "little")
+    cubin = bytearray(64)
+    cubin[0:4] = b"\x7fELF"
+    cubin[4:7] = b"\x02\x01\x01"
+    cubin[18:20] = le(190, 2)  # EM_CUDA; e_shoff (40..47) stays 0
+    entry = (le(2, 2) + le(0x101, 2) + le(64, 4) + le(len(cubin), 8) + le(0, 4) + le(0, 4) +
+             le(0x10008, 4) + le(80, 4) + le(0, 8) + le(0x11, 8) + le(0, 8) + le(0, 8))
+    body = entry + bytes(cubin)
+    fatbin = le(0xBA55ED50, 4) + le(1, 2) + le(16, 2) + le(len(body), 8) + body
+    names = b"\0.shstrtab\0.nv_fatbin\0"
+    names_at = 64 + len(fatbin)
+    shoff = (names_at + len(names) + 7) // 8 * 8
+    header = bytearray(64)
+    header[0:7] = b"\x7fELF\x02\x01\x01"
+    header[16:18], header[18:20], header[20:24] = le(1, 2), le(62, 2), le(1, 4)
+    header[40:48], header[52:54], header[58:60] = le(shoff, 8), le(64, 2), le(64, 2)
+    header[60:62], header[62:64] = le(3, 2), le(1, 2)
+
+    def section(name, kind, offset, size):
+        return le(name, 4) + le(kind, 4) + bytes(16) + le(offset, 8) + le(size, 8) + bytes(24)
+    data = bytes(header) + fatbin + names
+    data += bytes(shoff - len(data))
+    data += section(0, 0, 0, 0) + section(1, 3, names_at, len(names))
+    data += section(11, 1, 64, len(fatbin))
+    path.write_bytes(data)
+
+
+def test_inspect_says_unknown_for_a_corrupt_cubin(library_or_skip, tmp_path):
+    path = tmp_path / "corrupt.o"
+    _object_with_a_corrupt_cubin(path)
+    report = tpcomm.inspect(str(path), ["9.0"])
+    assert report["exit_code"] == 3  # neither "runs" (0) nor "cannot run" (1)
+    (entry,) = report["files"]
+    (verdict,) = entry["verdicts"]
+    assert verdict["verdict"] == "unknown" and not verdict["can_run"]
+    image = entry["containers"][0]["entries"][0]
+    assert image["contents"] == "corrupt" and "e_shoff 0" in image["problem"]
+
+
 def test_inspect_a_missing_file_raises(library_or_skip, tmp_path):
     with pytest.raises(tpcomm.TpcommCliError) as info:
         tpcomm.inspect(str(tmp_path / "nothing.so"))

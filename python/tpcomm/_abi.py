@@ -109,6 +109,7 @@ PROTOTYPES = {
     "tpcommGroupStart": (_res, []),
     "tpcommGroupEnd": (_res, []),
     "tpcommCommGetStats": (_res, [_comm, POINTER(Stats)]),
+    "tpcommCommGetPtxJitCalls": (_res, [_comm, POINTER(c_uint64)]),
     "tpcommCommGetLastCall": (_res, [_comm, POINTER(CallInfo)]),
     "tpcommAlgoName": (c_char_p, [c_int]),
     "tpcommCommExplain": (_res, [_comm, c_size_t, c_int, POINTER(CallInfo)]),

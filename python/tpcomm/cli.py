@@ -56,8 +56,9 @@ def inspect(paths: Union[PathLike, Sequence[PathLike]],
     args = ["inspect", "--json"]
     for cc in ccs or []:
         args += ["--cc", f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) else str(cc)]
-    # exit 1 = some cc cannot run some file: a valid answer, not a failure
-    return _run_json(args + ["--"] + [os.fspath(p) for p in paths], ok_codes=(0, 1))
+    # exit 1 = some cc cannot run some file, 3 = some verdict is unknown (a corrupt or unreadable
+    # image decides it): valid answers, not failures
+    return _run_json(args + ["--"] + [os.fspath(p) for p in paths], ok_codes=(0, 1, 3))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -182,11 +182,15 @@ class Communicator:
 
     # ---- what ran ----
     def stats(self) -> Dict[str, Any]:
-        """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n}. A captured call
-        counts once, at capture, not at each replay."""
+        """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n, 'ptx_jit_calls': n}.
+        A captured call counts once, at capture, not at each replay. ptx_jit_calls: calls whose
+        kernels the driver JIT-compiled from PTX (no SASS for this GPU in the build)."""
         s = _abi.Stats()
         check(_loader.lib().tpcommCommGetStats(self._live(), ctypes.byref(s)), "tpcommCommGetStats")
-        return _abi.stats_dict(s)
+        jit = ctypes.c_uint64()
+        check(_loader.lib().tpcommCommGetPtxJitCalls(self._live(), ctypes.byref(jit)),
+              "tpcommCommGetPtxJitCalls")
+        return dict(_abi.stats_dict(s), ptx_jit_calls=int(jit.value))
 
     def last_call(self) -> Dict[str, Any]:
         """{'algo', 'bytes', 'dtype', 'blocks', 'reason'} of the last enqueued call."""

@@ -103,6 +103,7 @@ void record(tpcommComm* c, const Decision& d, size_t bytes, tpcommDataType_t dt,
   c->stats.bytes += bytes;
   if (d.fallback) c->stats.fallbacks++;
   if (capturing) c->stats.captured++;
+  if (c->ptx_jit && isKernelAlgo(d.algo)) c->ptx_jit_calls++;
   c->last.algo = d.algo;
   c->last.bytes = bytes;
   c->last.datatype = static_cast<int>(dt);

@@ -88,6 +88,13 @@ tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats) {
   return tpcommSuccess;
 }
 
+tpcommResult_t tpcommCommGetPtxJitCalls(tpcommComm_t comm, uint64_t* calls) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetPtxJitCalls"));
+  if (!calls) return fail(tpcommInvalidArgument, "tpcommCommGetPtxJitCalls: calls is NULL");
+  *calls = comm->ptx_jit_calls;
+  return tpcommSuccess;
+}
+
 tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommGetLastCall"));
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommGetLastCall: info is NULL");

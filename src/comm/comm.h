@@ -57,6 +57,8 @@ struct tpcommComm {
   bool nccl_owned = false;
 
   tpcommStats_t stats{};
+  bool ptx_jit = false;        // kernels run from JIT-compiled PTX (kernels/image_check.h)
+  uint64_t ptx_jit_calls = 0;  // tpcommCommGetPtxJitCalls
   tpcommCallInfo_t last{};
   // The last decision, reused while consecutive calls have the same size (the policy is a pure
   // function of it), so the hot path builds no strings.

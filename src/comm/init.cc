@@ -50,7 +50,7 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->device = device;
   c->settings = s;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
-  TPCOMM_CHECK(checkKernelImages(device));
+  TPCOMM_CHECK(checkKernelImages(device, &c->ptx_jit));
   TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
   c->cc_major = c->self.cc_major;  // read once, by fillIdentity

@@ -3,7 +3,8 @@
 #include <cstdio>
 
 #include "inspect/bytes.h"
-#include "inspect/elf_reader.h"
+#include "inspect/decompress.h"
+#include "inspect/image_kernels.h"
 
 namespace tpcomm::inspect {
 
@@ -33,21 +34,61 @@ ImageKind kindOf(uint16_t raw) {
   }
 }
 
-// Counts the kernels of an uncompressed cubin: ptxas puts each kernel's code in its own
-// `.text.<mangled name>` section.
-int countKernels(const uint8_t* data, size_t size) {
-  ElfImage cubin;
-  std::string error;
-  if (!parseElfInMemory(data, size, &cubin, &error)) return -1;
-  int kernels = 0;
-  for (const ElfSection& s : cubin.sections)
-    if (s.name.compare(0, 6, ".text.") == 0) ++kernels;
-  return kernels;
+// Opens a cubin or PTX image (decompressing it first where needed) and lists its kernels into e.
+// `payload` is the image's `padded` bytes after its header.
+void readContents(const uint8_t* payload, uint64_t padded, uint32_t compressed_size,
+                  DecompressBudget* budget, FatbinEntry* e) {
+  if (e->kind != ImageKind::kCubin && e->kind != ImageKind::kPtx) return;  // LTO IR: bitcode
+  const Codec codec = codecOf(e->flags);
+  std::string inflated;
+  const uint8_t* bytes = payload;
+  uint64_t size = padded;
+  if (codec == Codec::kUnknown) {
+    char flags[32];
+    snprintf(flags, sizeof(flags), "0x%llx", static_cast<unsigned long long>(e->flags));
+    e->problem =
+        std::string("compressed with a codec the inspector does not know (flags ") + flags + ")";
+    return;
+  }
+  if (codec != Codec::kNone) {
+    if (compressed_size == 0 || compressed_size > padded) {
+      e->contents = ImageContents::kCorrupt;
+      e->problem = "compressed size " + std::to_string(compressed_size) +
+                   " does not fit the payload of " + std::to_string(padded) + " bytes";
+      return;
+    }
+    if (e->size > DecompressBudget::kMaxImage || e->size > budget->left) {
+      e->problem = "not decompressed: " + std::to_string(e->size) +
+                   " bytes exceed the inspector's decompression budget for this file";
+      return;
+    }
+    budget->left -= e->size;
+    std::string error;
+    if (!decompress(codec, payload, compressed_size, e->size, &inflated, &error)) {
+      e->contents = ImageContents::kCorrupt;
+      e->problem = error;
+      return;
+    }
+    bytes = reinterpret_cast<const uint8_t*>(inflated.data());
+    size = inflated.size();
+  }
+  if (e->kind == ImageKind::kCubin) {
+    std::string error;
+    if (!cubinKernels(bytes, size, &e->kernel_names, &error)) {
+      e->contents = ImageContents::kCorrupt;
+      e->problem = error;
+      return;
+    }
+  } else {
+    e->kernel_names = ptxKernels(std::string(reinterpret_cast<const char*>(bytes), size));
+  }
+  e->contents = ImageContents::kRead;
+  e->kernels = static_cast<int>(e->kernel_names.size());
 }
 
 // Parses the entries between `begin` and `end` (offsets in the section) into *c.
 bool parseEntries(const std::string& section, const uint8_t* data, uint64_t begin, uint64_t end,
-                  FatbinContainer* c, std::string* error) {
+                  DecompressBudget* budget, FatbinContainer* c, std::string* error) {
   uint64_t pos = begin;
   while (pos < end) {
     if (end - pos < kEntryBaseSize) {
@@ -86,8 +127,7 @@ bool parseEntries(const std::string& section, const uint8_t* data, uint64_t begi
       e.variant = ArchVariant::kFamilySpecific;
     e.stored_size = e.compressed && compressed_size ? compressed_size : padded;
     e.size = e.compressed && uncompressed_size ? uncompressed_size : padded;
-    if (e.kind == ImageKind::kCubin && !e.compressed)
-      e.kernels = countKernels(h + e.header_size, padded);
+    readContents(h + e.header_size, padded, compressed_size, budget, &e);
     c->entries.push_back(e);
     pos += e.header_size + padded;
   }
@@ -97,7 +137,10 @@ bool parseEntries(const std::string& section, const uint8_t* data, uint64_t begi
 }  // namespace
 
 bool parseFatbinSection(const std::string& section, const uint8_t* data, size_t size,
-                        std::vector<FatbinContainer>* out, std::string* error) {
+                        std::vector<FatbinContainer>* out, std::string* error,
+                        DecompressBudget* budget) {
+  DecompressBudget own = DecompressBudget::forFile(size);
+  if (!budget) budget = &own;
   uint64_t pos = 0;
   while (pos < size) {
     // Containers are 8-byte aligned; the linker pads between them with zeros.
@@ -136,7 +179,7 @@ bool parseFatbinSection(const std::string& section, const uint8_t* data, size_t 
     c.section = section;
     c.offset = pos;
     c.size = header_size + body_size;
-    const bool ok = parseEntries(section, data, pos + header_size, pos + c.size, &c, error);
+    const bool ok = parseEntries(section, data, pos + header_size, pos + c.size, budget, &c, error);
     out->push_back(std::move(c));
     if (!ok) return false;
     pos += header_size + body_size;

@@ -33,9 +33,12 @@
 //     +40 u64 flags (below)
 //     +48 u64 unknown (0, except on LTO IR)
 //     +56 u64 uncompressed payload size (0 when not compressed)
-//   flags: 0x1 64-bit, 0x2 debug (-G), 0x10 Linux; compression 0x8000 (zstd, nvcc 13: PTX by
-//   default, everything with -Xfatbin -compress-all, -G cubins), and per ZLUDA (not produced
-//   here) 0x1000 / 0x2000 (LZ4, CUDA 11-12), 0x20 macOS, 0x40 Windows;
+//   flags: 0x1 64-bit, 0x2 debug (-G), 0x10 Linux; compression 0x8000 (a zstd frame; nvcc 13:
+//   PTX by default, everything with -Xfatbin -compress-all or --compress-mode=size, -G cubins),
+//   0x2000 (one raw LZ4 block; nvcc 13 --compress-mode=speed, CUDA 11-12's default), the
+//   compressed payload being the `compressed size` bytes after the header (decompress.h); per
+//   ZLUDA (not produced here) 0x1000 (an older compression, codec unknown), 0x20 macOS,
+//   0x40 Windows;
 //   0x100000 arch-specific `a` target, 0x200000 family-specific `f` target (both verified on
 //   cubins and PTX for sm_90a/100a/100f/120a/120f vs plain sm_100/120).
 // The variant must come from these flags: nvcc 13 writes identical cubin e_flags for sm_120,
@@ -61,6 +64,13 @@ constexpr uint64_t kFlagCompressedZstd = 0x8000;
 constexpr uint64_t kFlagArchSpecific = 0x100000;
 constexpr uint64_t kFlagFamilySpecific = 0x200000;
 
+enum class ImageContents {
+  kRead,       // opened: kernels and kernel_names are exact
+  kNotOpened,  // not looked into: LTO IR, an unknown kind or codec, the decompression budget
+  kCorrupt     // opened and broken (not a CUDA ELF file, a stream that does not decompress):
+               // the driver cannot load it either
+};
+
 struct FatbinEntry {
   ImageKind kind = ImageKind::kUnknown;
   uint16_t raw_kind = 0;
@@ -73,9 +83,14 @@ struct FatbinEntry {
   uint32_t code_version = 0;
   uint64_t flags = 0;
   uint64_t offset = 0;  // of the entry header, from the start of the section
-  // Kernels in an uncompressed cubin (count of .text.<kernel> sections); -1 when not known
-  // (compressed cubins, PTX, LTO IR). Containers whose cubins hold no kernel at all, like the
-  // empty device-link stub nvcc adds to linked programs, cannot fail a launch.
+  // Whether the image's contents were read (decompressed where needed): its kernels are known
+  // only then. Containers whose images hold no kernel at all, like the empty device-link stub
+  // nvcc adds to linked programs, cannot fail a launch.
+  ImageContents contents = ImageContents::kNotOpened;
+  std::string problem;  // why not kRead ("corrupt cubin: no section table (e_shoff 0)", ...)
+  // The kernels' mangled names: a cubin's .text.<name> sections, PTX's .entry directives;
+  // `kernels` counts them, -1 when not kRead.
+  std::vector<std::string> kernel_names;
   int kernels = -1;
 };
 
@@ -86,11 +101,26 @@ struct FatbinContainer {
   std::vector<FatbinEntry> entries;
 };
 
-// Parses every container in the bytes of one section and appends them to *out. Returns false
-// with *error set ("truncated fatbin container at .nv_fatbin+0x40: ...") when the bytes do not
-// follow the layout; containers parsed before the fault are kept.
+// How many bytes the images of one file may decompress to, in total, and one image at most: a
+// hostile header may claim gigabytes from a few bytes of zstd. Images past the budget stay
+// kNotOpened (their kernels unknown), the walk goes on.
+struct DecompressBudget {
+  uint64_t left = 0;
+  static constexpr uint64_t kMaxImage = 1ull << 30;
+  // Generous for real files (nvcc's compression saves 2-8x): 16x the file plus 256 MiB.
+  static DecompressBudget forFile(uint64_t file_size) {
+    return DecompressBudget{16 * file_size + (256ull << 20)};
+  }
+};
+
+// Parses every container in the bytes of one section and appends them to *out, decompressing
+// cubin and PTX images to list their kernels (within *budget; nullptr: the budget of a file the
+// size of the section). Returns false with *error set ("truncated fatbin container at
+// .nv_fatbin+0x40: ...") when the bytes do not follow the layout; containers parsed before the
+// fault are kept. A corrupt image is no layout fault: it is marked kCorrupt and the walk goes on.
 bool parseFatbinSection(const std::string& section, const uint8_t* data, size_t size,
-                        std::vector<FatbinContainer>* out, std::string* error);
+                        std::vector<FatbinContainer>* out, std::string* error,
+                        DecompressBudget* budget = nullptr);
 
 // "sm_90a" / "compute_120f" / "lto_90" style name of an entry's target.
 std::string targetName(const FatbinEntry& e);

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
+#include <utility>
 
 #include "inspect/elf_reader.h"
 
@@ -76,15 +78,27 @@ bool inspectFile(const std::string& path, FileReport* out) {
   if (!parseElf(read, file_size, &elf, &error)) return fail(error);
   out->elf_type = elf.type;
 
+  // Section headers may alias: several naming the same bytes (a hostile file: 4096 headers on
+  // one 1 MiB fat binary). Each (offset, size) is parsed once, and the bytes parsed in all stay
+  // within the file's size, so the work is bounded by the file, not by its section count.
+  std::set<std::pair<uint64_t, uint64_t>> seen;
+  uint64_t parsed = 0;
+  DecompressBudget budget = DecompressBudget::forFile(file_size);
   for (const ElfSection& s : elf.sections) {
     if (!isFatbinSection(s.name) || s.type == kShtNobits) continue;
+    if (!seen.insert({s.offset, s.size}).second) continue;
     std::string bytes;
     if (!read(s.offset, s.size, &bytes))
       return fail("truncated: section " + s.name + " (" + std::to_string(s.size) +
                   " bytes at offset " + std::to_string(s.offset) +
                   ") runs past the end of the file (" + std::to_string(file_size) + " bytes)");
+    if (s.size > file_size - parsed)
+      return fail("fatbin sections overlap: " + std::to_string(seen.size()) +
+                  " distinct ones hold more bytes than the file has (" + std::to_string(file_size) +
+                  ")");
+    parsed += s.size;
     if (!parseFatbinSection(s.name, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                            &out->containers, &error))
+                            &out->containers, &error, &budget))
       return fail(error);
   }
   return true;

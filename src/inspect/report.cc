@@ -17,12 +17,15 @@ std::string ccName(const std::pair<int, int>& cc) {
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
+  va_list ap, again;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_copy(again, ap);
+  const int n = vsnprintf(nullptr, 0, fmt, ap);
   va_end(ap);
-  return buf;
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) vsnprintf(&out[0], out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
 }
 
 // Targets of each kind, in the containers the verdicts are drawn from (all of them here: the
@@ -55,6 +58,40 @@ json::Value jsonNames(const std::set<std::pair<int, std::string>>& names) {
   return a;
 }
 
+const char* contentsName(ImageContents c) {
+  switch (c) {
+    case ImageContents::kRead:
+      return "read";
+    case ImageContents::kCorrupt:
+      return "corrupt";
+    default:
+      return "not-opened";
+  }
+}
+
+// Why an entry's kernel count is '?' (empty when it is known), for the legend under the table.
+std::string whyUnknown(const FatbinEntry& e) {
+  if (e.contents == ImageContents::kRead) return "";
+  if (!e.problem.empty()) return e.problem;
+  if (e.kind == ImageKind::kLtoIr) return "LTO IR (NVVM bitcode) is not opened";
+  return "an image of unknown kind " + std::to_string(e.raw_kind) + " is not opened";
+}
+
+const char* verdictLabel(VerdictKind k) {
+  switch (k) {
+    case VerdictKind::kNative:
+      return "runs natively";
+    case VerdictKind::kPtxJit:
+      return "runs via JIT";
+    case VerdictKind::kNoImage:
+      return "CANNOT RUN";
+    case VerdictKind::kUnknown:
+      return "UNKNOWN";
+    default:
+      return "nothing to run";
+  }
+}
+
 json::Value jsonEntry(const FatbinEntry& e) {
   json::Value o = json::Value::object();
   o.set("kind", json::Value::string(kindName(e.kind)));
@@ -66,7 +103,12 @@ json::Value jsonEntry(const FatbinEntry& e) {
   o.set("size", json::Value::unsignedInteger(e.size));
   o.set("header_size", json::Value::unsignedInteger(e.header_size));
   o.set("flags", json::Value::unsignedInteger(e.flags));
+  o.set("contents", json::Value::string(contentsName(e.contents)));
+  o.set("problem", json::Value::string(e.problem));
   o.set("kernels", json::Value::integer(e.kernels));
+  json::Value names = json::Value::array();
+  for (const std::string& n : e.kernel_names) names.push(json::Value::string(n));
+  o.set("kernel_names", std::move(names));
   return o;
 }
 
@@ -112,39 +154,42 @@ json::Value jsonFile(const FileReport& r, const CcList& ccs) {
 std::string humanReport(const std::vector<FileReport>& files, const CcList& ccs) {
   std::string s;
   for (const FileReport& r : files) {
+    if (r.elf_type == 0) continue;  // nothing was read: the error (stderr) is all there is to say
     if (!s.empty()) s += "\n";
-    if (!r.errors.empty() && r.elf_type == 0) {
-      s += r.path + ": cannot inspect: " + r.errors.front() + "\n";
-      continue;
-    }
     s += format("%s: %s, %zu fatbin container%s, %zu image%s\n", r.path.c_str(),
                 elfTypeName(r.elf_type), r.containers.size(), r.containers.size() == 1 ? "" : "s",
                 r.entryCount(), r.entryCount() == 1 ? "" : "s");
     if (r.entryCount() > 0)
       s += format("  %-4s %-20s %-7s %-14s %-10s %10s %8s\n", "#", "section+offset", "kind",
                   "target", "compressed", "size", "kernels");
+    std::vector<std::string> legend;  // "?" reasons, each once, in order of first use
     for (size_t i = 0; i < r.containers.size(); ++i) {
       const FatbinContainer& c = r.containers[i];
       for (const FatbinEntry& e : c.entries) {
         const std::string at =
             format("%s+0x%llx", c.section.c_str(), static_cast<unsigned long long>(e.offset));
+        std::string kernels = std::to_string(e.kernels);
+        if (e.kernels < 0) {
+          const std::string why = whyUnknown(e);
+          size_t n = 0;
+          while (n < legend.size() && legend[n] != why) ++n;
+          if (n == legend.size()) legend.push_back(why);
+          kernels = "?" + std::to_string(n + 1);
+        }
         s += format("  %-4zu %-20s %-7s %-14s %-10s %10llu %8s\n", i + 1, at.c_str(),
                     kindName(e.kind), targetName(e).c_str(), e.compressed ? "yes" : "no",
-                    static_cast<unsigned long long>(e.size),
-                    e.kernels < 0 ? "?" : std::to_string(e.kernels).c_str());
+                    static_cast<unsigned long long>(e.size), kernels.c_str());
       }
     }
-    for (const std::string& err : r.errors) s += "  error: " + err + "\n";
+    for (size_t n = 0; n < legend.size(); ++n)
+      s += format("  ?%zu: kernels not known: %s\n", n + 1, legend[n].c_str());
     const Targets t = targetsOf(r);
     s += "  native SASS: " + joined(t.native) + "\n  PTX (JIT):   " + joined(t.ptx) + "\n";
     if (!t.lto.empty()) s += "  LTO IR:      " + joined(t.lto) + " (needs a device link)\n";
     for (const auto& cc : ccs) {
       const Verdict v = verdictFor(r, cc.first, cc.second);
-      const char* label = v.kind == VerdictKind::kNative    ? "runs natively"
-                          : v.kind == VerdictKind::kPtxJit  ? "runs via JIT"
-                          : v.kind == VerdictKind::kNoImage ? "CANNOT RUN"
-                                                            : "nothing to run";
-      s += format("  cc %-5s %-15s %s\n", ccName(cc).c_str(), label, v.detail.c_str());
+      s += format("  cc %-5s %-15s %s\n", ccName(cc).c_str(), verdictLabel(v.kind),
+                  v.detail.c_str());
     }
   }
   return s;
@@ -168,6 +213,13 @@ bool allCanRun(const std::vector<FileReport>& files, const CcList& ccs) {
     for (const auto& cc : ccs)
       if (!verdictFor(r, cc.first, cc.second).canRun()) return false;
   return true;
+}
+
+bool anyCannotRun(const std::vector<FileReport>& files, const CcList& ccs) {
+  for (const FileReport& r : files)
+    for (const auto& cc : ccs)
+      if (verdictFor(r, cc.first, cc.second).kind == VerdictKind::kNoImage) return true;
+  return false;
 }
 
 }  // namespace tpcomm::inspect

@@ -1,5 +1,6 @@
 #include "inspect/verdict.h"
 
+#include <cstdio>
 #include <set>
 
 #include "inspect/inspect.h"
@@ -12,14 +13,30 @@ std::string ccName(int major, int minor) {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-// A container matters when it may hold a kernel: unless every image is a cubin we could open and
-// found without kernels (a translation unit with no __global__, nvcc's device-link stub), assume
-// it does. Checked on an H200 (cc 9.0): a program whose kernel-free container has only sm_80
-// SASS loads and launches its PTX-JIT kernels with CUDA_MODULE_LOADING=EAGER and LAZY alike.
-bool holdsKernels(const FatbinContainer& c) {
-  for (const FatbinEntry& e : c.entries)
-    if (e.kind != ImageKind::kCubin || e.kernels != 0) return true;
-  return false;
+// Whether a container holds kernels. All its images are one translation unit (or one device
+// link) compiled for different targets, so any image that was read tells for all of them.
+// Unread LTO IR and unknown kinds are presumed to hold kernels (they cannot be loaded anyway);
+// when nothing could be read and a cubin or PTX is unread or corrupt, it is not known. Checked
+// on an H200 (cc 9.0): a program whose kernel-free container has only sm_80 SASS loads and
+// launches its PTX-JIT kernels with CUDA_MODULE_LOADING=EAGER and LAZY alike.
+enum class Holds { kKernels, kNone, kUnknown };
+
+Holds holdsKernels(const FatbinContainer& c, const FatbinEntry** unread) {
+  bool read = false, kernels = false, presumed = false;
+  *unread = nullptr;
+  for (const FatbinEntry& e : c.entries) {
+    if (e.contents == ImageContents::kRead) {
+      read = true;
+      kernels |= e.kernels > 0;
+    } else if (e.kind == ImageKind::kCubin || e.kind == ImageKind::kPtx) {
+      if (!*unread) *unread = &e;
+    } else {
+      presumed = true;
+    }
+  }
+  if (read) return kernels ? Holds::kKernels : Holds::kNone;
+  if (presumed) return Holds::kKernels;
+  return *unread ? Holds::kUnknown : Holds::kNone;  // kNone: a container without images
 }
 
 // Ranking among images that all run: the newest SM first (what the driver picks: the closest
@@ -43,6 +60,12 @@ Choice choose(const FatbinContainer& c, int major, int minor) {
     if (k == Compat::kJit && better(e, ch.ptx)) ch.ptx = &e;
   }
   return ch;
+}
+
+std::string at(const FatbinEntry& e, const FatbinContainer& c) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(e.offset));
+  return targetName(e) + " " + kindName(e.kind) + " at " + c.section + buf;
 }
 
 std::string describeImages(const FatbinContainer& c) {
@@ -120,16 +143,19 @@ const char* verdictName(VerdictKind kind) {
       return "ptx-jit";
     case VerdictKind::kNoImage:
       return "no-image";
+    case VerdictKind::kUnknown:
+      return "unknown";
     default:
       return "no-device-code";
   }
 }
 
 Verdict verdictFor(const FileReport& report, int cc_major, int cc_minor) {
+  const std::string cc = ccName(cc_major, cc_minor);
+  Verdict v;
   if (!report.errors.empty()) {  // what was not read could be exactly the missing kernel
-    Verdict v;
-    v.kind = VerdictKind::kNoImage;
-    v.detail = "unknown: the file could not be read (" + report.errors.front() + ")";
+    v.kind = VerdictKind::kUnknown;
+    v.detail = "unknown: the file could not be read completely";
     return v;
   }
   // The driver loads .nv_fatbin; __nv_relfatbin only feeds a later device link, so it decides
@@ -139,38 +165,51 @@ Verdict verdictFor(const FileReport& report, int cc_major, int cc_minor) {
     if (c.section == ".nv_fatbin") has_loadable = true;
   const char* section = has_loadable ? ".nv_fatbin" : "__nv_relfatbin";
 
-  std::vector<const FatbinContainer*> used;
+  std::vector<const FatbinContainer*> used, failed;
+  std::string unknown;  // why the first undecidable container is so
   bool any = false;
+  std::set<std::string> cubins, ptxs;
+  size_t jit_containers = 0;
   for (const FatbinContainer& c : report.containers) {
     if (c.section != section) continue;
     any = true;
-    if (holdsKernels(c)) used.push_back(&c);
-  }
-  Verdict v;
-  if (used.empty()) {
-    v.kind = VerdictKind::kNoDeviceCode;
-    v.detail = any ? "device code holds no kernels: nothing to run on the GPU"
-                   : "no device code: nothing to run on the GPU";
-    return v;
-  }
-
-  std::set<std::string> cubins, ptxs;
-  size_t jit_containers = 0;
-  std::vector<const FatbinContainer*> failed;
-  for (const FatbinContainer* c : used) {
-    const Choice ch = choose(*c, cc_major, cc_minor);
-    if (ch.cubin) {
+    const FatbinEntry* unread = nullptr;
+    const Holds holds = holdsKernels(c, &unread);
+    if (holds == Holds::kNone) continue;
+    used.push_back(&c);
+    const Choice ch = choose(c, cc_major, cc_minor);
+    // The image the driver would load must itself be sound, or nothing can be said.
+    const FatbinEntry* pick = ch.cubin ? ch.cubin : ch.ptx;
+    if (pick && pick->contents == ImageContents::kCorrupt) {
+      if (unknown.empty()) unknown = "the " + at(*pick, c) + " it would load is " + pick->problem;
+    } else if (ch.cubin) {
       cubins.insert(targetName(*ch.cubin));
     } else if (ch.ptx) {
       ptxs.insert(targetName(*ch.ptx));
       ++jit_containers;
-    } else {
-      failed.push_back(c);
+    } else if (holds == Holds::kKernels) {
+      failed.push_back(&c);
+    } else if (unknown.empty()) {
+      unknown = "container " + std::to_string(&c - report.containers.data() + 1) + " (" +
+                c.section + ") has only " + describeImages(c) +
+                ", and whether it holds kernels is not known: " + at(*unread, c) + ": " +
+                unread->problem;
     }
   }
-  if (!failed.empty()) {
+  if (!failed.empty()) {  // a definite failure outweighs what is unknown elsewhere
     v.kind = VerdictKind::kNoImage;
-    v.detail = noImageDetail(report, used.size(), failed, ccName(cc_major, cc_minor));
+    v.detail = noImageDetail(report, used.size(), failed, cc);
+    return v;
+  }
+  if (!unknown.empty()) {
+    v.kind = VerdictKind::kUnknown;
+    v.detail = "unknown for " + cc + ": " + unknown;
+    return v;
+  }
+  if (used.empty()) {
+    v.kind = VerdictKind::kNoDeviceCode;
+    v.detail = any ? "device code holds no kernels: nothing to run on the GPU"
+                   : "no device code: nothing to run on the GPU";
     return v;
   }
   const std::string where = has_loadable ? "" : " (relocatable device code, __nv_relfatbin)";

@@ -26,18 +26,24 @@ enum class Compat { kNative, kJit, kNone };
 Compat entryCompat(const FatbinEntry& e, int cc_major, int cc_minor);
 
 enum class VerdictKind {
-  kNative,       // every container has a cubin for this device
-  kPtxJit,       // runs, but some container only through PTX JIT at first launch
-  kNoImage,      // some container has neither a compatible cubin nor compatible PTX
-  kNoDeviceCode  // the file carries no kernels: nothing to run, so nothing can fail
+  kNative,        // every container has a cubin for this device
+  kPtxJit,        // runs, but some container only through PTX JIT at first launch
+  kNoImage,       // some container that holds kernels has neither a compatible cubin nor PTX
+  kNoDeviceCode,  // the file carries no kernels: nothing to run, so nothing can fail
+  kUnknown        // the inspector cannot tell: the file or an image that decides could not be
+                  // read (corrupt, truncated, compressed beyond reach); neither runs nor fails
 };
 
 struct Verdict {
   VerdictKind kind = VerdictKind::kNoDeviceCode;
   std::string detail;  // "sm_90 cubin", "PTX compute_120 JIT: ...", "no image for 8.0: ..."
-  bool canRun() const { return kind != VerdictKind::kNoImage; }
+  bool canRun() const {
+    return kind == VerdictKind::kNative || kind == VerdictKind::kPtxJit ||
+           kind == VerdictKind::kNoDeviceCode;
+  }
 };
 
-const char* verdictName(VerdictKind kind);  // "native", "ptx-jit", "no-image", "no-device-code"
+// "native", "ptx-jit", "no-image", "no-device-code", "unknown"
+const char* verdictName(VerdictKind kind);
 
 }  // namespace tpcomm::inspect

@@ -2,7 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <mutex>
+#include <atomic>
 #include <set>
 #include <vector>
 
@@ -16,7 +16,31 @@ const char* builtArchitectures() {
   return TPCOMM_BUILD_ARCHS;
 }
 
-tpcommResult_t checkKernelImages(int device) {
+bool ranFromPtxJit(const cudaFuncAttributes& attr) {
+  return attr.ptxVersion > 0 && attr.binaryVersion > attr.ptxVersion;
+}
+
+std::string ptxJitMessage(int device, int major, int minor, const char* built) {
+  std::string archs = built;
+  for (char& ch : archs)
+    if (ch == ',') ch = ';';
+  const std::string cc = std::to_string(major) + "." + std::to_string(minor);
+  const std::string want = std::to_string(major) + std::to_string(minor) + "-real";
+  return "GPU " + std::to_string(device) + " (compute capability " + cc +
+         ") runs tpcomm's kernels only through PTX JIT: this build (CUDA architectures \"" + built +
+         "\") has no SASS for it, so the driver compiles the PTX at the first launch and " +
+         "the kernels get no code specific to this GPU. Rebuild with -DTPCOMM_CUDA_ARCHS=\"" +
+         (archs.empty() ? want : archs + ";" + want) + "\" for native kernels (docs/ARCH.md); " +
+         "`tpcomm inspect --cc " + cc + " libtpcomm.so` shows what a build carries";
+}
+
+bool firstPtxJitWarning() {
+  static std::atomic<bool> said{false};
+  return !said.exchange(true);
+}
+
+tpcommResult_t checkKernelImages(int device, bool* ptx_jit) {
+  if (ptx_jit) *ptx_jit = false;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   int major = 0, minor = 0;
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -51,19 +75,13 @@ tpcommResult_t checkKernelImages(int device) {
                       device, bus, major, minor, builtArchitectures(), major, minor, major, minor);
         }
         TPCOMM_CUDA_CHECK(err);
-        if (attr.ptxVersion > 0 && attr.binaryVersion > attr.ptxVersion) jit = true;
+        jit |= ranFromPtxJit(attr);
       }
     }
   }
-  if (jit) {
-    static std::once_flag once;
-    std::call_once(once, [&] {
-      TPCOMM_INFO(INIT,
-                  "GPU %d (cc %d.%d) runs tpcomm kernels through PTX JIT (no native SASS in "
-                  "\"%s\"): slower first launch and no arch-specific code",
-                  device, major, minor, builtArchitectures());
-    });
-  }
+  if (ptx_jit) *ptx_jit = jit;
+  if (jit && firstPtxJitWarning())
+    TPCOMM_WARN(INIT, "%s", ptxJitMessage(device, major, minor, builtArchitectures()).c_str());
   return tpcommSuccess;
 }
 

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iterator>
 #include <set>
 #include <sstream>
@@ -15,30 +14,15 @@
 #include "common/json.h"
 #include "inspect/inspect.h"
 #include "tests/cpu/support/cli_run.h"
-
-#ifndef TPCOMM_INSPECT_FIXTURE_DIR
-#error "TPCOMM_INSPECT_FIXTURE_DIR comes from tests/cpu/fixtures/CMakeLists.txt"
-#endif
+#include "tests/cpu/support/inspect_files.h"
 
 namespace tpcomm::inspect {
 namespace {
 
-std::string fixture(const std::string& name) {
-  return std::string(TPCOMM_INSPECT_FIXTURE_DIR) + "/" + name;
-}
-
-std::string tempPath(const std::string& name) {
-  return ::testing::TempDir() + "tpcomm_inspect_" + name;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void writeAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using test::fixture;
+using test::readAll;
+using test::tempPath;
+using test::writeAll;
 
 // The compute capabilities the issue asks about, and the expected verdict on each, one letter
 // per cc: N native, J PTX JIT, - no image, 0 no device code.
@@ -63,6 +47,14 @@ const Fixture kFixtures[] = {
      {"PTX compute_90", "PTX compute_90", "SASS sm_80", "SASS sm_80", "SASS sm_80"},
      "-NNNJJJJJ"},
     {"libnodevice.so", {}, "000000000"},
+    // Every image compressed: the stub container is kernel-free and the PTX runs on 9.0+ only
+    // once the inspector decompresses (zstd, LZ4).
+    {"libzstd80.so",
+     {"PTX compute_80", "PTX compute_80", "SASS sm_80", "SASS sm_80", "SASS sm_80"},
+     "-NNNJJJJJ"},
+    {"liblz480.so",
+     {"PTX compute_80", "PTX compute_80", "SASS sm_80", "SASS sm_80", "SASS sm_80"},
+     "-NNNJJJJJ"},
 };
 
 char letter(VerdictKind k) {
@@ -73,6 +65,8 @@ char letter(VerdictKind k) {
       return 'J';
     case VerdictKind::kNoImage:
       return '-';
+    case VerdictKind::kUnknown:
+      return '?';
     default:
       return '0';
   }
@@ -133,6 +127,54 @@ TEST(InspectFixtures, SectionsCompressionAndKernels) {
   EXPECT_EQ(r.elf_type, kElfShared);
   ASSERT_EQ(r.containers.size(), 3u);
   EXPECT_EQ(r.containers[0].entries[0].kernels, 0);  // nvcc's device-link stub
+}
+
+// The kernels of one container, "<target> <names...>" per image, for comparing.
+std::vector<std::string> kernelsOf(const FatbinContainer& c) {
+  std::vector<std::string> out;
+  for (const FatbinEntry& e : c.entries) {
+    std::string line = targetName(e) + ":";
+    for (const std::string& n : e.kernel_names) line += " " + n;
+    out.push_back(line);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(InspectFixtures, KernelNamesOfPlainAndCompressedImages) {
+  FileReport r;
+  ASSERT_TRUE(inspectFile(fixture("sm120_ptx120.o"), &r));
+  ASSERT_EQ(r.containers.size(), 1u);
+  // The SASS is stored plain, the PTX zstd-compressed (nvcc's default): both are read.
+  EXPECT_EQ(kernelsOf(r.containers[0]), (std::vector<std::string>{
+                                            "compute_120: _Z12fixtureScalePff",
+                                            "sm_120: _Z12fixtureScalePff",
+                                        }));
+  for (const char* lib : {"libzstd80.so", "liblz480.so"}) {
+    SCOPED_TRACE(lib);
+    ASSERT_TRUE(inspectFile(fixture(lib), &r)) << r.errors.front();
+    const uint64_t codec =
+        std::string(lib) == "liblz480.so" ? kFlagCompressedLz4 : kFlagCompressedZstd;
+    std::vector<std::vector<std::string>> got;
+    for (const FatbinContainer& c : r.containers) {
+      for (const FatbinEntry& e : c.entries) {
+        EXPECT_TRUE(e.compressed);
+        EXPECT_EQ(e.flags & (kFlagCompressedLz4 | kFlagCompressedZstd), codec);
+        EXPECT_EQ(e.contents, ImageContents::kRead) << e.problem;
+        EXPECT_LT(e.stored_size, e.size);
+      }
+      got.push_back(kernelsOf(c));
+    }
+    std::sort(got.begin(), got.end());
+    const std::vector<std::vector<std::string>> want = {
+        {"compute_80: _Z10fixtureAddPff", "sm_80: _Z10fixtureAddPff"},
+        {"compute_80: _Z12fixtureScalePff", "sm_80: _Z12fixtureScalePff"},
+        {"sm_80:"},  // the device-link stub: no kernel
+    };
+    EXPECT_EQ(got, want);
+    // A newer GPU JIT-compiles the PTX; nothing is judged on the compressed bytes alone.
+    EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kPtxJit) << verdictFor(r, 9, 0).detail;
+  }
 }
 
 TEST(InspectFixtures, ReadErrorsSayWhatIsWrong) {
@@ -203,6 +245,46 @@ TEST(InspectCli, ReadErrorsExitTwoAndNameTheFile) {
   const CliResult t = runCli(quoted(text) + " " + quoted(fixture("sm80.o")) + " 2>&1");
   EXPECT_EQ(t.status, 2);
   EXPECT_NE(t.out.find("not an ELF file"), std::string::npos) << t.out;
+}
+
+TEST(InspectCli, CompressedLibraryRunsByJitOnNewerGpus) {
+  const CliResult r = runCli("--cc 9.0 --cc 12.0 " + quoted(fixture("libzstd80.so")) + " 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("CANNOT RUN"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("runs via JIT"), std::string::npos) << r.out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(InspectCli, ErrorsArePrintedOnceOnStderr) {
+  const std::string missing = fixture("missing.so");
+  const std::string cut = tempPath("once_cut.o");
+  writeAll(cut, readAll(fixture("sm80.o")).substr(0, 2000));
+  const std::string files = quoted(missing) + " " + quoted(cut) + " " + quoted(fixture("sm80.o"));
+  const CliResult both = runCli("--cc 8.0 " + files + " 2>&1");
+  EXPECT_EQ(both.status, 2);
+  EXPECT_EQ(count(both.out, "No such file"), 1u) << both.out;
+  EXPECT_EQ(count(both.out, "truncated"), 1u) << both.out;
+  const CliResult out = runCli("--cc 8.0 " + files + " 2>/dev/null");
+  EXPECT_EQ(count(out.out, "No such file"), 0u) << out.out;
+  EXPECT_EQ(count(out.out, "truncated"), 0u) << out.out;
+  EXPECT_NE(out.out.find("sm80.o: object file"), std::string::npos) << out.out;  // the rest stays
+  const CliResult err = runCli("--cc 8.0 " + files + " 2>&1 >/dev/null");
+  EXPECT_EQ(count(err.out, "tpcomm inspect: " + missing + ": cannot open"), 1u) << err.out;
+}
+
+TEST(InspectCli, UnknownKernelCountsAreExplained) {
+  const CliResult r = runCli(quoted(fixture("lto90.o")) + " 2>&1");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find(" ?1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("?1: kernels not known: LTO IR"), std::string::npos) << r.out;
+  // Where every count is known there is no legend.
+  const CliResult known = runCli(quoted(fixture("libzstd80.so")) + " 2>&1");
+  EXPECT_EQ(known.out.find('?'), std::string::npos) << known.out;
 }
 
 TEST(InspectCli, JsonIsValidAndComplete) {
@@ -284,6 +366,34 @@ TEST(InspectLibrary, CarriesEveryDefaultArchitecture) {
   EXPECT_GT(with_kernels, 0) << TPCOMM_LIBRARY_PATH << " carries no kernels";
   for (int sm : want_sass)
     EXPECT_EQ(verdictFor(r, sm / 10, sm % 10).kind, VerdictKind::kNative) << "cc " << sm;
+  // `--cc all-known` passes on tpcomm's own library: every cc runs, natively where built.
+  for (const auto& cc : knownCcs()) {
+    const Verdict v = verdictFor(r, cc.first, cc.second);
+    EXPECT_TRUE(v.canRun()) << "cc " << cc.first << "." << cc.second << ": " << v.detail;
+  }
+}
+
+// The product library carries neither the inspector nor its decompressors (they live in the
+// tpcomm_inspect library that the CLI and the tests link): none of their strings, no NEEDED entry.
+TEST(InspectLibrary, ProductLibraryHasNoInspector) {
+  const std::string lib = readAll(TPCOMM_LIBRARY_PATH);
+  ASSERT_GT(lib.size(), 4096u) << TPCOMM_LIBRARY_PATH;
+  for (const char* s : {"no fatbin container at", "fatbin sections overlap", "liblz4.so",
+                        "libzstd.so", "LZ4_decompress_safe", "ZSTD_decompress"})
+    EXPECT_EQ(lib.find(s), std::string::npos) << TPCOMM_LIBRARY_PATH << " contains \"" << s << "\"";
+}
+
+// Every compute capability `--cc all-known` names has native SASS in the default build (the
+// README's "sm_75 to sm_120" promise), checked on the list itself, so every build checks it.
+TEST(InspectLibrary, DefaultArchitecturesCoverEveryKnownCc) {
+  std::set<int> sass, ptx;
+  parseArchs(TPCOMM_DEFAULT_ARCHS, &sass, &ptx);
+  for (const auto& cc : knownCcs()) {
+    bool native = false;
+    for (int sm : sass) native |= sm / 10 == cc.first && sm % 10 <= cc.second;
+    EXPECT_TRUE(native) << "cc " << cc.first << "." << cc.second
+                        << " has no SASS in the default architectures " << TPCOMM_DEFAULT_ARCHS;
+  }
 }
 
 }  // namespace

@@ -171,11 +171,17 @@ TEST(InspectFatbin, BadHeaderSizeAndBadMagicAreErrors) {
   EXPECT_NE(error.find("no fatbin container"), std::string::npos) << error;
 }
 
+// An image as read from a real file: cubins and PTX opened, one kernel each.
 FatbinEntry entry(ImageKind kind, int sm, ArchVariant v = ArchVariant::kPlain) {
   FatbinEntry e;
   e.kind = kind;
   e.sm = sm;
   e.variant = v;
+  if (kind == ImageKind::kCubin || kind == ImageKind::kPtx) {
+    e.contents = ImageContents::kRead;
+    e.kernel_names = {"_Z6kernelv"};
+    e.kernels = 1;
+  }
   return e;
 }
 
@@ -236,7 +242,8 @@ TEST(InspectRules, EveryContainerMustRun) {
 TEST(InspectRules, KernelFreeContainersAndRelocatableCode) {
   FileReport r;
   FatbinEntry stub = entry(ImageKind::kCubin, 75);
-  stub.kernels = 0;  // nvcc's device-link stub
+  stub.kernel_names.clear();  // nvcc's device-link stub
+  stub.kernels = 0;
   r.containers.push_back(make({stub}));
   EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kNoDeviceCode);
   r.containers.push_back(make({entry(ImageKind::kCubin, 90)}, "__nv_relfatbin"));
@@ -248,10 +255,41 @@ TEST(InspectRules, KernelFreeContainersAndRelocatableCode) {
   EXPECT_NE(v.detail.find("__nv_relfatbin"), std::string::npos) << v.detail;
   EXPECT_EQ(verdictFor(FileReport(), 9, 0).kind, VerdictKind::kNoDeviceCode);
   EXPECT_TRUE(verdictFor(FileReport(), 9, 0).canRun());
-  // An unreadable file cannot be vouched for, whatever was read before the fault.
+  // An unreadable file cannot be vouched for, whatever was read before the fault: unknown,
+  // neither "runs" nor "cannot run".
   r.errors.push_back("truncated fatbin container at .nv_fatbin+0x40");
-  EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kNoImage);
-  EXPECT_NE(verdictFor(r, 9, 0).detail.find("truncated"), std::string::npos);
+  EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kUnknown);
+  EXPECT_FALSE(verdictFor(r, 9, 0).canRun());
+  EXPECT_NE(verdictFor(r, 9, 0).detail.find("could not be read"), std::string::npos);
+}
+
+TEST(InspectRules, AnyReadImageTellsForItsWholeContainer) {
+  // One translation unit for several targets: the sm_80 cubin without kernels says the compute_90
+  // PTX beside it has none either, whatever the PTX is.
+  FileReport r;
+  FatbinEntry empty = entry(ImageKind::kCubin, 80);
+  empty.kernel_names.clear();
+  empty.kernels = 0;
+  FatbinEntry unread_ptx = entry(ImageKind::kPtx, 90);
+  unread_ptx.contents = ImageContents::kNotOpened;
+  unread_ptx.kernels = -1;
+  r.containers.push_back(make({empty, unread_ptx}));
+  EXPECT_EQ(verdictFor(r, 7, 5).kind, VerdictKind::kNoDeviceCode);
+  // Nothing read: unknown where no image fits, the fitting image where one does.
+  FatbinEntry unread_cubin = entry(ImageKind::kCubin, 80);
+  unread_cubin.contents = ImageContents::kNotOpened;
+  unread_cubin.problem = "compressed with a codec the inspector does not know (flags 0x1011)";
+  r.containers = {make({unread_cubin, unread_ptx})};
+  EXPECT_EQ(verdictFor(r, 7, 5).kind, VerdictKind::kUnknown);
+  EXPECT_NE(verdictFor(r, 7, 5).detail.find("codec"), std::string::npos);
+  EXPECT_EQ(verdictFor(r, 8, 6).kind, VerdictKind::kNative);
+  EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kPtxJit);
+  // A container without any image holds nothing.
+  EXPECT_EQ(verdictFor(FileReport{"", kElfShared, {make({})}, {}}, 9, 0).kind,
+            VerdictKind::kNoDeviceCode);
+  // A container known to hold kernels and lacking an image decides: CANNOT RUN, not unknown.
+  r.containers.push_back(make({entry(ImageKind::kCubin, 86)}));
+  EXPECT_EQ(verdictFor(r, 8, 0).kind, VerdictKind::kNoImage);
 }
 
 TEST(InspectRules, ParseCc) {
@@ -284,6 +322,10 @@ TEST(InspectReport, JsonHasTheDocumentedShape) {
   EXPECT_EQ(e.find("kind")->asString(), "SASS");
   EXPECT_EQ(e.find("target")->asString(), "sm_90a");
   EXPECT_EQ(e.find("variant")->asString(), "a");
+  EXPECT_EQ(e.find("contents")->asString(), "read");
+  EXPECT_EQ(e.find("kernels")->asDouble(), 1.0);
+  ASSERT_EQ(e.find("kernel_names")->items().size(), 1u);
+  EXPECT_EQ(e.find("kernel_names")->items()[0].asString(), "_Z6kernelv");
   const std::vector<json::Value>& v = f.find("verdicts")->items();
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(v[0].find("cc")->asString(), "9.0");
