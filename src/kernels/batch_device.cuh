@@ -1,5 +1,9 @@
-// Batches of vectors per thread, so that several loads are in flight before the first use: a
-// thread that loads, stores, loads again pays one memory latency per vector; a batch pays one.
+// The data loops every algorithm is built from, over any protocol (proto_device.cuh): load a batch
+// of user vectors, push a range, sum the sources' entries of a range in rank order, receive a
+// range. Batches of vectors per thread, so that several loads are in flight before the first use:
+// a thread that loads, stores, loads again pays one memory latency per vector; a batch pays one.
+// Kernels reach these through their call's session (session_device.cuh), which supplies the step's
+// flag and the call's deadline.
 #pragma once
 
 #include "kernels/proto_device.cuh"
@@ -10,74 +14,6 @@ namespace tpcomm {
 
 constexpr int kPushBatch = 4;    // vectors per thread per push round
 constexpr int kReduceBatch = 2;  // vectors per thread per reduce round (x world registers each)
-
-// Named barriers between the warps of a block: `arrive` signals without waiting, `sync` waits
-// for `threads` arrivals in all (both sides counted; ids 1..15, 0 is __syncthreads).
-__device__ __forceinline__ void namedBarrierSync(unsigned id, unsigned threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void namedBarrierArrive(unsigned id, unsigned threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
-// The same as a block-wide "or" over the `threads` arriving threads' predicates.
-__device__ __forceinline__ bool namedBarrierOr(unsigned id, unsigned threads, bool pred) {
-  unsigned out;
-  asm volatile(
-      "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, %1, 0;\n\t"
-      "bar.red.or.pred q, %2, %3, p;\n\tselp.u32 %0, 1, 0, q;\n\t}"
-      : "=r"(out)
-      : "r"(pred ? 1u : 0u), "r"(id), "r"(threads)
-      : "memory");
-  return out != 0u;
-}
-
-// The bulk protocol's barriers (1..8 are the split one-shot's): among a block's pushing threads,
-// and among its reducing threads.
-constexpr unsigned kBarBulkPushed = 9;
-constexpr unsigned kBarBulkFlags = 10;
-
-// Bulk: called by all `np` pushing threads of the block once each has written its share of step
-// `step` into this rank's outbox slot. Thread 0 then makes the block's writes visible at system
-// scope and sets the block's flag. The fence covers the other threads' writes because the barrier
-// orders them before it (the PTX model's release is cumulative; NCCL's Simple protocol posts a
-// step the same way).
-__device__ __forceinline__ void bulkPublish(const DeviceComm& c, unsigned np,
-                                            unsigned long long step) {
-  namedBarrierSync(kBarBulkPushed, np);
-  if (threadIdx.x == 0) {
-    uint32_t* f = BulkProto::flag(c, c.rank, step % kNumSlots, blockIdx.x);
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
-    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(f), "r"(stepFlag(step)) : "memory");
-  }
-}
-
-// Bulk: called by all `nr` reducing threads of the block (tr: the index among them) before they
-// read step `step`. Thread tr == 0 waits for every other rank's flag of this block and step
-// (acquire loads: the entries read after the barrier are those written before the flag). False
-// in every reducing thread if it timed out or the communicator was aborted.
-__device__ __forceinline__ bool bulkAwait(const DeviceComm& c, unsigned tr, unsigned nr,
-                                          unsigned long long step, WaitCtx& ctx) {
-  bool failed = false;
-  if (tr == 0) {
-    const uint32_t want = stepFlag(step);
-    for (int r = 0; r < c.world && !failed; ++r) {
-      if (r == c.rank) continue;
-      const uint32_t* f = BulkProto::flag(c, r, step % kNumSlots, blockIdx.x);
-      unsigned spins = 0;
-      for (;;) {
-        uint32_t v;
-        asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(f) : "memory");
-        if (v == want) break;
-        if (!keepWaiting(ctx, spins, c, r, step)) {
-          failed = true;
-          break;
-        }
-      }
-    }
-  }
-  return !namedBarrierOr(kBarBulkFlags, nr, failed);
-}
 
 // A value select. `cond ? a[i] : b[j]` on arrays selects an address, which sends both arrays to
 // local memory; selecting values keeps them in registers.

@@ -1,7 +1,9 @@
 // The per-call step epoch lives in device memory, so a call replayed from a CUDA graph uses the
 // next slots rather than the ones baked in at capture. Every block reads the epoch at entry; the
 // last block to do so advances it by the call's step count (the next kernel on the stream sees the
-// new value: stream order, or griddepcontrol.wait under programmatic dependent launch).
+// new value: stream order, or griddepcontrol.wait under programmatic dependent launch). Kernels
+// use these primitives through their call's session (session_device.cuh), which calls them in
+// the order argued here.
 #pragma once
 
 #include <cstddef>
@@ -75,15 +77,13 @@ __device__ __forceinline__ bool arriveEpoch(const DeviceComm& c) {
 }
 
 // Called at the end of the kernel by the thread arriveEpoch chose: every block has read the epoch.
-// No fence before the stores. A fence here (as there was) waits for this thread's outstanding
-// writes, its pushes to the peers among them: measured on 2x H200 (same run, one-shot, graphs),
-// dropping it took 2.90 -> 2.50 us at 4 KiB, 2.90 -> 2.65 at 16 KiB, 2.97 -> 2.86 at 64 KiB
-// (single-block calls never fenced: 1 KiB unchanged at 2.3). The order it was meant to give holds
-// without it: every block's read of the epoch is an acquire, so its arrival is performed after the
-// read; this thread's stores are issued only once its own arrival returned the final count (they
-// depend on the value, and GPUs do not perform stores speculatively), so after every read; and the
-// next kernel reads the new values only after this grid completed (stream order or
-// griddepcontrol.wait).
+// No fence before the stores: a fence here would wait for this thread's outstanding writes, its
+// pushes to the peers among them, on every multi-block call (docs/BENCHMARKS.md). The order it
+// would give holds without it: every block's read of the epoch is an acquire, so its arrival is
+// performed after the read; this thread's stores are issued only once its own arrival returned the
+// final count (they depend on the value, and GPUs do not perform stores speculatively), so after
+// every read; and the next kernel reads the new values only after this grid completed (stream order
+// or griddepcontrol.wait).
 __device__ __forceinline__ void advanceEpoch(const DeviceComm& c, unsigned long long epoch,
                                              unsigned long long steps) {
   volatile RankState* st = c.state;

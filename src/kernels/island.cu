@@ -18,45 +18,14 @@
 // thread that reads an input vector writes that output vector (in-place calls are safe). Why 4
 // slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
 #include "kernels/algo_launch.h"
-#include "kernels/batch_device.cuh"
 #include "kernels/chunk_layout.h"
-#include "kernels/epoch_device.cuh"
+#include "kernels/session_device.cuh"
 #include "plan/policy.h"
 
 namespace tpcomm {
 namespace {
 
 using Proto = SentinelProto;
-
-// Waits for the Q fp32 entries at x (the partner's partial of one vector), then clears them.
-// False on timeout or abort.
-template <int Q>
-__device__ __forceinline__ bool takePartial(const DeviceComm& c, uint4* x, uint32_t flag,
-                                            unsigned long long step, WaitCtx& ctx,
-                                            uint4 (&out)[Q]) {
-  Proto::Raw t[Q];
-#pragma unroll
-  for (int h = 0; h < Q; ++h) t[h] = Proto::load(x + h);
-  unsigned spins = 0;
-  while (!ctx.failed) {
-    bool all = true;
-#pragma unroll
-    for (int h = 0; h < Q; ++h) {
-      if (!Proto::arrived<float>(t[h], flag)) {
-        all = false;
-        t[h] = Proto::load(x + h);
-      }
-    }
-    if (all || !keepWaiting(ctx, spins, c, c.partner, step)) break;
-  }
-  if (ctx.failed) return false;
-#pragma unroll
-  for (int h = 0; h < Q; ++h) {
-    out[h] = Proto::data(t[h]);
-    Proto::clear(x + h);
-  }
-  return true;
-}
 
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
@@ -74,13 +43,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t stride = blockDim.x;
   const size_t xa = m * seg_cap;        // entry index of the X area
   const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
+  CallSession session(c);
   pdlWait();
-  const unsigned long long epoch0 = readEpoch(c);
-  if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
-  const bool advance = arriveEpoch(c);
-  WaitCtx ctx = makeWaitCtx(c);
+  if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
+  WaitCtx wait = session.startWaits();
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st =
+        chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
     const uint32_t flag = stepFlag(st.epoch);
     const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
     auto slotOf = [&](int rank) {
@@ -106,9 +75,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
     for (size_t o = o0; o < own_end; o += stride * R) {
       Acc<T> acc[R];
-      if (!sumSources<Proto, T, kM, R>(
-              c, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap, o,
-              stride, own_end, send, own_first + o, count, st.epoch, ctx,
+      if (!session.template sum<Proto, T, kM, R>(
+              wait, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap,
+              o, stride, own_end, send, own_first + o, count, st.epoch,
               [&acc](int u, const Acc<T>& a) { acc[u] = a; }))
         return;  // timed out; no block-wide barrier follows
 #pragma unroll
@@ -122,7 +91,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (int u = 0; u < R; ++u) {
         if (o + u * stride >= own_end) continue;
         uint4 theirs[Q];
-        if (!takePartial<Q>(c, mine + xa + (o + u * stride) * 2, flag, st.epoch, ctx, theirs))
+        if (!session.template take<Proto, Q>(wait, mine + xa + (o + u * stride) * 2, flag,
+                                             c.partner, st.epoch, theirs))
           return;
 #pragma unroll
         for (int h = 0; h < Q; ++h) acc[u].addQuad(h, theirs[h], /*first=*/c.island == 1);
@@ -138,12 +108,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (int p = 1; p < m; ++p) {
       const int j = (me + p) % m;
       const size_t end = min(o1, st.segLen(j));
-      if (!receiveRange<Proto, T>(c, mine + ag + j * seg_cap, o0, end, stride, recv, base + j * seg,
-                                  count, members[j], st.epoch, ctx))
+      if (!session.template receive<Proto, T>(wait, mine + ag + j * seg_cap, o0, end, stride, recv,
+                                              base + j * seg, count, members[j], st.epoch))
         return;  // timed out
     }
   }
-  if (advance) advanceEpoch(c, epoch0, k.nsteps);
+  session.close(k.nsteps);
 }
 
 template <int kM>

@@ -1,13 +1,13 @@
 // The one-shot's call geometry. The host computes it once per launch (oneShotGeometry, launch.cu),
-// decides from it which kernel runs (oneShotLeanFits) and hands it to the kernels (oneshot.cu:
-// the general kernel and the lean one read DeviceComm::call_*), so the host can never send the
+// decides from it which kernel runs (oneShotLeanFits) and hands it to the kernels (oneshot.cu and
+// oneshot_lean.cu read DeviceComm::call_*), so the host can never send the
 // lean kernel a call it would lay out differently. A slot holds one region per
 // source rank (over host memory with the bulk protocol, an outbox slot holds only ours); a call
 // goes in steps of one region, or of step_vecs vectors if fewer; block b handles vectors
 // [b*per, b*per + per) of every step, with `per` fixed for the call, even in a shorter last step
 // (why: docs/PROTOCOL.md, "Why a peer cannot overwrite a slot entry that is still to be read").
-// Plain arithmetic on explicit grid sizes, so the CPU tests check what the kernels use. (It ran in
-// the kernels until the eighth round: two 64-bit divisions before the first push.)
+// Plain arithmetic on explicit grid sizes, so the CPU tests check what the kernels use, and no
+// kernel divides 64-bit numbers before its first push.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +17,8 @@
 namespace tpcomm {
 
 // The rank at distance p after `rank` (both in [0, world)): (rank + p) mod world without a
-// division, which on the GPU is ~20 instructions before a peer's base can be loaded (oneshot.cu).
+// division, which on the GPU is ~20 instructions before a peer's base can be loaded
+// (oneshot_lean.cu).
 TPCOMM_HOST_DEVICE inline int ringRank(int rank, int p, int world) {
   const int q = rank + p;
   return q < world ? q : q - world;

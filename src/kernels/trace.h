@@ -17,8 +17,13 @@ enum TracePoint : int {
   kTracePoints
 };
 
-// Copies device `dev`'s ring (kTraceCalls x kTracePoints nanosecond stamps) into out. False in
-// builds without TPCOMM_KERNEL_TRACE.
+// Copies device `dev`'s ring (kTraceCalls x kTracePoints nanosecond stamps) into out: for each
+// call, the stamps of whichever one-shot kernel ran it. False in builds without
+// TPCOMM_KERNEL_TRACE.
 bool readKernelTrace(int dev, unsigned long long* out);
+
+// The rings of the files with traced kernels, which readKernelTrace merges.
+bool readOneShotTrace(int dev, unsigned long long* out);      // oneshot.cu
+bool readLeanOneShotTrace(int dev, unsigned long long* out);  // oneshot_lean.cu
 
 }  // namespace tpcomm

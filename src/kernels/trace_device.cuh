@@ -4,14 +4,17 @@
 // per-device ring that bench/trace_oneshot.cc reads (kernels/trace.h).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include "kernels/trace.h"
 #include "kernels/wait_device.cuh"
 
 namespace tpcomm {
 
 #ifdef TPCOMM_KERNEL_TRACE
-// One ring per translation unit (no relocatable device code in this build): oneshot.cu, the one
-// traced kernel, holds the ring readKernelTrace copies.
+// One ring per translation unit (no relocatable device code in this build): each file with
+// traced kernels (oneshot.cu, oneshot_lean.cu) exports its ring through
+// readUnitTrace, and readKernelTrace (trace.cc) merges them.
 static __device__ unsigned long long g_kernel_trace[kTraceCalls][kTracePoints];
 
 struct KernelTrace {
@@ -25,11 +28,21 @@ struct KernelTrace {
     for (int i = 0; i < kTracePoints; ++i) g_kernel_trace[epoch % kTraceCalls][i] = t[i];
   }
 };
+
+// Copies this translation unit's ring on device `dev`.
+static inline bool readUnitTrace(int dev, unsigned long long* out) {
+  return cudaSetDevice(dev) == cudaSuccess &&
+         cudaMemcpyFromSymbol(out, g_kernel_trace, sizeof(g_kernel_trace)) == cudaSuccess;
+}
 #else
 struct KernelTrace {
   __device__ __forceinline__ void mark(int) {}
   __device__ __forceinline__ void store(unsigned long long) {}
 };
+
+static inline bool readUnitTrace(int, unsigned long long*) {
+  return false;
+}
 #endif
 
 }  // namespace tpcomm

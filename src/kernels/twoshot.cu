@@ -7,12 +7,12 @@
 // Block b of every rank owns the same sub-range of every segment, so the three phases of a block
 // need no grid-wide barrier, and the thread that reads an input vector is the one that later
 // writes that output vector (in-place calls are safe). Arrival is carried by the data, as in the
-// one-shot kernel (proto_device.cuh), and slots rotate by step epoch.
+// one-shot kernel (proto_device.cuh); the call's session (session_device.cuh) holds the epoch
+// that rotates the slots and bounds the waits.
 #include "kernels/algo_launch.h"
-#include "kernels/batch_device.cuh"
 #include "kernels/chunk_layout.h"
-#include "kernels/epoch_device.cuh"
 #include "kernels/kernel_set.cuh"
+#include "kernels/session_device.cuh"
 
 namespace tpcomm {
 namespace {
@@ -29,13 +29,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
   const size_t ag = world * seg_cap;  // entry index of the AG area: [owner][seg_cap]
+  CallSession session(c);
   pdlWait();
-  const unsigned long long epoch0 = readEpoch(c);
-  if (epoch0 == ~0ull) return;  // communicator aborted by an earlier timeout
-  const bool advance = arriveEpoch(c);
-  WaitCtx ctx = makeWaitCtx(c);
+  if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
+  WaitCtx wait = session.startWaits();
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st = chunkStep(k, epoch0, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st =
+        chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
     const uint32_t flag = stepFlag(st.epoch);
     const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + slot_off);
@@ -55,8 +55,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
     for (size_t o = o0; o < own_end; o += stride * R) {
       uint4 y[R];
-      if (!reduceBatch<Proto, T, kW>(c, mine, seg_cap, o, stride, own_end, send, own_first + o,
-                                     count, st.epoch, ctx, y))
+      if (!session.template reduce<Proto, T, kW>(wait, mine, seg_cap, o, stride, own_end, send,
+                                                 own_first + o, count, st.epoch, y))
         return;  // timed out; no block-wide barrier follows
 #pragma unroll
       for (int u = 0; u < R; ++u) {
@@ -74,12 +74,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (int p = 1; p < world; ++p) {
       const int d = (c.rank + p) % world;
       const size_t end = min(o1, st.segLen(d));
-      if (!receiveRange<Proto, T>(c, mine + (ag + d * seg_cap) * K, o0, end, stride, recv,
-                                  base + d * seg, count, d, st.epoch, ctx))
+      if (!session.template receive<Proto, T>(wait, mine + (ag + d * seg_cap) * K, o0, end, stride,
+                                              recv, base + d * seg, count, d, st.epoch))
         return;  // timed out
     }
   }
-  if (advance) advanceEpoch(c, epoch0, k.nsteps);
+  session.close(k.nsteps);
 }
 
 struct TwoShot {

@@ -1,6 +1,6 @@
 // The one-shot's call geometry (src/kernels/oneshot_layout.h), walked the way both one-shot
-// kernels walk it (oneshot.cu: share(s) in the general kernel, one vector per thread in the lean
-// one): every vector of the message is handled exactly once; no step is longer than a region; a
+// kernels walk it (oneshot.cu: BlockShare in the general kernel; oneshot_lean.cu: one vector per
+// thread): every vector of the message is handled exactly once; no step is longer than a region; a
 // block's offsets within a region are the same in every step (the rule the four-slot argument in
 // docs/PROTOCOL.md rests on). Which calls the lean kernel takes: test_lean_choice.cc.
 #include <gtest/gtest.h>

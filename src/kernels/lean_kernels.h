@@ -1,0 +1,12 @@
+// The lean one-shot's kernel sets (oneshot_lean.cu), which oneshot.cu hands out as the `lean` half
+// of the one-shot's and the host sentinel's sets (algo_launch.h). Only `fn` is filled.
+#pragma once
+
+#include "kernels/algo_launch.h"
+
+namespace tpcomm {
+
+KernelSet leanOneShotKernels(int world);       // over peer memory (SentinelProto)
+KernelSet leanHostSentinelKernels(int world);  // over host memory (HostSentinelProto)
+
+}  // namespace tpcomm
