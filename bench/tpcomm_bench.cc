@@ -7,14 +7,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "bench/bench_args.h"
 #include "bench/bench_report.h"
 #include "bench/cuda_check.h"
-#include "comm/knobs.h"
+#include "bench/knob_sweep.h"
 #include "common/env.h"
 #include "support/host_data.h"
 #include "transport/nccl_loader.h"
@@ -187,10 +186,12 @@ Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes
   return res;
 }
 
-tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, int max_blocks) {
+tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, int max_blocks,
+                         const char* knobs = nullptr) {
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.algo = algo;
   cfg.maxBlocks = max_blocks;
+  cfg.launchKnobs = knobs;
   // Forced algorithms never need the fallback; auto keeps it (the policy may pick NCCL).
   if (algo != tpcommAlgoAuto) cfg.ncclMode = tpcommNcclOff;
   b.comms.assign(devlist.size(), nullptr);
@@ -271,86 +272,15 @@ int main(int argc, char** argv) {
     backends.push_back(std::move(b));
   }
   if (a.sweep_knobs) {
-    // One backend per launch-knob variant: a communicator of `algo` whose default knobs `tweak`
-    // changes on every rank.
-    auto addVariant = [&](const std::string& label, int algo,
-                          const std::function<void(LaunchKnobs&)>& tweak) {
+    // One backend per launch-knob variant, its communicators created with those knobs.
+    for (const KnobVariant& v : knobVariants(a.backends)) {
       Backend b;
-      b.label = label;
-      b.algo = algo;
-      initTpcomm(b, devlist, algo, a.max_blocks);
-      LaunchKnobs k;
-      getLaunchKnobs(b.comms[0], &k);
-      tweak(k);
-      for (tpcommComm_t c : b.comms) {
-        if (setLaunchKnobs(c, k) != tpcommSuccess) {
-          fprintf(stderr, "tpcomm-bench: %s: %s\n", label.c_str(), tpcommGetLastError());
-          exit(1);
-        }
-      }
+      b.label = v.label;
+      b.algo = v.algo;
+      initTpcomm(b, devlist, v.algo, a.max_blocks, v.knobs.c_str());
       labels.push_back(b.label);
       backends.push_back(std::move(b));
-    };
-    // Grid shapes for the defaults in plan/grid.h, for each kernel algorithm among --backends:
-    // labels are algo/bytes-per-block/push-batch. host_bulk: bytes per block (larger shares: one
-    // fence and flag per block and step) by bytes per step by push share: host_bulk/16K/step64K/s2.
-    for (const std::string& name : a.backends) {
-      const int algo = parseAlgoName(name);
-      if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
-      if (algo == tpcommAlgoHostBulk) {
-        for (int bb : {2048, 4096, 8192, 16384})
-          for (int step : {0, 256 << 10, 128 << 10, 64 << 10, 32 << 10})
-            for (int e : {2, 4})
-              addVariant(name + "/" + std::to_string(bb / 1024) + "K/step" +
-                             (step ? std::to_string(step / 1024) + "K" : std::string("slot")) +
-                             "/s" + std::to_string(e),
-                         algo, [&](LaunchKnobs& k) {
-                           k.bulk_block_bytes = bb;
-                           k.bulk_step_bytes = step;
-                           k.push_eighths = e;
-                         });
-        continue;
-      }
-      for (int bb : {512, 1024, 2048, 4096, 8192, 16384})
-        for (int pb : {1, 4})
-          addVariant(name + "/" +
-                         (bb >= 1024 ? std::to_string(bb / 1024) + "K" : std::to_string(bb)) +
-                         "/p" + std::to_string(pb),
-                     algo, [&](LaunchKnobs& k) {
-                       k.block_bytes = bb;
-                       k.host_block_bytes = bb;
-                       k.push_batch = pb;
-                     });
     }
-    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN; and its
-    // steps shorter than a slot's region (more steps, a shorter pipeline fill and drain):
-    // labels oneshot/stepNM.
-    if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end()) {
-      for (int e : {1, 2, 3, 4, 5})
-        addVariant("oneshot/split" + std::to_string(e), tpcommAlgoOneShot,
-                   [&](LaunchKnobs& k) { k.push_eighths = e; });
-      for (int mb : {1, 2, 3, 4, 6, 8})
-        for (int pb : {0, 1})  // 0: the grid's batch (4 from 8 MiB: fewer threads per block)
-          addVariant("oneshot/step" + std::to_string(mb) + "M" + (pb ? "/p1" : ""),
-                     tpcommAlgoOneShot, [&](LaunchKnobs& k) {
-                       k.oneshot_step_bytes = mb << 20;
-                       k.push_batch = pb;
-                     });
-    }
-    // host_oneshot with LL packets for every call (the sentinel protocol off), by bytes per
-    // block: labels host_oneshot/ll/NK.
-    if (std::find(a.backends.begin(), a.backends.end(), "host_oneshot") != a.backends.end()) {
-      for (int bb : {1024, 4096})
-        addVariant("host_oneshot/ll/" + std::to_string(bb / 1024) + "K", tpcommAlgoHostOneShot,
-                   [&](LaunchKnobs& k) {
-                     k.host_sentinel = false;
-                     k.host_block_bytes = bb;
-                   });
-    }
-    // The default shape without programmatic dependent launch.
-    addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });
-    // The default shape with the general one-shot kernel where the lean one would run.
-    addVariant("auto/nolean", tpcommAlgoAuto, [](LaunchKnobs& k) { k.lean = false; });
   }
   std::vector<size_t> sizes;
   for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor))

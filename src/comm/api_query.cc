@@ -1,4 +1,6 @@
-// The small C entry points: versions, errors, communicator queries, statistics, groups.
+// The small C entry points: versions, errors, names, communicator queries, statistics, groups.
+#include <cstddef>
+
 #include "comm/comm.h"
 #include "comm/registry.h"
 #include "common/error.h"
@@ -76,6 +78,35 @@ const char* tpcommAlgoName(int algo) {
   }
 }
 
+const char* tpcommVariantName(int variant) {
+  switch (variant) {
+    case tpcommVariantNone:
+      return "none";
+    case tpcommVariantNccl:
+      return "nccl";
+    case tpcommVariantP2pOneShotLean:
+      return "p2p_oneshot_lean";
+    case tpcommVariantP2pOneShot:
+      return "p2p_oneshot";
+    case tpcommVariantP2pTwoShot:
+      return "p2p_twoshot";
+    case tpcommVariantIsland:
+      return "island";
+    case tpcommVariantHostOneShotSentinelLean:
+      return "host_oneshot_sentinel_lean";
+    case tpcommVariantHostOneShotSentinel:
+      return "host_oneshot_sentinel";
+    case tpcommVariantHostOneShotLL:
+      return "host_oneshot_ll";
+    case tpcommVariantHostTwoShotLL:
+      return "host_twoshot_ll";
+    case tpcommVariantHostBulk:
+      return "host_bulk";
+    default:
+      return nullptr;
+  }
+}
+
 tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommCount"));
   if (!nranks) return fail(tpcommInvalidArgument, "tpcommCommCount: nranks is NULL");
@@ -109,6 +140,12 @@ tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncE
 static_assert(tpcommNumAlgos <= TPCOMM_STATS_MAX_ALGOS,
               "tpcommStats_t::calls has no room for every algorithm: raise TPCOMM_STATS_MAX_ALGOS "
               "(an ABI change)");
+
+// tpcommCallInfo_t::variant sits in what was padding after `algo`: the struct's size and the
+// other fields' offsets are those of the releases before it, so old callers keep working.
+static_assert(offsetof(tpcommCallInfo_t, variant) == 4 && offsetof(tpcommCallInfo_t, bytes) == 8 &&
+                  offsetof(tpcommCallInfo_t, reason) == 24 && sizeof(tpcommCallInfo_t) == 184,
+              "tpcommCallInfo_t's layout changed (an ABI change)");
 
 tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommGetStats"));

@@ -94,10 +94,6 @@ tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
   for (int p = 0; p < c->world; ++p)
     c->dev.hsbufs[p] = hostSentinelInbox(c->host_seg, c->world, p, c->settings.host_slot_bytes);
   c->dev.hs_slot_bytes = kHostSentinelSlotBytes;
-  c->host_step_bytes = hostOneShotStepBytes(c->dev);
-  c->host_sentinel_step_bytes = hostSentinelStepBytes(c->dev);
-  c->host_chunk_vecs = hostTwoShotChunkVecs(c->dev);
-  c->bulk_step_bytes = hostBulkStepBytes(c->dev);
   TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank,
               c->settings.host_slot_bytes);
   return tpcommSuccess;
@@ -138,17 +134,17 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
   TPCOMM_CHECK(setupHostTransport(c, all));
   fillIslands(c, &d);
-  c->oneshot_step_bytes = oneShotStepBytes(d);
-  c->chunk_vecs = twoShotChunkVecs(d);
-  c->island_chunk_vecs = islandChunkVecs(d);
+  c->slots = slotCapacity(d);  // the one place step sizes are computed from the slot layout
+  c->knobs = c->settings.knobs;
   c->knobs.max_blocks = c->settings.max_blocks;
-  c->knobs.pdl = c->settings.pdl && c->cc_major >= 9;
+  c->knobs.pdl = c->knobs.pdl && c->settings.pdl && c->cc_major >= 9;
   d.push_batch = 1;  // set per launch from the grid plan
   TPCOMM_INFO(INIT,
               "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot step %zu bytes, "
               "two-shot chunk %zu bytes",
               c->rank, c->world, c->device, all[c->rank].pci_bus_id, c->cc_major, c->cc_minor,
-              fabricName(c->fabric), c->oneshot_step_bytes, c->chunk_vecs * kVecBytes);
+              fabricName(c->fabric), c->slots.oneshot_step_bytes,
+              c->slots.twoshot_chunk_vecs * kVecBytes);
   return tpcommSuccess;
 }
 

@@ -3,12 +3,12 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
-#include <set>
 #include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/algo_launch.h"
+#include "kernels/variant_table.h"
 
 namespace tpcomm {
 
@@ -17,17 +17,15 @@ const char* builtArchitectures() {
 }
 
 std::vector<const void*> checkedKernels() {
+  // Every row of the variant table (the kernels the launch can pick) at every world-size class;
+  // the island kernels exist from world 4 on.
   std::vector<const void*> out;
-  // Every kernel algorithm at every world-size class (the island kernels exist from world 4 on:
-  // island sizes 2 and 4; at world 2 their set is empty).
-  for (int w : kWorldClasses)
-    for (int algo = 0; algo < tpcommNumAlgos; ++algo) {
-      if (!isKernelAlgo(algo)) continue;
-      const KernelSet set = kernelsOf(algo, w);
-      for (const void* const* fns : {set.fn, set.lean})
-        for (int d = 0; d < kNumDtypes; ++d)
-          if (fns[d]) out.push_back(fns[d]);
-    }
+  int rows = 0;
+  const VariantKernels* table = variantTable(&rows);
+  for (int r = 0; r < rows; ++r)
+    for (int w : kWorldClasses)
+      for (int d = 0; d < kNumDtypes; ++d)
+        if (const void* fn = variantKernel(table[r].variant, w, d)) out.push_back(fn);
   return out;
 }
 

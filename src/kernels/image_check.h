@@ -1,4 +1,5 @@
-// Start-up self-check: every kernel the policy may launch has an image for this device. A missing
+// Start-up self-check: every kernel of the variant table (variant_table.h: every kernel the launch
+// can pick) has an image for this device. A missing
 // image is tpcommNoKernelImage at init with a message that says how to rebuild, instead of an
 // "invalid device function" at the first call (the SM120 story in docs/ARCH.md).
 #pragma once

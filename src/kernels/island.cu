@@ -21,7 +21,7 @@
 #include "kernels/batch_device.cuh"
 #include "kernels/chunk_layout.h"
 #include "kernels/epoch_device.cuh"
-#include "plan/policy.h"
+#include "kernels/island_world.h"
 
 namespace tpcomm {
 namespace {

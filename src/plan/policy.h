@@ -8,17 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/island_world.h"
+#include "topo/fabric.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
-
-// How the ranks of a communicator reach each other.
-enum class Fabric {
-  kNvlink,  // peer memory over NVLink / NVSwitch
-  kPcie,    // peer memory over PCIe (P2P works)
-  kHost,    // no working P2P: pinned host shared memory
-};
-const char* fabricName(Fabric f);
 
 // A size table: the first row whose max_bytes >= the call's bytes gives the algorithm.
 struct SizeRule {
@@ -56,9 +50,6 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false
 // (2x H200, worlds 4/6/8 with ranks sharing GPUs); its thresholds are estimates until `tpcomm
 // tune` measures a two-socket box. Forcing it (TPCOMM_ALGO=island) works either way.
 constexpr bool kIslandAutoSelect = true;
-
-// The island algorithm needs an even world of at least 4 (two islands of at least 2 ranks).
-bool islandWorld(int world);
 
 // The algorithms that run over the host-memory transport (pinned host shared memory).
 inline bool isHostAlgo(int a) {

@@ -21,9 +21,9 @@ namespace {
 std::set<const void*> everyGetterKernel() {
   using Getter = KernelSet (*)(int);
   const std::pair<const char*, Getter> getters[] = {
-      {"oneShotKernels", oneShotKernels},           {"twoShotKernels", twoShotKernels},
-      {"hostOneShotKernels", hostOneShotKernels},   {"hostTwoShotKernels", hostTwoShotKernels},
-      {"hostBulkKernels", hostBulkKernels},         {"hostSentinelKernels", hostSentinelKernels},
+      {"oneShotKernels", oneShotKernels},         {"twoShotKernels", twoShotKernels},
+      {"hostOneShotKernels", hostOneShotKernels}, {"hostTwoShotKernels", hostTwoShotKernels},
+      {"hostBulkKernels", hostBulkKernels},       {"hostSentinelKernels", hostSentinelKernels},
       {"islandKernels", islandKernels},
   };
   std::set<const void*> out;
