@@ -68,7 +68,7 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
 }
 
 bool wantsHostTransport(const tpcommComm* c) {
-  return c->world > 1 && (c->fabric == Fabric::kHost || isHostAlgo(c->settings.algo));
+  return needsHostTransport(c->world, c->fabric, c->settings.algo);
 }
 
 // Attaches to rank 0's host segment when this communicator uses the host transport; otherwise

@@ -63,6 +63,19 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
 
 }  // namespace
 
+bool fabricForTransport(int transport, Fabric agreed, Fabric* out) {
+  *out = transport == 2 ? Fabric::kHost : agreed;
+  return !(transport == 1 && agreed == Fabric::kHost);
+}
+
+bool needsHostTransport(int world, Fabric fabric, int forced_algo) {
+  return world > 1 && (fabric == Fabric::kHost || isHostAlgo(forced_algo));
+}
+
+bool autoIsland(bool islands_found, Fabric fabric) {
+  return kIslandAutoSelect && islands_found && fabric == Fabric::kPcie;
+}
+
 PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   PolicyInput in;
   in.world = f.world;

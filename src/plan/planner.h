@@ -47,6 +47,17 @@ struct CallPlan {
   OneShotCall geometry{};  // one-shot variants (all zero for the chunked ones)
 };
 
+// The rules a communicator's facts come from (comm/init.cc, comm/fabric.cc), shared with
+// `tpcomm doctor`'s preview so the two cannot disagree:
+// TPCOMM_TRANSPORT (0 auto, 1 p2p, 2 host) applied to the fabric the ranks agree on; false when
+// it cannot be (p2p asked for, but P2P does not work).
+bool fabricForTransport(int transport, Fabric agreed, Fabric* out);
+// Whether a communicator sets up the host-memory transport: no working P2P, or a host algorithm
+// forced (TPCOMM_TRANSPORT=host makes the fabric kHost).
+bool needsHostTransport(int world, Fabric fabric, int forced_algo);
+// Whether auto may pick the island algorithm: real islands in the topology, over PCIe.
+bool autoIsland(bool islands_found, Fabric fabric);
+
 // The policy's input for a call of `bytes` on a communicator with these facts.
 PolicyInput policyInputOf(const CommFacts& f, size_t bytes);
 
