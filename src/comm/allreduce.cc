@@ -6,13 +6,13 @@
 #include <cstring>
 
 #include "comm/comm.h"
+#include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/algo_launch.h"
 #include "plan/planner.h"
-#include "transport/nccl_fallback.h"
 
 namespace tpcomm {
 namespace {

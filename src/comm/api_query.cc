@@ -2,9 +2,9 @@
 #include <cstddef>
 
 #include "comm/comm.h"
+#include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "common/error.h"
-#include "transport/nccl_fallback.h"
 
 using namespace tpcomm;
 

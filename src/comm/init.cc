@@ -12,6 +12,7 @@
 #include "comm/comm.h"
 #include "comm/fabric.h"
 #include "comm/machine_view.h"
+#include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "comm/unique_id.h"
 #include "common/env.h"
@@ -19,7 +20,6 @@
 #include "common/log.h"
 #include "kernels/algo_launch.h"
 #include "kernels/image_check.h"
-#include "transport/nccl_fallback.h"
 
 namespace tpcomm {
 namespace {

@@ -12,9 +12,9 @@
 #include <map>
 #include <mutex>
 
-#include "comm/unique_id.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/random.h"
 #include "kernels/device_comm.h"
 
 namespace tpcomm {
