@@ -1,6 +1,6 @@
-// `tpcomm doctor`'s policy preview (tools/doctor_preview.h) on the topology fixtures: the fabric
-// of each world, the table that steers it (built-in defaults or a tuning table) and the plan the
-// library's planner makes at each size (algorithm, variant, reason).
+// `tpcomm doctor`'s policy preview (tools/doctor/doctor_preview.h) on the topology fixtures: the
+// fabric of each world, the table that steers it (built-in defaults or a tuning table) and the plan
+// the library's planner makes at each size (algorithm, variant, reason).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "plan/tuning_table.h"
 #include "tests/cpu/support/topo_fixture.h"
-#include "tools/doctor_preview.h"
+#include "tools/doctor/doctor_preview.h"
 
 namespace tpcomm::cli {
 namespace {

@@ -1,6 +1,6 @@
 // Fills DoctorFacts from the live machine. Every step degrades on its own: no driver still gives
 // the build's coverage, no NCCL still gives the topology, and so on.
-#include "tools/doctor_facts.h"
+#include "tools/doctor/doctor_facts.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>

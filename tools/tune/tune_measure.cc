@@ -1,4 +1,4 @@
-#include "tools/tune_measure.h"
+#include "tools/tune/tune_measure.h"
 
 #include <cuda_runtime_api.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "tests/support/host_data.h"
-#include "tools/tune_timing.h"
+#include "tools/tune/tune_timing.h"
 #include "transport/nccl_loader.h"
 
 namespace tpcomm::cli {

@@ -4,7 +4,7 @@
 
 #include "common/env.h"
 #include "inspect/report.h"
-#include "tools/doctor_render.h"
+#include "tools/doctor/doctor_render.h"
 #include "topo/topology_json.h"
 
 namespace tpcomm::cli {

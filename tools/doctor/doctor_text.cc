@@ -5,8 +5,8 @@
 #include <set>
 
 #include "common/env.h"
-#include "tools/doctor_render.h"
-#include "tools/doctor_table.h"
+#include "tools/doctor/doctor_render.h"
+#include "tools/doctor/doctor_table.h"
 
 namespace tpcomm::cli {
 namespace {
