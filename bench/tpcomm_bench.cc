@@ -14,6 +14,7 @@
 #include "bench/bench_report.h"
 #include "bench/cuda_check.h"
 #include "bench/knob_sweep.h"
+#include "bench/timing.h"
 #include "common/env.h"
 #include "support/host_data.h"
 #include "transport/nccl_loader.h"
@@ -23,14 +24,7 @@ namespace {
 
 #define CK(call) TPCOMM_TOOL_CHECK("tpcomm-bench", call)
 
-struct Rank {
-  int dev = 0;
-  cudaStream_t stream = nullptr;
-  void* send = nullptr;
-  void* recv = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  std::vector<uint8_t> input;  // host copy of send (max size)
-};
+using timing::Rank;
 
 struct Backend {
   std::string label;
@@ -63,35 +57,12 @@ std::string enqueueAll(Backend& b, std::vector<Rank>& ranks, size_t count, tpcom
   return err;
 }
 
-void syncAll(std::vector<Rank>& ranks) {
-  for (Rank& r : ranks) {
-    CK(cudaSetDevice(r.dev));
-    CK(cudaStreamSynchronize(r.stream));
-  }
-}
-
-double maxElapsedUs(std::vector<Rank>& ranks) {
-  float worst = 0;
-  for (Rank& r : ranks) {
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, r.start, r.stop));
-    worst = std::max(worst, ms);
-  }
-  return worst * 1e3;
-}
-
-void recordAll(std::vector<Rank>& ranks, bool start) {
-  for (Rank& r : ranks) {
-    CK(cudaSetDevice(r.dev));
-    CK(cudaEventRecord(start ? r.start : r.stop, r.stream));
-  }
-}
-
 // Checks every rank's output against the reference and rank 0's bits.
-long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
+long checkOutputs(std::vector<Rank>& ranks, const std::vector<std::vector<uint8_t>>& inputs,
+                  size_t count, tpcommDataType_t dt) {
   const size_t bytes = count * test::elemSize(dt);
   std::vector<std::vector<uint8_t>> ins;
-  for (Rank& r : ranks) ins.emplace_back(r.input.begin(), r.input.begin() + bytes);
+  for (const std::vector<uint8_t>& in : inputs) ins.emplace_back(in.begin(), in.begin() + bytes);
   const std::vector<uint8_t> ref = test::reference(dt, count, ins);
   long wrong = 0;
   std::vector<uint8_t> out0, out(bytes);
@@ -107,16 +78,26 @@ long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
   return wrong;
 }
 
-Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes, bool graph) {
+// A CUDA failure leaves the GPUs' state unknown: the run stops, as CK does.
+void exitOnCudaError(const std::string& why) {
+  if (why.empty()) return;
+  fprintf(stderr, "tpcomm-bench: %s\n", why.c_str());
+  exit(1);
+}
+
+// One backend at one size in one mode, timed by the shared harness (bench/timing.h); the outputs
+// are checked after the eager warmup and, in graph mode, after the replays.
+Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks,
+               const std::vector<std::vector<uint8_t>>& inputs, size_t bytes, bool graph) {
   Result res;
   res.backend = b.label;
   res.mode = graph ? "graph" : "eager";
   res.bytes = bytes;
   res.count = bytes / test::elemSize(a.dtype);
+  const timing::EnqueueAll enqueue = [&] { return enqueueAll(b, ranks, res.count, a.dtype); };
   std::string err;
-  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i)
-    err = enqueueAll(b, ranks, res.count, a.dtype);
-  syncAll(ranks);
+  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i) err = enqueue();
+  exitOnCudaError(timing::syncAll(ranks));
   if (!err.empty()) {
     res.note = err;
     return res;
@@ -129,60 +110,20 @@ Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes
     res.algo = tpcommAlgoName(info.algo);
     if (info.blocks) res.algo += "/" + std::to_string(info.blocks) + "b";
   }
-  if (a.check && !graph) res.wrong = checkOutputs(ranks, res.count, a.dtype);
-
-  std::vector<cudaGraphExec_t> execs(ranks.size(), nullptr);
-  if (graph) {
-    for (Rank& r : ranks) {
-      CK(cudaSetDevice(r.dev));
-      CK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
-    }
-    for (int i = 0; i < a.iters && err.empty(); ++i) err = enqueueAll(b, ranks, res.count, a.dtype);
-    // End every capture before instantiating: in global capture mode cudaGraphInstantiate is
-    // refused while any stream of the process is still capturing.
-    std::vector<cudaGraph_t> graphs(ranks.size(), nullptr);
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      CK(cudaSetDevice(ranks[r].dev));
-      CK(cudaStreamEndCapture(ranks[r].stream, &graphs[r]));
-    }
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      CK(cudaSetDevice(ranks[r].dev));
-      if (err.empty()) CK(cudaGraphInstantiate(&execs[r], graphs[r], 0));
-      CK(cudaGraphDestroy(graphs[r]));
-    }
-    if (!err.empty()) {
-      res.note = "capture: " + err;
-      return res;
-    }
-    for (size_t r = 0; r < ranks.size(); ++r) {  // warm the graph
-      CK(cudaSetDevice(ranks[r].dev));
-      CK(cudaGraphLaunch(execs[r], ranks[r].stream));
-    }
-    syncAll(ranks);
+  if (a.check && !graph) res.wrong = checkOutputs(ranks, inputs, res.count, a.dtype);
+  // The warmup above is done: one more eager call before timing, as the harness requires.
+  const timing::Timing t = graph ? timing::timeInGraph(ranks, enqueue, 1, a.iters, a.reps)
+                                 : timing::timeEager(ranks, enqueue, 1, a.iters, a.reps);
+  if (t.cuda_failed) exitOnCudaError(t.error);
+  if (!t.ok) {
+    res.note = t.error;
+    return res;
   }
-  std::vector<double> t;
-  for (int rep = 0; rep < a.reps; ++rep) {
-    recordAll(ranks, true);
-    if (graph) {
-      for (size_t r = 0; r < ranks.size(); ++r) {
-        CK(cudaSetDevice(ranks[r].dev));
-        CK(cudaGraphLaunch(execs[r], ranks[r].stream));
-      }
-    } else {
-      for (int i = 0; i < a.iters; ++i) enqueueAll(b, ranks, res.count, a.dtype);
-    }
-    recordAll(ranks, false);
-    syncAll(ranks);
-    t.push_back(maxElapsedUs(ranks) / a.iters);
-  }
-  if (graph && a.check) res.wrong = checkOutputs(ranks, res.count, a.dtype);
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (execs[r]) cudaGraphExecDestroy(execs[r]);
-  std::sort(t.begin(), t.end());
+  if (graph && a.check) res.wrong = checkOutputs(ranks, inputs, res.count, a.dtype);
   res.ok = true;
-  res.median_us = t[t.size() / 2];
-  res.min_us = t.front();
-  res.max_us = t.back();
+  res.median_us = t.median_us;
+  res.min_us = t.min_us;
+  res.max_us = t.max_us;
   return res;
 }
 
@@ -230,19 +171,14 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, devlist[0]));
   const std::string machine = std::to_string(a.devices.size()) + "x " + prop.name;
 
-  std::vector<Rank> ranks(static_cast<size_t>(a.ranks));
+  std::vector<Rank> ranks;
+  exitOnCudaError(timing::setupRanks(devlist, a.max_bytes, &ranks));
   const size_t max_count = a.max_bytes / test::elemSize(a.dtype);
+  std::vector<std::vector<uint8_t>> inputs;  // host copy of each rank's send buffer
   for (int r = 0; r < a.ranks; ++r) {
-    Rank& k = ranks[r];
-    k.dev = devlist[r];
-    CK(cudaSetDevice(k.dev));
-    CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
-    CK(cudaMalloc(&k.send, a.max_bytes));
-    CK(cudaMalloc(&k.recv, a.max_bytes));
-    CK(cudaEventCreate(&k.start));
-    CK(cudaEventCreate(&k.stop));
-    k.input = test::makeInput(a.dtype, max_count, 1234, r);
-    CK(cudaMemcpy(k.send, k.input.data(), a.max_bytes, cudaMemcpyHostToDevice));
+    inputs.push_back(test::makeInput(a.dtype, max_count, 1234, r));
+    CK(cudaSetDevice(ranks[r].dev));
+    CK(cudaMemcpy(ranks[r].send, inputs[r].data(), a.max_bytes, cudaMemcpyHostToDevice));
   }
 
   std::vector<Backend> backends;
@@ -293,7 +229,7 @@ int main(int argc, char** argv) {
       for (int m = 0; m < 2; ++m) {
         const bool graph = m == 1;
         if ((graph && !a.graph) || (!graph && !a.eager)) continue;
-        Result r = measure(a, b, ranks, bytes, graph);
+        Result r = measure(a, b, ranks, inputs, bytes, graph);
         ++step;
         fprintf(stderr, "[%3zu/%3zu] %9zu B %-12s %-5s %10.2f us %s%s\n", step, total, bytes,
                 b.label.c_str(), r.mode.c_str(), r.median_us, r.algo.c_str(),

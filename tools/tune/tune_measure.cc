@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "bench/timing.h"
 #include "tests/support/host_data.h"
-#include "tools/tune/tune_timing.h"
 #include "transport/nccl_loader.h"
 
 namespace tpcomm::cli {
