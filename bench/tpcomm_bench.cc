@@ -145,6 +145,45 @@ tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, 
   return b.comms.data();
 }
 
+// The backends of --backends (NCCL skipped where it cannot run), then the --sweep-knobs
+// variants, each with its communicators. False when NCCL was asked for and fails to initialise.
+bool makeBackends(const Args& a, const std::vector<int>& devlist, bool shared,
+                  std::vector<Backend>* backends) {
+  for (const std::string& name : a.backends) {
+    Backend b;
+    b.label = name;
+    if (name == "nccl") {
+      std::string why;
+      g_nccl = ncclApi(&why);
+      if (!g_nccl || shared) {
+        fprintf(stderr, "tpcomm-bench: skipping NCCL: %s\n",
+                shared ? "ranks share a GPU" : why.c_str());
+        continue;
+      }
+      b.algo = tpcommAlgoNccl;
+      b.nccl.assign(devlist.size(), nullptr);
+      if (g_nccl->commInitAll(b.nccl.data(), a.ranks, devlist.data()) != ncclSuccess) {
+        fprintf(stderr, "tpcomm-bench: ncclCommInitAll failed\n");
+        return false;
+      }
+    } else {
+      b.algo = parseAlgoName(name);
+      initTpcomm(b, devlist, b.algo, a.max_blocks);
+    }
+    backends->push_back(std::move(b));
+  }
+  if (!a.sweep_knobs) return true;
+  // One backend per launch-knob variant, its communicators created with those knobs.
+  for (const KnobVariant& v : knobVariants(a.backends)) {
+    Backend b;
+    b.label = v.label;
+    b.algo = v.algo;
+    initTpcomm(b, devlist, v.algo, a.max_blocks, v.knobs.c_str());
+    backends->push_back(std::move(b));
+  }
+  return true;
+}
+
 }  // namespace
 }  // namespace tpcomm::bench
 
@@ -182,42 +221,9 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Backend> backends;
+  if (!makeBackends(a, devlist, shared, &backends)) return 1;
   std::vector<std::string> labels;
-  for (const std::string& name : a.backends) {
-    Backend b;
-    b.label = name;
-    if (name == "nccl") {
-      std::string why;
-      g_nccl = ncclApi(&why);
-      if (!g_nccl || shared) {
-        fprintf(stderr, "tpcomm-bench: skipping NCCL: %s\n",
-                shared ? "ranks share a GPU" : why.c_str());
-        continue;
-      }
-      b.algo = tpcommAlgoNccl;
-      b.nccl.assign(devlist.size(), nullptr);
-      if (g_nccl->commInitAll(b.nccl.data(), a.ranks, devlist.data()) != ncclSuccess) {
-        fprintf(stderr, "tpcomm-bench: ncclCommInitAll failed\n");
-        return 1;
-      }
-    } else {
-      b.algo = parseAlgoName(name);
-      initTpcomm(b, devlist, b.algo, a.max_blocks);
-    }
-    labels.push_back(b.label);
-    backends.push_back(std::move(b));
-  }
-  if (a.sweep_knobs) {
-    // One backend per launch-knob variant, its communicators created with those knobs.
-    for (const KnobVariant& v : knobVariants(a.backends)) {
-      Backend b;
-      b.label = v.label;
-      b.algo = v.algo;
-      initTpcomm(b, devlist, v.algo, a.max_blocks, v.knobs.c_str());
-      labels.push_back(b.label);
-      backends.push_back(std::move(b));
-    }
-  }
+  for (const Backend& b : backends) labels.push_back(b.label);
   std::vector<size_t> sizes;
   for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor))
     sizes.push_back(s);
