@@ -161,14 +161,31 @@ inline std::string repeat(std::vector<Rank>& ranks, const std::function<std::str
   return "";
 }
 
-// The median, min and max of the repetitions into *t (ok when there is one).
-inline void summarize(std::vector<double> us, Timing* t) {
+// At least one eager call (warmup of them), then a sync; false with *t's error when one failed.
+inline bool warmUp(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int warmup, Timing* t) {
+  for (int i = 0; i < std::max(warmup, 1) && t->error.empty(); ++i) t->error = enqueue();
+  const std::string sync = syncAll(ranks);
+  if (!sync.empty()) {
+    t->error = sync;
+    t->cuda_failed = true;
+  }
+  return t->error.empty();
+}
+
+// The timing of the repetitions (median, min, max), or the CUDA error that stopped them.
+inline Timing finish(const std::string& err, std::vector<double> us, Timing t) {
+  if (!err.empty()) {
+    t.error = err;
+    t.cuda_failed = true;
+    return t;
+  }
   std::sort(us.begin(), us.end());
-  t->ok = !us.empty();
-  if (!t->ok) return;
-  t->median_us = us[us.size() / 2];
-  t->min_us = us.front();
-  t->max_us = us.back();
+  t.ok = !us.empty();
+  if (!t.ok) return t;
+  t.median_us = us[us.size() / 2];
+  t.min_us = us.front();
+  t.max_us = us.back();
+  return t;
 }
 
 }  // namespace detail
@@ -178,14 +195,7 @@ inline void summarize(std::vector<double> us, Timing* t) {
 inline Timing timeInGraph(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int warmup,
                           int iters, int reps) {
   Timing t;
-  for (int i = 0; i < std::max(warmup, 1) && t.error.empty(); ++i) t.error = enqueue();
-  const std::string sync = syncAll(ranks);
-  if (!sync.empty()) {
-    t.error = sync;
-    t.cuda_failed = true;
-    return t;
-  }
-  if (!t.error.empty()) return t;
+  if (!detail::warmUp(ranks, enqueue, warmup, &t)) return t;
   std::vector<cudaGraphExec_t> execs;
   std::string enqueue_error;
   const std::string capture_error = detail::capture(ranks, enqueue, iters, &execs, &enqueue_error);
@@ -206,13 +216,7 @@ inline Timing timeInGraph(std::vector<Rank>& ranks, const EnqueueAll& enqueue, i
     err = detail::repeat(
         ranks, [&] { return detail::launchAll(ranks, execs); }, iters, reps, &us);
   destroyExecs();
-  if (!err.empty()) {
-    t.error = err;
-    t.cuda_failed = true;
-    return t;
-  }
-  detail::summarize(std::move(us), &t);
-  return t;
+  return detail::finish(err, std::move(us), t);
 }
 
 // Times `enqueue` eagerly: warmup calls, then reps x iters calls back to back. An enqueue's error
@@ -220,14 +224,7 @@ inline Timing timeInGraph(std::vector<Rank>& ranks, const EnqueueAll& enqueue, i
 inline Timing timeEager(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int warmup, int iters,
                         int reps) {
   Timing t;
-  for (int i = 0; i < std::max(warmup, 1) && t.error.empty(); ++i) t.error = enqueue();
-  const std::string sync = syncAll(ranks);
-  if (!sync.empty()) {
-    t.error = sync;
-    t.cuda_failed = true;
-    return t;
-  }
-  if (!t.error.empty()) return t;
+  if (!detail::warmUp(ranks, enqueue, warmup, &t)) return t;
   std::vector<double> us;
   const std::string err = detail::repeat(
       ranks,
@@ -236,13 +233,7 @@ inline Timing timeEager(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int
         return std::string();
       },
       iters, reps, &us);
-  if (!err.empty()) {
-    t.error = err;
-    t.cuda_failed = true;
-    return t;
-  }
-  detail::summarize(std::move(us), &t);
-  return t;
+  return detail::finish(err, std::move(us), t);
 }
 
 #undef TPCOMM_TIMING_CK
