@@ -3,9 +3,8 @@
 // written once from the pre-planner code (9c896c8: allreduce.cc's step and grid helpers,
 // launch.cu's kernel choice) by tests/cpu/golden/gen_plan_golden.cc, which builds against that
 // code only and stays in git history (commit 51fed77; its header says how to run it), over
-// worlds 2-8, every
-// fabric, NCCL present or not, every forced algorithm, strict mode, a tuning table, two slot
-// geometries, six knob sets, 18 sizes, both alignments and two datatypes.
+// worlds 2-8, every fabric, NCCL present or not, every forced algorithm, strict mode, a tuning
+// table, two slot geometries, six knob sets, 18 sizes, both alignments and two datatypes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
