@@ -19,7 +19,8 @@ const tpcommDataType_t kTypes[] = {tpcommFloat32, tpcommFloat16, tpcommBfloat16}
 
 std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
   // 1000 and 2^16 (and 2^18 in the full list) are whole 16-byte vectors: with aligned buffers
-  // the one-shot runs its lean kernel there (oneShotLeanFits), up to one full 1 MiB step.
+  // the one-shot runs its lean kernel there (leanFits, src/plan/planner.cc), up to one full 1 MiB
+  // step.
   if (light) return {1, 31, 1000, 4097, 1u << 16, 65537, (1u << 20) + 5};
   std::vector<size_t> c = {1, 7, 8, 31, 1000, 4097, 1u << 16, 65537, 1u << 18, (1u << 20) + 5};
   if (big) {
@@ -324,8 +325,8 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
 }
 
 // A rank whose buffers are misaligned runs the general one-shot kernel while its aligned peers
-// run the lean one (oneShotLeanFits): the two must agree on slots, entries and epochs. Inputs
-// are small integers, so the sum is exact in bf16 and the reference is exact.
+// run the lean one (leanFits, src/plan/planner.cc): the two must agree on slots, entries and
+// epochs. Inputs are small integers, so the sum is exact in bf16 and the reference is exact.
 TEST(Correctness, LeanAndGeneralOneShotTogether) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
