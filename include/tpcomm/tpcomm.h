@@ -225,7 +225,8 @@ TPCOMM_API const char* tpcommAlgoName(
 /* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
 TPCOMM_API const char* tpcommVariantName(int variant);
 
-/* What the policy would choose for a call of this size, without running it ("doctor", tests). */
+/* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with
+ * 16-byte aligned buffers, without running it ("doctor", tests). */
 TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info);
 
