@@ -1,7 +1,8 @@
-// The one place that decides which algorithm serves a call. Pure C++ (no CUDA), so every decision
-// is unit-tested on a machine without GPU. Inputs are facts (world size, bytes, fabric, what is
-// available); the output is an algorithm and a human-readable reason that the library logs,
-// counts and reports (tpcommCommGetLastCall, tpcomm doctor).
+// The policy: which algorithm serves a call, the first question the planner (plan/planner.h)
+// asks and the only one it asks here. Pure C++ (no CUDA), so every decision is unit-tested on a
+// machine without GPU. Inputs are facts (world size, bytes, fabric, what is available); the
+// output is an algorithm and a human-readable reason that the library logs, counts and reports
+// (tpcommCommGetLastCall, tpcomm doctor).
 #pragma once
 
 #include <cstddef>
@@ -46,7 +47,7 @@ struct Decision {
 const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false);
 
 // Whether a communicator lets auto pick the island algorithm where its islands allow it
-// (comm/fabric.cc, and tpcomm doctor's preview). On since the island kernel passed the GPU suite
+// (autoIsland, plan/planner.h). On since the island kernel passed the GPU suite
 // (2x H200, worlds 4/6/8 with ranks sharing GPUs); its thresholds are estimates until `tpcomm
 // tune` measures a two-socket box. Forcing it (TPCOMM_ALGO=island) works either way.
 constexpr bool kIslandAutoSelect = true;
