@@ -220,6 +220,10 @@ typedef struct {
 
 TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats);
 TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
+/* Calls per tpcommVariant_t, counted as tpcommStats_t::calls are, into calls[0..n-1]: entry v for
+ * variant v < tpcommNumVariants, 0 past it (so a caller may pass more room than this library has
+ * variants). */
+TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 TPCOMM_API const char* tpcommAlgoName(
     int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
 /* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */

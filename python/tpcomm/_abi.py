@@ -119,6 +119,7 @@ PROTOTYPES = {
     "tpcommGroupEnd": (_res, []),
     "tpcommCommGetStats": (_res, [_comm, POINTER(Stats)]),
     "tpcommCommGetLastCall": (_res, [_comm, POINTER(CallInfo)]),
+    "tpcommCommGetVariantStats": (_res, [_comm, POINTER(c_uint64), c_int]),
     "tpcommAlgoName": (c_char_p, [c_int]),
     "tpcommVariantName": (c_char_p, [c_int]),
     "tpcommCommExplain": (_res, [_comm, c_size_t, c_int, POINTER(CallInfo)]),

@@ -62,6 +62,7 @@ void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt,
   const Decision& d = p.decision;
   const int blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
   c->stats.calls[d.algo]++;
+  c->variant_calls[p.variant]++;
   c->stats.bytes += bytes;
   if (d.fallback) c->stats.fallbacks++;
   if (capturing) c->stats.captured++;

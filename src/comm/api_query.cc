@@ -161,6 +161,15 @@ tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info) 
   return tpcommSuccess;
 }
 
+tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetVariantStats"));
+  if (!calls || n < 0)
+    return fail(tpcommInvalidArgument, "tpcommCommGetVariantStats: calls is %s, n = %d",
+                calls ? "set" : "NULL", n);
+  for (int v = 0; v < n; ++v) calls[v] = v < tpcommNumVariants ? comm->variant_calls[v] : 0;
+  return tpcommSuccess;
+}
+
 tpcommResult_t tpcommGroupStart(void) {
   return ncclGroup(true);
 }

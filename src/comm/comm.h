@@ -50,6 +50,7 @@ struct tpcommComm {
   bool nccl_owned = false;
 
   tpcommStats_t stats{};
+  uint64_t variant_calls[tpcommNumVariants] = {};  // tpcommCommGetVariantStats
   tpcommCallInfo_t last{};
   // The last call's plan (comm/allreduce.cc planOf).
   tpcomm::CallArgs cached_call;

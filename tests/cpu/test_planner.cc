@@ -7,7 +7,9 @@
 #include <set>
 #include <string>
 
+#include "comm/comm.h"
 #include "comm/config.h"
+#include "comm/registry.h"
 #include "kernels/algo_launch.h"
 #include "kernels/variant_table.h"
 #include "plan/planner.h"
@@ -137,6 +139,26 @@ TEST(VariantTable, EveryKernelVariantHasKernelsAtEveryWorldClass) {
   }
   EXPECT_EQ(tpcommVariantName(tpcommNumVariants), nullptr);
   EXPECT_STREQ(tpcommVariantName(tpcommVariantHostOneShotLL), "host_oneshot_ll");
+}
+
+// tpcommCommGetVariantStats on a registered communicator object (no GPU: nothing else is set up).
+TEST(VariantStats, CopiesTheCountsAndZeroesTheRest) {
+  tpcommComm c;
+  c.state = CommState::kReady;
+  c.variant_calls[tpcommVariantHostOneShotLL] = 3;
+  c.variant_calls[tpcommVariantNccl] = 1;
+  registerComm(&c);
+  uint64_t calls[tpcommNumVariants + 2];
+  for (uint64_t& x : calls) x = 99;
+  EXPECT_EQ(tpcommCommGetVariantStats(&c, calls, tpcommNumVariants + 2), tpcommSuccess);
+  EXPECT_EQ(calls[tpcommVariantHostOneShotLL], 3u);
+  EXPECT_EQ(calls[tpcommVariantNccl], 1u);
+  EXPECT_EQ(calls[tpcommVariantP2pOneShotLean], 0u);
+  EXPECT_EQ(calls[tpcommNumVariants + 1], 0u);
+  EXPECT_EQ(tpcommCommGetVariantStats(&c, nullptr, 4), tpcommInvalidArgument);
+  EXPECT_EQ(tpcommCommGetVariantStats(&c, calls, -1), tpcommInvalidArgument);
+  unregisterComm(&c);
+  EXPECT_EQ(tpcommCommGetVariantStats(&c, calls, 4), tpcommInvalidUsage);
 }
 
 TEST(LaunchKnobsSpec, ParsesNamesAndRefusesTheRest) {
