@@ -7,14 +7,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "bench/bench_args.h"
 #include "bench/bench_report.h"
 #include "bench/cuda_check.h"
-#include "comm/knobs.h"
+#include "bench/knob_sweep.h"
+#include "bench/timing.h"
 #include "common/env.h"
 #include "support/host_data.h"
 #include "transport/nccl_loader.h"
@@ -24,14 +24,7 @@ namespace {
 
 #define CK(call) TPCOMM_TOOL_CHECK("tpcomm-bench", call)
 
-struct Rank {
-  int dev = 0;
-  cudaStream_t stream = nullptr;
-  void* send = nullptr;
-  void* recv = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  std::vector<uint8_t> input;  // host copy of send (max size)
-};
+using timing::Rank;
 
 struct Backend {
   std::string label;
@@ -64,35 +57,12 @@ std::string enqueueAll(Backend& b, std::vector<Rank>& ranks, size_t count, tpcom
   return err;
 }
 
-void syncAll(std::vector<Rank>& ranks) {
-  for (Rank& r : ranks) {
-    CK(cudaSetDevice(r.dev));
-    CK(cudaStreamSynchronize(r.stream));
-  }
-}
-
-double maxElapsedUs(std::vector<Rank>& ranks) {
-  float worst = 0;
-  for (Rank& r : ranks) {
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, r.start, r.stop));
-    worst = std::max(worst, ms);
-  }
-  return worst * 1e3;
-}
-
-void recordAll(std::vector<Rank>& ranks, bool start) {
-  for (Rank& r : ranks) {
-    CK(cudaSetDevice(r.dev));
-    CK(cudaEventRecord(start ? r.start : r.stop, r.stream));
-  }
-}
-
 // Checks every rank's output against the reference and rank 0's bits.
-long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
+long checkOutputs(std::vector<Rank>& ranks, const std::vector<std::vector<uint8_t>>& inputs,
+                  size_t count, tpcommDataType_t dt) {
   const size_t bytes = count * test::elemSize(dt);
   std::vector<std::vector<uint8_t>> ins;
-  for (Rank& r : ranks) ins.emplace_back(r.input.begin(), r.input.begin() + bytes);
+  for (const std::vector<uint8_t>& in : inputs) ins.emplace_back(in.begin(), in.begin() + bytes);
   const std::vector<uint8_t> ref = test::reference(dt, count, ins);
   long wrong = 0;
   std::vector<uint8_t> out0, out(bytes);
@@ -108,16 +78,26 @@ long checkOutputs(std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
   return wrong;
 }
 
-Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes, bool graph) {
+// A CUDA failure leaves the GPUs' state unknown: the run stops, as CK does.
+void exitOnCudaError(const std::string& why) {
+  if (why.empty()) return;
+  fprintf(stderr, "tpcomm-bench: %s\n", why.c_str());
+  exit(1);
+}
+
+// One backend at one size in one mode, timed by the shared harness (bench/timing.h); the outputs
+// are checked after the eager warmup and, in graph mode, after the replays.
+Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks,
+               const std::vector<std::vector<uint8_t>>& inputs, size_t bytes, bool graph) {
   Result res;
   res.backend = b.label;
   res.mode = graph ? "graph" : "eager";
   res.bytes = bytes;
   res.count = bytes / test::elemSize(a.dtype);
+  const timing::EnqueueAll enqueue = [&] { return enqueueAll(b, ranks, res.count, a.dtype); };
   std::string err;
-  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i)
-    err = enqueueAll(b, ranks, res.count, a.dtype);
-  syncAll(ranks);
+  for (int i = 0; i < a.warmup + 1 && err.empty(); ++i) err = enqueue();
+  exitOnCudaError(timing::syncAll(ranks));
   if (!err.empty()) {
     res.note = err;
     return res;
@@ -130,67 +110,29 @@ Result measure(const Args& a, Backend& b, std::vector<Rank>& ranks, size_t bytes
     res.algo = tpcommAlgoName(info.algo);
     if (info.blocks) res.algo += "/" + std::to_string(info.blocks) + "b";
   }
-  if (a.check && !graph) res.wrong = checkOutputs(ranks, res.count, a.dtype);
-
-  std::vector<cudaGraphExec_t> execs(ranks.size(), nullptr);
-  if (graph) {
-    for (Rank& r : ranks) {
-      CK(cudaSetDevice(r.dev));
-      CK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeGlobal));
-    }
-    for (int i = 0; i < a.iters && err.empty(); ++i) err = enqueueAll(b, ranks, res.count, a.dtype);
-    // End every capture before instantiating: in global capture mode cudaGraphInstantiate is
-    // refused while any stream of the process is still capturing.
-    std::vector<cudaGraph_t> graphs(ranks.size(), nullptr);
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      CK(cudaSetDevice(ranks[r].dev));
-      CK(cudaStreamEndCapture(ranks[r].stream, &graphs[r]));
-    }
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      CK(cudaSetDevice(ranks[r].dev));
-      if (err.empty()) CK(cudaGraphInstantiate(&execs[r], graphs[r], 0));
-      CK(cudaGraphDestroy(graphs[r]));
-    }
-    if (!err.empty()) {
-      res.note = "capture: " + err;
-      return res;
-    }
-    for (size_t r = 0; r < ranks.size(); ++r) {  // warm the graph
-      CK(cudaSetDevice(ranks[r].dev));
-      CK(cudaGraphLaunch(execs[r], ranks[r].stream));
-    }
-    syncAll(ranks);
+  if (a.check && !graph) res.wrong = checkOutputs(ranks, inputs, res.count, a.dtype);
+  // The warmup above is done: one more eager call before timing, as the harness requires.
+  const timing::Timing t = graph ? timing::timeInGraph(ranks, enqueue, 1, a.iters, a.reps)
+                                 : timing::timeEager(ranks, enqueue, 1, a.iters, a.reps);
+  if (t.cuda_failed) exitOnCudaError(t.error);
+  if (!t.ok) {
+    res.note = t.error;
+    return res;
   }
-  std::vector<double> t;
-  for (int rep = 0; rep < a.reps; ++rep) {
-    recordAll(ranks, true);
-    if (graph) {
-      for (size_t r = 0; r < ranks.size(); ++r) {
-        CK(cudaSetDevice(ranks[r].dev));
-        CK(cudaGraphLaunch(execs[r], ranks[r].stream));
-      }
-    } else {
-      for (int i = 0; i < a.iters; ++i) enqueueAll(b, ranks, res.count, a.dtype);
-    }
-    recordAll(ranks, false);
-    syncAll(ranks);
-    t.push_back(maxElapsedUs(ranks) / a.iters);
-  }
-  if (graph && a.check) res.wrong = checkOutputs(ranks, res.count, a.dtype);
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (execs[r]) cudaGraphExecDestroy(execs[r]);
-  std::sort(t.begin(), t.end());
+  if (graph && a.check) res.wrong = checkOutputs(ranks, inputs, res.count, a.dtype);
   res.ok = true;
-  res.median_us = t[t.size() / 2];
-  res.min_us = t.front();
-  res.max_us = t.back();
+  res.median_us = t.median_us;
+  res.min_us = t.min_us;
+  res.max_us = t.max_us;
   return res;
 }
 
-tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, int max_blocks) {
+tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, int max_blocks,
+                         const char* knobs = nullptr) {
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.algo = algo;
   cfg.maxBlocks = max_blocks;
+  cfg.launchKnobs = knobs;
   // Forced algorithms never need the fallback; auto keeps it (the policy may pick NCCL).
   if (algo != tpcommAlgoAuto) cfg.ncclMode = tpcommNcclOff;
   b.comms.assign(devlist.size(), nullptr);
@@ -201,6 +143,45 @@ tpcommComm_t* initTpcomm(Backend& b, const std::vector<int>& devlist, int algo, 
     exit(1);
   }
   return b.comms.data();
+}
+
+// The backends of --backends (NCCL skipped where it cannot run), then the --sweep-knobs
+// variants, each with its communicators. False when NCCL was asked for and fails to initialise.
+bool makeBackends(const Args& a, const std::vector<int>& devlist, bool shared,
+                  std::vector<Backend>* backends) {
+  for (const std::string& name : a.backends) {
+    Backend b;
+    b.label = name;
+    if (name == "nccl") {
+      std::string why;
+      g_nccl = ncclApi(&why);
+      if (!g_nccl || shared) {
+        fprintf(stderr, "tpcomm-bench: skipping NCCL: %s\n",
+                shared ? "ranks share a GPU" : why.c_str());
+        continue;
+      }
+      b.algo = tpcommAlgoNccl;
+      b.nccl.assign(devlist.size(), nullptr);
+      if (g_nccl->commInitAll(b.nccl.data(), a.ranks, devlist.data()) != ncclSuccess) {
+        fprintf(stderr, "tpcomm-bench: ncclCommInitAll failed\n");
+        return false;
+      }
+    } else {
+      b.algo = parseAlgoName(name);
+      initTpcomm(b, devlist, b.algo, a.max_blocks);
+    }
+    backends->push_back(std::move(b));
+  }
+  if (!a.sweep_knobs) return true;
+  // One backend per launch-knob variant, its communicators created with those knobs.
+  for (const KnobVariant& v : knobVariants(a.backends)) {
+    Backend b;
+    b.label = v.label;
+    b.algo = v.algo;
+    initTpcomm(b, devlist, v.algo, a.max_blocks, v.knobs.c_str());
+    backends->push_back(std::move(b));
+  }
+  return true;
 }
 
 }  // namespace
@@ -229,129 +210,20 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, devlist[0]));
   const std::string machine = std::to_string(a.devices.size()) + "x " + prop.name;
 
-  std::vector<Rank> ranks(static_cast<size_t>(a.ranks));
+  std::vector<Rank> ranks;
+  exitOnCudaError(timing::setupRanks(devlist, a.max_bytes, &ranks));
   const size_t max_count = a.max_bytes / test::elemSize(a.dtype);
+  std::vector<std::vector<uint8_t>> inputs;  // host copy of each rank's send buffer
   for (int r = 0; r < a.ranks; ++r) {
-    Rank& k = ranks[r];
-    k.dev = devlist[r];
-    CK(cudaSetDevice(k.dev));
-    CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
-    CK(cudaMalloc(&k.send, a.max_bytes));
-    CK(cudaMalloc(&k.recv, a.max_bytes));
-    CK(cudaEventCreate(&k.start));
-    CK(cudaEventCreate(&k.stop));
-    k.input = test::makeInput(a.dtype, max_count, 1234, r);
-    CK(cudaMemcpy(k.send, k.input.data(), a.max_bytes, cudaMemcpyHostToDevice));
+    inputs.push_back(test::makeInput(a.dtype, max_count, 1234, r));
+    CK(cudaSetDevice(ranks[r].dev));
+    CK(cudaMemcpy(ranks[r].send, inputs[r].data(), a.max_bytes, cudaMemcpyHostToDevice));
   }
 
   std::vector<Backend> backends;
+  if (!makeBackends(a, devlist, shared, &backends)) return 1;
   std::vector<std::string> labels;
-  for (const std::string& name : a.backends) {
-    Backend b;
-    b.label = name;
-    if (name == "nccl") {
-      std::string why;
-      g_nccl = ncclApi(&why);
-      if (!g_nccl || shared) {
-        fprintf(stderr, "tpcomm-bench: skipping NCCL: %s\n",
-                shared ? "ranks share a GPU" : why.c_str());
-        continue;
-      }
-      b.algo = tpcommAlgoNccl;
-      b.nccl.assign(devlist.size(), nullptr);
-      if (g_nccl->commInitAll(b.nccl.data(), a.ranks, devlist.data()) != ncclSuccess) {
-        fprintf(stderr, "tpcomm-bench: ncclCommInitAll failed\n");
-        return 1;
-      }
-    } else {
-      b.algo = parseAlgoName(name);
-      initTpcomm(b, devlist, b.algo, a.max_blocks);
-    }
-    labels.push_back(b.label);
-    backends.push_back(std::move(b));
-  }
-  if (a.sweep_knobs) {
-    // One backend per launch-knob variant: a communicator of `algo` whose default knobs `tweak`
-    // changes on every rank.
-    auto addVariant = [&](const std::string& label, int algo,
-                          const std::function<void(LaunchKnobs&)>& tweak) {
-      Backend b;
-      b.label = label;
-      b.algo = algo;
-      initTpcomm(b, devlist, algo, a.max_blocks);
-      LaunchKnobs k;
-      getLaunchKnobs(b.comms[0], &k);
-      tweak(k);
-      for (tpcommComm_t c : b.comms) {
-        if (setLaunchKnobs(c, k) != tpcommSuccess) {
-          fprintf(stderr, "tpcomm-bench: %s: %s\n", label.c_str(), tpcommGetLastError());
-          exit(1);
-        }
-      }
-      labels.push_back(b.label);
-      backends.push_back(std::move(b));
-    };
-    // Grid shapes for the defaults in plan/grid.h, for each kernel algorithm among --backends:
-    // labels are algo/bytes-per-block/push-batch. host_bulk: bytes per block (larger shares: one
-    // fence and flag per block and step) by bytes per step by push share: host_bulk/16K/step64K/s2.
-    for (const std::string& name : a.backends) {
-      const int algo = parseAlgoName(name);
-      if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
-      if (algo == tpcommAlgoHostBulk) {
-        for (int bb : {2048, 4096, 8192, 16384})
-          for (int step : {0, 256 << 10, 128 << 10, 64 << 10, 32 << 10})
-            for (int e : {2, 4})
-              addVariant(name + "/" + std::to_string(bb / 1024) + "K/step" +
-                             (step ? std::to_string(step / 1024) + "K" : std::string("slot")) +
-                             "/s" + std::to_string(e),
-                         algo, [&](LaunchKnobs& k) {
-                           k.bulk_block_bytes = bb;
-                           k.bulk_step_bytes = step;
-                           k.push_eighths = e;
-                         });
-        continue;
-      }
-      for (int bb : {512, 1024, 2048, 4096, 8192, 16384})
-        for (int pb : {1, 4})
-          addVariant(name + "/" +
-                         (bb >= 1024 ? std::to_string(bb / 1024) + "K" : std::to_string(bb)) +
-                         "/p" + std::to_string(pb),
-                     algo, [&](LaunchKnobs& k) {
-                       k.block_bytes = bb;
-                       k.host_block_bytes = bb;
-                       k.push_batch = pb;
-                     });
-    }
-    // The split one-shot's push share (multi-step calls only): labels oneshot/splitN; and its
-    // steps shorter than a slot's region (more steps, a shorter pipeline fill and drain):
-    // labels oneshot/stepNM.
-    if (std::find(a.backends.begin(), a.backends.end(), "oneshot") != a.backends.end()) {
-      for (int e : {1, 2, 3, 4, 5})
-        addVariant("oneshot/split" + std::to_string(e), tpcommAlgoOneShot,
-                   [&](LaunchKnobs& k) { k.push_eighths = e; });
-      for (int mb : {1, 2, 3, 4, 6, 8})
-        for (int pb : {0, 1})  // 0: the grid's batch (4 from 8 MiB: fewer threads per block)
-          addVariant("oneshot/step" + std::to_string(mb) + "M" + (pb ? "/p1" : ""),
-                     tpcommAlgoOneShot, [&](LaunchKnobs& k) {
-                       k.oneshot_step_bytes = mb << 20;
-                       k.push_batch = pb;
-                     });
-    }
-    // host_oneshot with LL packets for every call (the sentinel protocol off), by bytes per
-    // block: labels host_oneshot/ll/NK.
-    if (std::find(a.backends.begin(), a.backends.end(), "host_oneshot") != a.backends.end()) {
-      for (int bb : {1024, 4096})
-        addVariant("host_oneshot/ll/" + std::to_string(bb / 1024) + "K", tpcommAlgoHostOneShot,
-                   [&](LaunchKnobs& k) {
-                     k.host_sentinel = false;
-                     k.host_block_bytes = bb;
-                   });
-    }
-    // The default shape without programmatic dependent launch.
-    addVariant("auto/nopdl", tpcommAlgoAuto, [](LaunchKnobs& k) { k.pdl = false; });
-    // The default shape with the general one-shot kernel where the lean one would run.
-    addVariant("auto/nolean", tpcommAlgoAuto, [](LaunchKnobs& k) { k.lean = false; });
-  }
+  for (const Backend& b : backends) labels.push_back(b.label);
   std::vector<size_t> sizes;
   for (size_t s = a.min_bytes; s <= a.max_bytes; s *= static_cast<size_t>(a.factor))
     sizes.push_back(s);
@@ -363,7 +235,7 @@ int main(int argc, char** argv) {
       for (int m = 0; m < 2; ++m) {
         const bool graph = m == 1;
         if ((graph && !a.graph) || (!graph && !a.eager)) continue;
-        Result r = measure(a, b, ranks, bytes, graph);
+        Result r = measure(a, b, ranks, inputs, bytes, graph);
         ++step;
         fprintf(stderr, "[%3zu/%3zu] %9zu B %-12s %-5s %10.2f us %s%s\n", step, total, bytes,
                 b.label.c_str(), r.mode.c_str(), r.median_us, r.algo.c_str(),

@@ -3,8 +3,8 @@
 
 namespace tpcomm::cli {
 
-int cmdInspect(int argc, char** argv);  // tools/cmd_inspect.cc
-int cmdDoctor(int argc, char** argv);   // tools/cmd_doctor.cc
-int cmdTune(int argc, char** argv);     // tools/cmd_tune.cc
+int cmdInspect(int argc, char** argv);  // tools/inspect/cmd_inspect.cc
+int cmdDoctor(int argc, char** argv);   // tools/doctor/cmd_doctor.cc
+int cmdTune(int argc, char** argv);     // tools/tune/cmd_tune.cc
 
 }  // namespace tpcomm::cli

@@ -70,6 +70,24 @@ typedef enum {
   tpcommNumAlgos = 8
 } tpcommAlgo_t;
 
+/* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
+ * An algorithm has one or more variants (e.g. the lean one-shot kernel for single-step calls of
+ * aligned whole vectors, the general one otherwise). Values are stable; new ones are appended. */
+typedef enum {
+  tpcommVariantNone = 0,                    /* nothing ran (the call failed) */
+  tpcommVariantNccl = 1,                    /* the NCCL fallback */
+  tpcommVariantP2pOneShotLean = 2,          /* one-shot over peer memory, one step, no tail */
+  tpcommVariantP2pOneShot = 3,              /* one-shot over peer memory, general kernel */
+  tpcommVariantP2pTwoShot = 4,              /* two-shot over peer memory */
+  tpcommVariantIsland = 5,                  /* island (hierarchical) over peer memory */
+  tpcommVariantHostOneShotSentinelLean = 6, /* host one-shot, sentinel protocol, lean kernel */
+  tpcommVariantHostOneShotSentinel = 7,     /* host one-shot, sentinel protocol (one step) */
+  tpcommVariantHostOneShotLL = 8,           /* host one-shot, LL packets (a flag per 4 bytes) */
+  tpcommVariantHostTwoShotLL = 9,           /* host two-shot, LL packets */
+  tpcommVariantHostBulk = 10,               /* host one-shot, bulk data + a flag per block */
+  tpcommNumVariants = 11
+} tpcommVariant_t;
+
 /* What the caller asks of NCCL as a fallback. */
 typedef enum {
   tpcommNcclAuto = 0, /* create an NCCL communicator at init when libnccl loads and GPUs differ */
@@ -78,7 +96,7 @@ typedef enum {
 } tpcommNcclMode_t;
 
 #define TPCOMM_CONFIG_MAGIC 0x7c0a11ceu
-#define TPCOMM_CONFIG_VERSION 1
+#define TPCOMM_CONFIG_VERSION 2
 
 /* Versioned so the ABI can grow: always start from TPCOMM_CONFIG_INITIALIZER. Every field left
  * at its initializer value means "default": the environment variable of the same purpose, if set,
@@ -94,10 +112,15 @@ typedef struct {
   int ncclMode;         /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */
   void* ncclComm;       /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
   int maxBlocks;        /* 0: default (by message size); else an upper bound on the grid */
+  /* version 2: */
+  const char* launchKnobs; /* NULL: TPCOMM_KNOBS; else "name=value,..." applied on top of it */
 } tpcommConfig_t;
 
-#define TPCOMM_CONFIG_INITIALIZER \
-  { sizeof(tpcommConfig_t), TPCOMM_CONFIG_MAGIC, TPCOMM_CONFIG_VERSION, 0, 0, -1, -1, -1, NULL, 0 }
+#define TPCOMM_CONFIG_INITIALIZER                                                                  \
+  {                                                                                                \
+    sizeof(tpcommConfig_t), TPCOMM_CONFIG_MAGIC, TPCOMM_CONFIG_VERSION, 0, 0, -1, -1, -1, NULL, 0, \
+        NULL                                                                                       \
+  }
 
 typedef struct tpcommComm* tpcommComm_t;
 
@@ -187,6 +210,8 @@ typedef struct {
 
 typedef struct {
   int algo;         /* tpcommAlgo_t that ran */
+  int variant;      /* tpcommVariant_t that ran (placed in the padding after `algo`: the size
+                       and the other fields' offsets are those of earlier versions) */
   size_t bytes;     /* payload bytes */
   int datatype;     /* tpcommDataType_t */
   int blocks;       /* grid size launched (0 for NCCL) */
@@ -199,10 +224,17 @@ TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* s
  * A query of its own: tpcommStats_t carries no size, so it cannot grow without an ABI break. */
 TPCOMM_API tpcommResult_t tpcommCommGetPtxJitCalls(tpcommComm_t comm, uint64_t* calls);
 TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
+/* Calls per tpcommVariant_t, counted as tpcommStats_t::calls are, into calls[0..n-1]: entry v for
+ * variant v < tpcommNumVariants, 0 past it (so a caller may pass more room than this library has
+ * variants). */
+TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 TPCOMM_API const char* tpcommAlgoName(
     int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
+/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
+TPCOMM_API const char* tpcommVariantName(int variant);
 
-/* What the policy would choose for a call of this size, without running it ("doctor", tests). */
+/* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with
+ * 16-byte aligned buffers, without running it ("doctor", tests). */
 TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info);
 

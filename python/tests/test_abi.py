@@ -54,6 +54,24 @@ def test_algorithms():
     assert len(v) + 1 == _abi.NUM_ALGOS
 
 
+def test_variants():
+    v = enum_values("tpcommVariant")
+    assert enum_values("tpcommNumVariants")["tpcommNumVariants"] == _abi.NUM_VARIANTS
+    assert sorted(v.values()) == list(range(_abi.NUM_VARIANTS))
+
+
+def test_variant_names_are_the_librarys():
+    lib_path = os.environ.get("TPCOMM_LIBRARY")
+    if not lib_path or not os.path.exists(lib_path):
+        pytest.skip("TPCOMM_LIBRARY not set")
+    lib = ctypes.CDLL(lib_path)
+    lib.tpcommVariantName.restype = ctypes.c_char_p
+    lib.tpcommVariantName.argtypes = [ctypes.c_int]
+    names = tuple(lib.tpcommVariantName(i).decode() for i in range(_abi.NUM_VARIANTS))
+    assert names == _abi.VARIANT_NAMES
+    assert lib.tpcommVariantName(_abi.NUM_VARIANTS) is None
+
+
 def test_constants():
     assert define("TPCOMM_CONFIG_MAGIC") == _abi.CONFIG_MAGIC
     assert define("TPCOMM_STATS_MAX_ALGOS") == _abi.STATS_MAX_ALGOS >= _abi.NUM_ALGOS

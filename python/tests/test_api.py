@@ -46,9 +46,10 @@ def test_op_not_repeated_when_the_message_names_it():
 
 def test_config_defaults_match_the_initializer():
     cfg = _config.make_config()
-    assert (cfg.size, cfg.magic, cfg.version) == (ctypes.sizeof(_abi.Config), _abi.CONFIG_MAGIC, 1)
+    assert (cfg.size, cfg.magic, cfg.version) == (ctypes.sizeof(_abi.Config), _abi.CONFIG_MAGIC, 2)
     assert (cfg.bufferBytes, cfg.timeoutMs, cfg.strict, cfg.algo, cfg.ncclMode, cfg.maxBlocks) == \
         (0, 0, -1, -1, -1, 0)
+    assert cfg.launchKnobs is None
 
 
 def test_config_values():

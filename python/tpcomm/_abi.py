@@ -29,11 +29,17 @@ ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twosho
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
+# tpcommVariant_t (the names are the library's own, from tpcommVariantName).
+VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
+                 "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
+                 "host_twoshot_ll", "host_bulk")
+NUM_VARIANTS = len(VARIANT_NAMES)
+
 # tpcommNcclMode_t
 NCCL_AUTO, NCCL_OFF, NCCL_GIVEN = 0, 1, 2
 
 CONFIG_MAGIC = 0x7C0A11CE
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
 UNIQUE_ID_BYTES = 128
 RANK_HANDLE_BYTES = 2048
 REASON_BYTES = 160
@@ -51,12 +57,14 @@ class Config(ctypes.Structure):
         ("ncclMode", c_int),
         ("ncclComm", c_void_p),
         ("maxBlocks", c_int),
+        ("launchKnobs", c_char_p),
     ]
 
     @classmethod
     def initializer(cls):
         """TPCOMM_CONFIG_INITIALIZER: every field at 'default' (environment, then built-in)."""
-        return cls(ctypes.sizeof(cls), CONFIG_MAGIC, CONFIG_VERSION, 0, 0, -1, -1, -1, None, 0)
+        return cls(ctypes.sizeof(cls), CONFIG_MAGIC, CONFIG_VERSION, 0, 0, -1, -1, -1, None, 0,
+                   None)
 
 
 class UniqueId(ctypes.Structure):
@@ -79,6 +87,7 @@ class Stats(ctypes.Structure):
 class CallInfo(ctypes.Structure):
     _fields_ = [
         ("algo", c_int),
+        ("variant", c_int),
         ("bytes", c_size_t),
         ("datatype", c_int),
         ("blocks", c_int),
@@ -111,7 +120,9 @@ PROTOTYPES = {
     "tpcommCommGetStats": (_res, [_comm, POINTER(Stats)]),
     "tpcommCommGetPtxJitCalls": (_res, [_comm, POINTER(c_uint64)]),
     "tpcommCommGetLastCall": (_res, [_comm, POINTER(CallInfo)]),
+    "tpcommCommGetVariantStats": (_res, [_comm, POINTER(c_uint64), c_int]),
     "tpcommAlgoName": (c_char_p, [c_int]),
+    "tpcommVariantName": (c_char_p, [c_int]),
     "tpcommCommExplain": (_res, [_comm, c_size_t, c_int, POINTER(CallInfo)]),
 }
 
@@ -132,6 +143,8 @@ def bind(lib):
 def call_info_dict(info):
     return {
         "algo": ALGO_NAMES[info.algo] if 0 <= info.algo < NUM_ALGOS else str(info.algo),
+        "variant": (VARIANT_NAMES[info.variant] if 0 <= info.variant < NUM_VARIANTS
+                    else str(info.variant)),
         "bytes": int(info.bytes),
         "dtype": DTYPE_NAMES.get(info.datatype, str(info.datatype)),
         "blocks": int(info.blocks),

@@ -1,17 +1,18 @@
-// tpcommAllReduce: validate -> check the communicator is healthy -> ask the policy -> launch (or
-// hand to NCCL, counted and logged) -> record what ran.
+// tpcommAllReduce: validate -> check the communicator is healthy -> ask the planner -> launch the
+// planned variant (or hand to NCCL, counted and logged) -> record what ran.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "comm/comm.h"
+#include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/algo_launch.h"
-#include "transport/nccl_fallback.h"
+#include "plan/planner.h"
 
 namespace tpcomm {
 namespace {
@@ -26,85 +27,48 @@ tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
               op, c->rank, c->settings.timeout_ms, e->peer, e->step);
 }
 
-PolicyInput policyInput(const tpcommComm* c, size_t bytes) {
-  PolicyInput in;
-  in.world = c->world;
-  in.bytes = bytes;
-  in.fabric = c->fabric;
-  in.two_islands = c->two_islands;
-  in.nccl_available = c->nccl != nullptr;
-  in.host_transport = c->host_seg.dev != nullptr;
-  in.forced_algo = c->settings.algo;
-  in.strict = c->settings.strict;
-  in.tuned = c->tuned;
-  return in;
+CommFacts factsOf(const tpcommComm* c) {
+  CommFacts f;
+  f.world = c->world;
+  f.fabric = c->fabric;
+  f.two_islands = c->two_islands;
+  f.nccl_available = c->nccl != nullptr;
+  f.host_transport = c->host_seg.dev != nullptr;
+  f.forced_algo = c->settings.algo;
+  f.strict = c->settings.strict;
+  f.tuned = c->tuned;
+  f.slots = c->slots;
+  f.knobs = c->knobs;
+  return f;
 }
 
-// Bytes per step: `full` (what the slot layout holds), or less when a knob asks for shorter
-// steps.
-size_t stepBytes(int knob_bytes, size_t full) {
-  const size_t knob = static_cast<size_t>(knob_bytes) / kVecBytes * kVecBytes;
-  return knob > 0 ? std::min(knob, full) : full;
-}
-// The step a call takes (the launch knob applied), where the kernels' oneShotStepBytes and
-// hostBulkStepBytes (launch.cu) give what one slot holds.
-size_t bulkCallStepBytes(const tpcommComm* c) {
-  return stepBytes(c->knobs.bulk_step_bytes, c->bulk_step_bytes);
-}
-size_t oneShotCallStepBytes(const tpcommComm* c) {
-  return stepBytes(c->knobs.oneshot_step_bytes, c->oneshot_step_bytes);
-}
-
-// Vectors per step of a chunked algorithm (two-shot on its transport, island, host_bulk) and of
-// the one-shot over peer memory; 0 for the LL one-shot, whose kernel takes a whole slot region
-// per step.
-size_t chunkOf(const tpcommComm* c, int algo) {
-  switch (algo) {
-    case tpcommAlgoOneShot:
-      return oneShotCallStepBytes(c) / kVecBytes;
-    case tpcommAlgoTwoShot:
-      return c->chunk_vecs;
-    case tpcommAlgoHostTwoShot:
-      return c->host_chunk_vecs;
-    case tpcommAlgoIsland:
-      return c->island_chunk_vecs;
-    case tpcommAlgoHostBulk:
-      return bulkCallStepBytes(c) / kVecBytes;
-    default:
-      return 0;
-  }
-}
-
-// Whether a host_oneshot call takes the sentinel protocol: it fits one step of the host sentinel
-// inboxes (one step only: docs/PROTOCOL.md) and the knob allows it; otherwise LL packets.
-bool hostSentinelCall(const tpcommComm* c, int algo, size_t bytes) {
-  return algo == tpcommAlgoHostOneShot && c->knobs.host_sentinel &&
-         bytes <= c->host_sentinel_step_bytes;
-}
-
-GridPlan gridOf(const tpcommComm* c, int algo, size_t bytes) {
-  const size_t step = algo != tpcommAlgoHostOneShot      ? chunkOf(c, algo) * kVecBytes
-                      : hostSentinelCall(c, algo, bytes) ? c->host_sentinel_step_bytes
-                                                         : c->host_step_bytes;
-  return planGrid(algo, bytes, step, c->world, c->knobs);
-}
-
-const Decision& decide(tpcommComm* c, size_t bytes) {
-  if (bytes != c->cached_bytes) {
-    c->cached = choose(policyInput(c, bytes));
-    c->cached_bytes = bytes;
+// The plan of the last call, reused while consecutive calls have the same size and alignment
+// (the planner is a pure function of them), so the hot path builds no strings.
+const CallPlan& planOf(tpcommComm* c, const CallArgs& call) {
+  if (call.bytes != c->cached_call.bytes || call.aligned != c->cached_call.aligned ||
+      !c->cached_valid) {
+    c->cached = planCall(factsOf(c), call);
+    c->cached_call = call;
+    c->cached_valid = true;
   }
   return c->cached;
 }
 
-void record(tpcommComm* c, const Decision& d, size_t bytes, tpcommDataType_t dt, int blocks,
-            bool capturing) {
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
+}
+
+void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt, bool capturing) {
+  const Decision& d = p.decision;
+  const int blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
   c->stats.calls[d.algo]++;
+  c->variant_calls[p.variant]++;
   c->stats.bytes += bytes;
   if (d.fallback) c->stats.fallbacks++;
   if (capturing) c->stats.captured++;
-  if (c->ptx_jit && isKernelAlgo(d.algo)) c->ptx_jit_calls++;
+  if (c->ptx_jit && isKernelVariant(p.variant)) c->ptx_jit_calls++;
   c->last.algo = d.algo;
+  c->last.variant = p.variant;
   c->last.bytes = bytes;
   c->last.datatype = static_cast<int>(dt);
   c->last.blocks = blocks;
@@ -115,7 +79,7 @@ void record(tpcommComm* c, const Decision& d, size_t bytes, tpcommDataType_t dt,
     TPCOMM_INFO(COLL, "rank %d: %zu bytes served by NCCL (%s)", c->rank, bytes, d.reason.c_str());
   }
   TPCOMM_DEBUG(COLL, "rank %d: allreduce %zu bytes -> %s, %d blocks%s", c->rank, bytes,
-               tpcommAlgoName(d.algo), blocks, capturing ? " (captured)" : "");
+               tpcommVariantName(p.variant), blocks, capturing ? " (captured)" : "");
 }
 
 // Launches on the communicator's device, whatever device is current on this thread.
@@ -166,26 +130,21 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
                   stream_dev, comm->rank, comm->device);
   }
 
-  const Decision& d = decide(comm, bytes);
+  const CallPlan& p = planOf(comm, CallArgs{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
+  const Decision& d = p.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
                 d.reason.c_str());
-  int blocks = 0;
-  if (d.algo == tpcommAlgoNccl) {
+  if (p.variant == tpcommVariantNccl) {
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
-  } else if (isKernelAlgo(d.algo)) {
-    const GridPlan g = gridOf(comm, d.algo, bytes);
-    blocks = g.blocks;
-    LaunchArgs a{
-        d.algo,   g.blocks, g.threads, g.push_batch, g.push_eighths,        comm->knobs.pdl,
-        sendbuff, recvbuff, count,     datatype,     chunkOf(comm, d.algo), comm->knobs.lean};
-    a.host_sentinel = hostSentinelCall(comm, d.algo, bytes);
-    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   } else {
-    return fail(tpcommUnsupported, "tpcommAllReduce: algorithm %s is not available in this build",
-                tpcommAlgoName(d.algo));
+    const LaunchArgs a{
+        p.variant, p.grid.blocks, p.grid.threads, p.grid.push_batch, p.grid.push_eighths,
+        p.pdl,     p.aligned,     p.chunk_vecs,   p.geometry,        sendbuff,
+        recvbuff,  count,         datatype};
+    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   }
-  record(comm, d, bytes, datatype, blocks, cap != cudaStreamCaptureStatusNone);
+  record(comm, p, bytes, datatype, cap != cudaStreamCaptureStatusNone);
   return tpcommSuccess;
 }
 
@@ -197,12 +156,15 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
     return fail(tpcommInvalidArgument, "tpcommCommExplain: datatype %d is not supported",
                 static_cast<int>(datatype));
   const size_t bytes = count * dtypeSize(datatype);
-  const Decision d = choose(policyInput(comm, bytes));
+  // As for 16-byte aligned buffers (what torch and the engines allocate).
+  const CallPlan p = planCall(factsOf(comm), CallArgs{bytes, true});
+  const Decision& d = p.decision;
   *info = tpcommCallInfo_t{};
   info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;
+  info->variant = p.variant;
   info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);
-  info->blocks = isKernelAlgo(d.algo) ? gridOf(comm, d.algo, bytes).blocks : 0;
+  info->blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
   strncpy(info->reason, d.reason.c_str(), sizeof(info->reason) - 1);
   return d.error;
 }

@@ -1,9 +1,12 @@
-// The small C entry points: versions, errors, communicator queries, statistics, groups.
+// The small C entry points: versions, errors, names, communicator queries, statistics, groups.
+#include <cstddef>
+
 #include "comm/comm.h"
+#include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "common/error.h"
+#include "comm/nccl_fallback.h"
 #include "common/result_table.h"
-#include "transport/nccl_fallback.h"
 
 using namespace tpcomm;
 
@@ -47,6 +50,35 @@ const char* tpcommAlgoName(int algo) {
   }
 }
 
+const char* tpcommVariantName(int variant) {
+  switch (variant) {
+    case tpcommVariantNone:
+      return "none";
+    case tpcommVariantNccl:
+      return "nccl";
+    case tpcommVariantP2pOneShotLean:
+      return "p2p_oneshot_lean";
+    case tpcommVariantP2pOneShot:
+      return "p2p_oneshot";
+    case tpcommVariantP2pTwoShot:
+      return "p2p_twoshot";
+    case tpcommVariantIsland:
+      return "island";
+    case tpcommVariantHostOneShotSentinelLean:
+      return "host_oneshot_sentinel_lean";
+    case tpcommVariantHostOneShotSentinel:
+      return "host_oneshot_sentinel";
+    case tpcommVariantHostOneShotLL:
+      return "host_oneshot_ll";
+    case tpcommVariantHostTwoShotLL:
+      return "host_twoshot_ll";
+    case tpcommVariantHostBulk:
+      return "host_bulk";
+    default:
+      return nullptr;
+  }
+}
+
 tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommCount"));
   if (!nranks) return fail(tpcommInvalidArgument, "tpcommCommCount: nranks is NULL");
@@ -81,6 +113,12 @@ static_assert(tpcommNumAlgos <= TPCOMM_STATS_MAX_ALGOS,
               "tpcommStats_t::calls has no room for every algorithm: raise TPCOMM_STATS_MAX_ALGOS "
               "(an ABI change)");
 
+// tpcommCallInfo_t::variant sits in what was padding after `algo`: the struct's size and the
+// other fields' offsets are those of the releases before it, so old callers keep working.
+static_assert(offsetof(tpcommCallInfo_t, variant) == 4 && offsetof(tpcommCallInfo_t, bytes) == 8 &&
+                  offsetof(tpcommCallInfo_t, reason) == 24 && sizeof(tpcommCallInfo_t) == 184,
+              "tpcommCallInfo_t's layout changed (an ABI change)");
+
 tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommGetStats"));
   if (!stats) return fail(tpcommInvalidArgument, "tpcommCommGetStats: stats is NULL");
@@ -99,6 +137,15 @@ tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info) 
   TPCOMM_CHECK(checkComm(comm, "tpcommCommGetLastCall"));
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommGetLastCall: info is NULL");
   *info = comm->last;
+  return tpcommSuccess;
+}
+
+tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetVariantStats"));
+  if (!calls || n < 0)
+    return fail(tpcommInvalidArgument, "tpcommCommGetVariantStats: calls is %s, n = %d",
+                calls ? "set" : "NULL", n);
+  for (int v = 0; v < n; ++v) calls[v] = v < tpcommNumVariants ? comm->variant_calls[v] : 0;
   return tpcommSuccess;
 }
 

@@ -10,8 +10,7 @@
 #include "comm/config.h"
 #include "comm/rank_info.h"
 #include "kernels/device_comm.h"
-#include "plan/grid.h"
-#include "plan/policy.h"
+#include "plan/planner.h"
 #include "transport/host_shm.h"
 #include "transport/p2p_staging.h"
 
@@ -40,18 +39,12 @@ struct tpcommComm {
   tpcomm::TuningTable tuning;                // this machine's table (`tpcomm tune`), if any
   const tpcomm::SizeTable* tuned = nullptr;  // its rows for this world and fabric, if agreed
   bool ranks_share_gpu = false;
-  bool two_islands = false;             // auto may pick the island algorithm (comm/fabric.cc)
-  std::vector<int> island_of_rank;      // 0 or 1 per rank (even worlds >= 4), else empty
-  bool islands_found = false;           // island_of_rank is the topology's split, not the halves
-  tpcomm::LaunchKnobs knobs;            // grid shape and launch options (plan/grid.h)
-  size_t oneshot_step_bytes = 0;        // bytes per one-shot step (a peer region of a slot)
-  size_t chunk_vecs = 0;                // vectors per two-shot step
-  size_t island_chunk_vecs = 0;         // vectors per island step
-  tpcomm::HostSegment host_seg;         // host-memory transport (mapped only when used)
-  size_t host_step_bytes = 0;           // bytes per host one-shot step
-  size_t host_sentinel_step_bytes = 0;  // the same with the sentinel protocol (one step only)
-  size_t host_chunk_vecs = 0;           // vectors per host two-shot step
-  size_t bulk_step_bytes = 0;           // bytes per host bulk step (an outbox slot)
+  bool two_islands = false;         // auto may pick the island algorithm (comm/fabric.cc)
+  std::vector<int> island_of_rank;  // 0 or 1 per rank (even worlds >= 4), else empty
+  bool islands_found = false;       // island_of_rank is the topology's split, not the halves
+  tpcomm::LaunchKnobs knobs;        // grid shape and variant options (plan/knobs.h)
+  tpcomm::SlotCapacity slots;       // what one step of each slot layout holds (init)
+  tpcomm::HostSegment host_seg;     // host-memory transport (mapped only when used)
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;
@@ -59,10 +52,11 @@ struct tpcommComm {
   tpcommStats_t stats{};
   bool ptx_jit = false;        // kernels run from JIT-compiled PTX (kernels/image_check.h)
   uint64_t ptx_jit_calls = 0;  // tpcommCommGetPtxJitCalls
+  uint64_t variant_calls[tpcommNumVariants] = {};  // tpcommCommGetVariantStats
   tpcommCallInfo_t last{};
-  // The last decision, reused while consecutive calls have the same size (the policy is a pure
-  // function of it), so the hot path builds no strings.
-  size_t cached_bytes = SIZE_MAX;
-  tpcomm::Decision cached;
+  // The last call's plan (comm/allreduce.cc planOf).
+  tpcomm::CallArgs cached_call;
+  bool cached_valid = false;
+  tpcomm::CallPlan cached;
   std::map<size_t, bool> logged_fallback_sizes;
 };

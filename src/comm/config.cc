@@ -1,12 +1,27 @@
 #include "comm/config.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <string>
 
 #include "common/env.h"
 #include "common/error.h"
+#include "kernels/algo_launch.h"
 #include "kernels/device_comm.h"
 
 namespace tpcomm {
+namespace {
+
+// Applies one knob string (TPCOMM_KNOBS or config.launchKnobs) and checks the result.
+tpcommResult_t applyKnobs(const char* where, const std::string& spec, LaunchKnobs* k) {
+  std::string why = parseLaunchKnobs(spec, k);
+  if (why.empty()) why = launchKnobsError(*k, kThreadsPerBlock);
+  if (!why.empty())
+    return fail(tpcommInvalidArgument, "%s=%s: %s", where, spec.c_str(), why.c_str());
+  return tpcommSuccess;
+}
+
+}  // namespace
 
 tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   const Env& e = env();
@@ -24,6 +39,7 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   s.max_blocks = e.max_blocks;
   s.transport = e.transport;
   s.pdl = e.pdl != 0;
+  TPCOMM_CHECK(applyKnobs("TPCOMM_KNOBS", e.knobs, &s.knobs));
 
   if (config) {
     if (config->magic != TPCOMM_CONFIG_MAGIC || config->size < sizeof(size_t) * 2)
@@ -70,6 +86,10 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
       return fail(tpcommInvalidArgument, "config.maxBlocks=%d: expected 0..1024",
                   config->maxBlocks);
     if (config->maxBlocks > 0) s.max_blocks = config->maxBlocks;
+    // Version 1 structs end before launchKnobs.
+    const bool has_knobs = config->size >= offsetof(tpcommConfig_t, launchKnobs) + sizeof(char*);
+    if (has_knobs && config->launchKnobs)
+      TPCOMM_CHECK(applyKnobs("config.launchKnobs", config->launchKnobs, &s.knobs));
   }
   s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size
   // Host inboxes are a quarter of the device slots: the host path is latency-bound (LL packets)

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "plan/knobs.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -21,6 +22,7 @@ struct Settings {
   int max_blocks = 0;
   int transport = 0;  // 0 auto, 1 p2p, 2 host
   bool pdl = true;
+  LaunchKnobs knobs;  // TPCOMM_KNOBS, then config.launchKnobs on top (max_blocks, pdl: above)
 };
 
 // Validates config (NULL allowed) and the environment; a bad field is tpcommInvalidArgument.

@@ -28,9 +28,7 @@ void fillIslands(const tpcommComm* c, DeviceComm* d) {
 tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   std::string reason;
   const Fabric agreed = agreeFabric(all, c->world, &c->ranks_share_gpu, &reason);
-  c->fabric = agreed;
-  if (c->settings.transport == 2) c->fabric = Fabric::kHost;
-  if (c->settings.transport == 1 && agreed == Fabric::kHost)
+  if (!fabricForTransport(c->settings.transport, agreed, &c->fabric))
     return fail(tpcommUnsupported, "TPCOMM_TRANSPORT=p2p, but %s", reason.c_str());
   // Islands: the topology's two-island split where every rank's view shows one (two sockets or
   // switches; ranks sharing GPUs split by GPU), else the halves, ranks 0..m-1 and m..n-1, so that
@@ -45,7 +43,7 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
       for (int r = c->world / 2; r < c->world; ++r) c->island_of_rank[r] = 1;
     }
   }
-  c->two_islands = kIslandAutoSelect && c->islands_found && c->fabric == Fabric::kPcie;
+  c->two_islands = autoIsland(c->islands_found, c->fabric);
   // A tuning table is used only when every rank loaded the same one: the policy must pick the
   // same algorithm on every rank.
   c->tuned = nullptr;

@@ -26,10 +26,6 @@ tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
   for (int p = 0; p < c->world; ++p)
     c->dev.hsbufs[p] = hostSentinelInbox(c->host_seg, c->world, p, slot);
   c->dev.hs_slot_bytes = kHostSentinelSlotBytes;
-  c->host_step_bytes = hostOneShotStepBytes(c->dev);
-  c->host_sentinel_step_bytes = hostSentinelStepBytes(c->dev);
-  c->host_chunk_vecs = hostTwoShotChunkVecs(c->dev);
-  c->bulk_step_bytes = hostBulkStepBytes(c->dev);
   TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank, slot);
   return tpcommSuccess;
 }

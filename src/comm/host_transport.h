@@ -3,7 +3,7 @@
 // creation of the segment and every rank's attachment to it.
 #pragma once
 
-#include "plan/policy.h"
+#include "plan/planner.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -12,8 +12,9 @@ struct RankInfo;
 
 // The host transport is used by a multi-rank communicator whose agreed fabric is host memory, or
 // that forces a host algorithm; never by one that runs over P2P (no segment is created for it).
+// The planner's rule (needsHostTransport), which `tpcomm doctor` previews too.
 inline bool hostTransportWanted(Fabric fabric, int world, int algo) {
-  return world > 1 && (fabric == Fabric::kHost || isHostAlgo(algo));
+  return needsHostTransport(world, fabric, algo);
 }
 
 // After detectFabric: where the transport is wanted, rank 0 creates the segment named in its

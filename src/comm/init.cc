@@ -13,6 +13,7 @@
 #include "comm/fabric.h"
 #include "comm/host_transport.h"
 #include "comm/machine_view.h"
+#include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "comm/unique_id.h"
 #include "common/env.h"
@@ -20,7 +21,6 @@
 #include "common/log.h"
 #include "kernels/algo_launch.h"
 #include "kernels/image_check.h"
-#include "transport/nccl_fallback.h"
 
 namespace tpcomm {
 namespace {
@@ -103,17 +103,17 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
   TPCOMM_CHECK(setupHostTransport(c, all));
   fillIslands(c, &d);
-  c->oneshot_step_bytes = oneShotStepBytes(d);
-  c->chunk_vecs = twoShotChunkVecs(d);
-  c->island_chunk_vecs = islandChunkVecs(d);
+  c->slots = slotCapacity(d);  // the one place step sizes are computed from the slot layout
+  c->knobs = c->settings.knobs;
   c->knobs.max_blocks = c->settings.max_blocks;
-  c->knobs.pdl = c->settings.pdl && c->cc_major >= 9;
+  c->knobs.pdl = c->knobs.pdl && c->settings.pdl && c->cc_major >= 9;
   d.push_batch = 1;  // set per launch from the grid plan
   TPCOMM_INFO(INIT,
               "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot step %zu bytes, "
               "two-shot chunk %zu bytes",
               c->rank, c->world, c->device, all[c->rank].pci_bus_id, c->cc_major, c->cc_minor,
-              fabricName(c->fabric), c->oneshot_step_bytes, c->chunk_vecs * kVecBytes);
+              fabricName(c->fabric), c->slots.oneshot_step_bytes,
+              c->slots.twoshot_chunk_vecs * kVecBytes);
   return tpcommSuccess;
 }
 

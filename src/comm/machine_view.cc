@@ -52,6 +52,19 @@ const MachineView::Gpu* find(const MachineView& v, const char* bus) {
   return nullptr;
 }
 
+// The ranks' distinct GPUs (by bus id), and each rank's index among them.
+void distinctGpus(const RankInfo* all, int world, std::vector<std::string>* buses,
+                  std::vector<int>* rank_gpu) {
+  rank_gpu->assign(static_cast<size_t>(world), 0);
+  for (int r = 0; r < world; ++r) {
+    const std::string bus = all[r].pci_bus_id_norm;
+    size_t i = 0;
+    while (i < buses->size() && (*buses)[i] != bus) ++i;
+    if (i == buses->size()) buses->push_back(bus);
+    (*rank_gpu)[r] = static_cast<int>(i);
+  }
+}
+
 }  // namespace
 
 void buildMachineView(int device, MachineView* v, TuningTable* table, std::string* key) {
@@ -97,46 +110,44 @@ void buildMachineView(int device, MachineView* v, TuningTable* table, std::strin
 }
 
 Fabric agreeFabric(const RankInfo* all, int world, bool* share, std::string* reason) {
-  bool every_nvlink = true, every_reachable = true;
-  *share = false;
-  reason->clear();
-  for (int a = 0; a < world; ++a) {
-    for (int b = 0; b < world; ++b) {
-      if (a == b) continue;
-      if (strcmp(all[a].pci_bus_id_norm, all[b].pci_bus_id_norm) == 0) {
-        *share = true;
-        continue;
+  std::vector<std::string> buses;
+  std::vector<int> rank_gpu;
+  distinctGpus(all, world, &buses, &rank_gpu);
+  *share = static_cast<int>(buses.size()) < world;
+  // The pairs as every rank on either GPU sees them, classified like any topology
+  // (topo::classify, which `tpcomm doctor` uses too): NVLink only if every view says so, P2P only
+  // if no view lacks it or found it broken. A GPU a rank cannot see (CUDA_VISIBLE_DEVICES) is no
+  // NVLink but may still be mapped over IPC.
+  topo::Topology t;
+  t.resize(static_cast<int>(buses.size()));
+  for (int a = 0; a < t.size(); ++a) {
+    for (int b = a + 1; b < t.size(); ++b) {
+      bool nvlink = true, access = true, broken = false;
+      for (int r = 0; r < world; ++r) {
+        if (rank_gpu[r] != a && rank_gpu[r] != b) continue;
+        const MachineView::Gpu* g = find(all[r].view, buses[rank_gpu[r] == a ? b : a].c_str());
+        nvlink = nvlink && g && g->nvlink;
+        access = access && (!g || g->access);
+        broken = broken || (g && g->broken);
       }
-      const MachineView::Gpu* g = find(all[a].view, all[b].pci_bus_id_norm);
-      if (!g) {  // rank a cannot see b's GPU: IPC may still map it, but not as NVLink
-        every_nvlink = false;
-        continue;
-      }
-      if (!g->access || g->broken) {
-        every_reachable = false;
-        if (reason->empty())
-          *reason = "rank " + std::to_string(a) + " cannot use P2P to rank " + std::to_string(b) +
-                    (g->broken ? " (a P2P test found the pair broken)" : " (not supported)");
-      }
-      if (!g->nvlink) every_nvlink = false;
+      topo::LinkInfo l;
+      l.path = nvlink ? topo::PathClass::kNvlink : topo::PathClass::kUnknown;
+      l.p2p_supported = access;
+      l.p2p_works = broken ? topo::P2pHealth::kBroken : topo::P2pHealth::kUnknown;
+      t.setLink(a, b, l);
     }
   }
-  if (!every_reachable) return Fabric::kHost;
-  return every_nvlink ? Fabric::kNvlink : Fabric::kPcie;
+  topo::Classification c;
+  if (topo::classify(t, rank_gpu, &c) != tpcommSuccess) return Fabric::kHost;
+  *reason = c.reason;
+  return c.fabric;
 }
 
 bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_rank) {
   island_of_rank->clear();
-  // The ranks' distinct GPUs, and each rank's index among them.
   std::vector<std::string> buses;
-  std::vector<int> rank_gpu(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    const std::string bus = all[r].pci_bus_id_norm;
-    size_t i = 0;
-    while (i < buses.size() && buses[i] != bus) ++i;
-    if (i == buses.size()) buses.push_back(bus);
-    rank_gpu[r] = static_cast<int>(i);
-  }
+  std::vector<int> rank_gpu;
+  distinctGpus(all, world, &buses, &rank_gpu);
   topo::Topology t;
   t.resize(static_cast<int>(buses.size()));
   auto pathFrom = [&](int gpu, const std::string& to) {

@@ -35,9 +35,10 @@ struct RankInfo;
 // into *table. Never fails the communicator: facts that cannot be read are left out (logged).
 void buildMachineView(int device, MachineView* v, TuningTable* table, std::string* topology_key);
 
-// The fabric every rank agrees on: NVLink if every pair of distinct GPUs is reachable over NVLink
-// from both sides, PCIe if every pair is reachable, host memory otherwise. A peer GPU a rank
-// cannot see (CUDA_VISIBLE_DEVICES) counts as PCIe-reachable (IPC may still map it).
+// The fabric every rank agrees on, by topo::classify over the pairs as all ranks see them: NVLink
+// if every pair of distinct GPUs is reachable over NVLink from both sides, PCIe if every pair is
+// reachable, host memory otherwise. A peer GPU a rank cannot see (CUDA_VISIBLE_DEVICES) counts as
+// PCIe-reachable (IPC may still map it). *reason: classify's line.
 Fabric agreeFabric(const RankInfo* all, int world, bool* ranks_share_gpu, std::string* reason);
 
 // Two islands (topo::twoIslands) from the paths in every rank's view, the worse of the two

@@ -1,32 +1,18 @@
 #include "comm/unique_id.h"
 
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "common/error.h"
+#include "common/random.h"
 
 namespace tpcomm {
 namespace {
 constexpr char kMagic[8] = {'T', 'P', 'C', 'O', 'M', 'M', 'I', 'D'};
 constexpr uint32_t kIdVersion = 1;
 }  // namespace
-
-tpcommResult_t randomBytes(void* out, size_t n) {
-  auto* p = static_cast<uint8_t*>(out);
-  while (n > 0) {
-    const ssize_t got = getrandom(p, n, 0);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      return fail(tpcommSystemError, "getrandom failed: %s", strerror(errno));
-    }
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return tpcommSuccess;
-}
 
 tpcommResult_t makeUniqueId(tpcommUniqueId* id) {
   memset(id, 0, sizeof(*id));

@@ -23,7 +23,5 @@ tpcommResult_t makeUniqueId(tpcommUniqueId* id);
 tpcommResult_t parseUniqueId(const tpcommUniqueId& id, UniqueIdData* data);
 // Abstract socket name (leading NUL not included) derived from the key.
 std::string rendezvousName(const UniqueIdData& data);
-// Fills n random bytes from the kernel's CSPRNG.
-tpcommResult_t randomBytes(void* out, size_t n);
 
 }  // namespace tpcomm

@@ -29,6 +29,10 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_MAX_BLOCKS", "0", "upper bound on the grid of every kernel (0: by message size)"},
     {"TPCOMM_TRANSPORT", "auto", "auto | p2p | host: force the peer-memory or host-memory path"},
     {"TPCOMM_PDL", "1", "0: no programmatic dependent launch (sm_90+ only)"},
+    {"TPCOMM_KNOBS", "",
+     "launch knobs, name=value[,...]: block_bytes, host_block_bytes, bulk_block_bytes, "
+     "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
+     "host_sentinel, pdl (src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_TUNING_FILE", "", "tuning table to use instead of the one in the user's cache folder"},
 };
 
@@ -134,6 +138,7 @@ Env parseEnvironment(const EnvLookup& lookup) {
       bad("TPCOMM_PDL", s, "expected 0 or 1");
   }
   if (const char* s = get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
+  if (const char* s = get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/config.cc
   return e;
 }
 

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/algo_launch.h"
+#include "kernels/variant_table.h"
 
 namespace tpcomm {
 
@@ -39,45 +40,43 @@ bool firstPtxJitWarning() {
   return !said.exchange(true);
 }
 
+std::vector<const void*> checkedKernels() {
+  // Every row of the variant table (the kernels the launch can pick) at every world-size class;
+  // the island kernels exist from world 4 on.
+  std::vector<const void*> out;
+  int rows = 0;
+  const VariantKernels* table = variantTable(&rows);
+  for (int r = 0; r < rows; ++r)
+    for (int w : kWorldClasses)
+      for (int d = 0; d < kNumDtypes; ++d)
+        if (const void* fn = variantKernel(table[r].variant, w, d)) out.push_back(fn);
+  return out;
+}
+
 tpcommResult_t checkKernelImages(int device, bool* ptx_jit) {
   if (ptx_jit) *ptx_jit = false;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   int major = 0, minor = 0;
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   TPCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  std::vector<KernelSet> sets;
-  // Every kernel algorithm at every world-size class (the island kernels exist from world 4 on:
-  // island sizes 2 and 4; at world 2 their set is empty).
-  for (int w : kWorldClasses)
-    for (int algo = 0; algo < tpcommNumAlgos; ++algo) {
-      if (!isKernelAlgo(algo)) continue;
-      const KernelSet set = kernelsOf(algo, w);
-      if (set.fn[0] != nullptr) sets.push_back(set);
-    }
   bool jit = false;
-  for (const KernelSet& set : sets) {
-    for (const void* const* fns : {set.fn, set.lean}) {
-      for (int d = 0; d < kNumDtypes; ++d) {
-        const void* fn = fns[d];
-        if (!fn) continue;
-        cudaFuncAttributes attr{};
-        const cudaError_t err = cudaFuncGetAttributes(&attr, fn);
-        if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) {
-          cudaGetLastError();
-          char bus[32] = "?";
-          cudaDeviceGetPCIBusId(bus, sizeof(bus), device);
-          cudaGetLastError();
-          return fail(tpcommNoKernelImage,
-                      "GPU %d (%s, compute capability %d.%d) has no tpcomm kernel image: this "
-                      "library was built for CUDA architectures \"%s\". Rebuild with "
-                      "-DTPCOMM_CUDA_ARCHS=\"%d%d-real;<others>\" (or the default fat build), and "
-                      "check a binary with `tpcomm inspect --cc %d.%d FILE`",
-                      device, bus, major, minor, builtArchitectures(), major, minor, major, minor);
-        }
-        TPCOMM_CUDA_CHECK(err);
-        jit |= ranFromPtxJit(attr);
-      }
+  for (const void* fn : checkedKernels()) {
+    cudaFuncAttributes attr{};
+    const cudaError_t err = cudaFuncGetAttributes(&attr, fn);
+    if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) {
+      cudaGetLastError();
+      char bus[32] = "?";
+      cudaDeviceGetPCIBusId(bus, sizeof(bus), device);
+      cudaGetLastError();
+      return fail(tpcommNoKernelImage,
+                  "GPU %d (%s, compute capability %d.%d) has no tpcomm kernel image: this "
+                  "library was built for CUDA architectures \"%s\". Rebuild with "
+                  "-DTPCOMM_CUDA_ARCHS=\"%d%d-real;<others>\" (or the default fat build), and "
+                  "check a binary with `tpcomm inspect --cc %d.%d FILE`",
+                  device, bus, major, minor, builtArchitectures(), major, minor, major, minor);
     }
+    TPCOMM_CUDA_CHECK(err);
+    jit |= ranFromPtxJit(attr);
   }
   if (ptx_jit) *ptx_jit = jit;
   if (jit && firstPtxJitWarning())

@@ -1,4 +1,5 @@
-// Start-up self-check: every kernel the policy may launch has an image for this device. A missing
+// Start-up self-check: every kernel of the variant table (variant_table.h: every kernel the launch
+// can pick) has an image for this device. A missing
 // image is tpcommNoKernelImage at init with a message that says how to rebuild, instead of an
 // "invalid device function" at the first call (the SM120 story in docs/ARCH.md).
 #pragma once
@@ -6,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 #include "tpcomm/tpcomm.h"
 
@@ -15,6 +17,8 @@ namespace tpcomm {
 // that the driver JIT-compiled (no SASS for this GPU in the build): said once per process at
 // WARN, the default level, with the rebuild hint (ptxJitMessage).
 tpcommResult_t checkKernelImages(int device, bool* ptx_jit = nullptr);
+// The kernel entry points checkKernelImages asks the runtime about (host stubs, no GPU needed).
+std::vector<const void*> checkedKernels();
 // The CUDA architectures this library was built for (CMake TPCOMM_CUDA_ARCHS).
 const char* builtArchitectures();
 

@@ -19,8 +19,8 @@
 // slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
+#include "kernels/island_world.h"
 #include "kernels/session_device.cuh"
-#include "plan/policy.h"
 
 namespace tpcomm {
 namespace {

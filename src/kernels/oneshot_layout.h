@@ -1,7 +1,7 @@
-// The one-shot's call geometry. The host computes it once per launch (oneShotGeometry, launch.cu),
-// decides from it which kernel runs (oneShotLeanFits) and hands it to the kernels (oneshot.cu and
-// oneshot_lean.cu read DeviceComm::call_*), so the host can never send the
-// lean kernel a call it would lay out differently. A slot holds one region per
+// The one-shot's call geometry. The planner computes it once per call (oneShotGeometry,
+// src/plan/planner.cc), decides from it which kernel runs (leanFits, src/plan/planner.cc) and hands
+// it to the kernels (oneshot.cu and oneshot_lean.cu read DeviceComm::call_*), so the host can
+// never send the lean kernel a call it would lay out differently. A slot holds one region per
 // source rank (over host memory with the bulk protocol, an outbox slot holds only ours); a call
 // goes in steps of one region, or of step_vecs vectors if fewer; block b handles vectors
 // [b*per, b*per + per) of every step, with `per` fixed for the call, even in a shorter last step

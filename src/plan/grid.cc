@@ -42,32 +42,4 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
   return g;
 }
 
-std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
-  struct Check {
-    const char* name;
-    int value;
-    bool ok;
-    const char* expected;
-  };
-  const Check checks[] = {
-      {"block_bytes", k.block_bytes, k.block_bytes >= 16, ">= 16"},
-      {"host_block_bytes", k.host_block_bytes, k.host_block_bytes >= 16, ">= 16"},
-      {"bulk_block_bytes", k.bulk_block_bytes, k.bulk_block_bytes >= 16, ">= 16"},
-      {"oneshot_step_bytes", k.oneshot_step_bytes, k.oneshot_step_bytes >= 0,
-       ">= 0 (0: a slot's region)"},
-      {"bulk_step_bytes", k.bulk_step_bytes, k.bulk_step_bytes >= 0, ">= 0 (0: a whole slot)"},
-      {"max_blocks", k.max_blocks, k.max_blocks >= 0 && k.max_blocks <= 1024, "0..1024"},
-      {"max_threads", k.max_threads,
-       k.max_threads >= 32 && k.max_threads <= threads_bound && k.max_threads % 32 == 0,
-       "a multiple of 32 up to the kernels' launch bound"},
-      {"push_batch", k.push_batch, k.push_batch >= 0 && k.push_batch <= 4, "0..4"},
-      {"push_eighths", k.push_eighths, k.push_eighths >= 1 && k.push_eighths <= 7, "1..7"},
-  };
-  for (const Check& c : checks)
-    if (!c.ok)
-      return std::string(c.name) + "=" + std::to_string(c.value) + " is out of range (expected " +
-             c.expected + ")";
-  return "";
-}
-
 }  // namespace tpcomm

@@ -1,24 +1,19 @@
-// The one place that decides which algorithm serves a call. Pure C++ (no CUDA), so every decision
-// is unit-tested on a machine without GPU. Inputs are facts (world size, bytes, fabric, what is
-// available); the output is an algorithm and a human-readable reason that the library logs,
-// counts and reports (tpcommCommGetLastCall, tpcomm doctor).
+// The policy: which algorithm serves a call, the first question the planner (plan/planner.h)
+// asks and the only one it asks here. Pure C++ (no CUDA), so every decision is unit-tested on a
+// machine without GPU. Inputs are facts (world size, bytes, fabric, what is available); the
+// output is an algorithm and a human-readable reason that the library logs, counts and reports
+// (tpcommCommGetLastCall, tpcomm doctor).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "kernels/island_world.h"
+#include "topo/fabric.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
-
-// How the ranks of a communicator reach each other.
-enum class Fabric {
-  kNvlink,  // peer memory over NVLink / NVSwitch
-  kPcie,    // peer memory over PCIe (P2P works)
-  kHost,    // no working P2P: pinned host shared memory
-};
-const char* fabricName(Fabric f);
 
 // A size table: the first row whose max_bytes >= the call's bytes gives the algorithm.
 struct SizeRule {
@@ -52,13 +47,10 @@ struct Decision {
 const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false);
 
 // Whether a communicator lets auto pick the island algorithm where its islands allow it
-// (comm/fabric.cc, and tpcomm doctor's preview). On since the island kernel passed the GPU suite
+// (autoIsland, plan/planner.h). On since the island kernel passed the GPU suite
 // (2x H200, worlds 4/6/8 with ranks sharing GPUs); its thresholds are estimates until `tpcomm
 // tune` measures a two-socket box. Forcing it (TPCOMM_ALGO=island) works either way.
 constexpr bool kIslandAutoSelect = true;
-
-// The island algorithm needs an even world of at least 4 (two islands of at least 2 ranks).
-bool islandWorld(int world);
 
 // The algorithms that run over the host-memory transport (pinned host shared memory).
 inline bool isHostAlgo(int a) {

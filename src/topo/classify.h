@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/policy.h"
+#include "topo/fabric.h"
 #include "topo/topology.h"
 #include "tpcomm/tpcomm.h"
 

@@ -14,10 +14,10 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/unique_id.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "common/random.h"
 #include "kernels/device_comm.h"
 
 namespace tpcomm {

@@ -1,13 +1,13 @@
-// `tpcomm doctor`'s judgement (tools/doctor_findings.h, tools/doctor_coverage.h): hand-made facts
-// from the topology fixtures and the inspector fixtures in, findings with fixes and the exit code
-// out. 0: nothing costs speed; 1: something does (with the fix); 2: no GPU.
+// `tpcomm doctor`'s judgement (tools/doctor/doctor_findings.h, tools/doctor/doctor_coverage.h):
+// hand-made facts from the topology fixtures and the inspector fixtures in, findings with fixes and
+// the exit code out. 0: nothing costs speed; 1: something does (with the fix); 2: no GPU.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "tests/cpu/support/topo_fixture.h"
-#include "tools/doctor_findings.h"
+#include "tools/doctor/doctor_findings.h"
 
 namespace tpcomm::cli {
 namespace {

@@ -1,6 +1,6 @@
-// `tpcomm doctor`'s policy preview (tools/doctor_preview.h) on the topology fixtures: the fabric
-// of each world, the table that steers it (built-in defaults or a tuning table) and the decision
-// choose() makes at each size, with its reason.
+// `tpcomm doctor`'s policy preview (tools/doctor/doctor_preview.h) on the topology fixtures: the
+// fabric of each world, the table that steers it (built-in defaults or a tuning table) and the plan
+// the library's planner makes at each size (algorithm, variant, reason).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "plan/tuning_table.h"
 #include "tests/cpu/support/topo_fixture.h"
-#include "tools/doctor_preview.h"
+#include "tools/doctor/doctor_preview.h"
 
 namespace tpcomm::cli {
 namespace {
@@ -20,6 +20,25 @@ TEST(DoctorPreview, SizesAreOneKibToSixtyFourMibInFourfoldSteps) {
   EXPECT_EQ(s.front(), 1024u);
   EXPECT_EQ(s.back(), size_t{64} << 20);
   for (size_t i = 1; i < s.size(); ++i) EXPECT_EQ(s[i], s[i - 1] * 4);
+}
+
+// The preview names the variant each call runs, as a communicator with the default slots does.
+TEST(DoctorPreview, NamesTheVariantThePlannerChooses) {
+  PreviewOptions o;
+  o.nccl_available = true;
+  for (const PreviewWorld& w : previewHypothetical(o)) {
+    if (w.world != 2) continue;
+    const tpcommVariant_t small = w.rows.front().variant;  // 1 KiB
+    const tpcommVariant_t large = w.rows.back().variant;   // 64 MiB
+    if (w.fabric == Fabric::kHost) {
+      EXPECT_EQ(small, tpcommVariantHostOneShotSentinelLean);
+      EXPECT_EQ(large, tpcommVariantHostBulk);
+    } else {
+      EXPECT_EQ(small, tpcommVariantP2pOneShotLean) << fabricName(w.fabric);
+      EXPECT_EQ(large,
+                w.fabric == Fabric::kNvlink ? tpcommVariantP2pOneShot : tpcommVariantP2pTwoShot);
+    }
+  }
 }
 
 TEST(DoctorPreview, H200PairFollowsTheDefaultTable) {

@@ -81,7 +81,8 @@ TEST(Grid, PushShareOfTheSplitOneShotIsMeasuredDefaultWithinRange) {
   EXPECT_EQ(planGrid(tpcommAlgoOneShot, 64 * MiB, kStep, 2, k).push_eighths, 7);
 }
 
-// setLaunchKnobs refuses knobs out of range with this reason, naming the field and its value.
+// TPCOMM_KNOBS / config.launchKnobs refuse knobs out of range with this reason, naming the field
+// and its value.
 TEST(Grid, KnobsOutOfRangeAreNamed) {
   constexpr int kBound = 512;
   EXPECT_EQ(launchKnobsError(LaunchKnobs{}, kBound), "");

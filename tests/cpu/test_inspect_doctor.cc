@@ -1,11 +1,11 @@
-// How `tpcomm doctor` reports an inspector verdict of "unknown" (tools/doctor_findings.h): a
+// How `tpcomm doctor` reports an inspector verdict of "unknown" (tools/doctor/doctor_findings.h): a
 // warning that names the GPUs and the unreadable image, ranked between PTX JIT and no image.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "tools/doctor_findings.h"
+#include "tools/doctor/doctor_findings.h"
 
 namespace tpcomm::cli {
 namespace {

@@ -1,5 +1,5 @@
-// `tpcomm tune`'s decisions (tools/tune_rules.h) on made-up measurements: the pick per size, the
-// merge into rules, never slower than NCCL, and how a world's table joins the machine's file.
+// `tpcomm tune`'s decisions (tools/tune/tune_rules.h) on made-up measurements: the pick per size,
+// the merge into rules, never slower than NCCL, and how a world's table joins the machine's file.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plan/tuning_table.h"
-#include "tools/tune_rules.h"
+#include "tools/tune/tune_rules.h"
 
 namespace tpcomm::cli {
 namespace {

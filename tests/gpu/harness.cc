@@ -4,8 +4,6 @@
 
 #include <cstring>
 
-#include "comm/knobs.h"
-
 namespace tpcomm::test {
 
 int visibleGpus() {
@@ -43,16 +41,6 @@ tpcommConfig_t configFor(int algo, int max_blocks, int timeout_ms) {
   cfg.timeoutMs = timeout_ms;
   if (algo != tpcommAlgoAuto && algo != tpcommAlgoNccl) cfg.ncclMode = tpcommNcclOff;
   return cfg;
-}
-
-bool useHostLL(Group& g) {
-  for (tpcommComm_t c : g.comms) {
-    LaunchKnobs k;
-    if (getLaunchKnobs(c, &k) != tpcommSuccess) return false;
-    k.host_sentinel = false;
-    if (setLaunchKnobs(c, k) != tpcommSuccess) return false;
-  }
-  return true;
 }
 
 std::unique_ptr<Group> makeGroup(int world, const tpcommConfig_t* cfg, size_t capacity,

@@ -33,9 +33,9 @@ struct Group {
 std::unique_ptr<Group> makeGroup(int world, const tpcommConfig_t* cfg, size_t capacity,
                                  std::string* err);
 tpcommConfig_t configFor(int algo, int max_blocks = 0, int timeout_ms = 20000);
-// Switches the group's host_oneshot calls to LL packets for every size (by default the calls that
-// fit one step of the host sentinel inboxes take the sentinel protocol). False on failure.
-bool useHostLL(Group& g);
+// config.launchKnobs that make host_oneshot take LL packets for every size (by default the calls
+// that fit one step of the host sentinel inboxes take the sentinel protocol).
+constexpr const char* kHostLLKnobs = "host_sentinel=0";
 
 struct Case {
   tpcommDataType_t dtype = tpcommBfloat16;

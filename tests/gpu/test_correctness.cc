@@ -19,7 +19,8 @@ const tpcommDataType_t kTypes[] = {tpcommFloat32, tpcommFloat16, tpcommBfloat16}
 
 std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
   // 1000 and 2^16 (and 2^18 in the full list) are whole 16-byte vectors: with aligned buffers
-  // the one-shot runs its lean kernel there (oneShotLeanFits), up to one full 1 MiB step.
+  // the one-shot runs its lean kernel there (leanFits, src/plan/planner.cc), up to one full 1 MiB
+  // step.
   if (light) return {1, 31, 1000, 4097, 1u << 16, 65537, (1u << 20) + 5};
   std::vector<size_t> c = {1, 7, 8, 31, 1000, 4097, 1u << 16, 65537, 1u << 18, (1u << 20) + 5};
   if (big) {
@@ -45,17 +46,15 @@ std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
 }
 
 // light: the reduced matrix used for world sizes 3..8 (bf16 and fp32, fewer sizes and offsets).
-// host_ll: host_oneshot takes LL packets for every call (useHostLL).
+// host_ll: host_oneshot takes LL packets for every call (kHostLLKnobs).
 void runMatrix(int world, int algo, bool big, int max_blocks, bool light = false,
                bool host_ll = false) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const tpcommConfig_t cfg = configFor(algo, max_blocks);
+  tpcommConfig_t cfg = configFor(algo, max_blocks);
+  if (host_ll) cfg.launchKnobs = kHostLLKnobs;
   std::string err;
   auto g = makeGroup(world, &cfg, big ? 64 * MiB : 4 * MiB + 64, &err);
   ASSERT_TRUE(g) << err;
-  if (host_ll) {
-    ASSERT_TRUE(useHostLL(*g)) << tpcommGetLastError();
-  }
   for (tpcommDataType_t dt : kTypes) {
     if (light && dt == tpcommFloat16) continue;
     for (size_t count : countsFor(dt, big, light)) {
@@ -166,11 +165,11 @@ TEST(Correctness, HostLLBlocksAcrossRegions) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int algo : {tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot}) {
     tpcommConfig_t cfg = configFor(algo, 4, 20000);
-    cfg.bufferBytes = 256 << 10;  // host inbox slots of 64 KiB
+    cfg.bufferBytes = 256 << 10;     // host inbox slots of 64 KiB
+    cfg.launchKnobs = kHostLLKnobs;  // one-shot: LL at every size
     std::string err;
     auto g = makeGroup(3, &cfg, 256 << 10, &err);
     ASSERT_TRUE(g) << err;
-    ASSERT_TRUE(useHostLL(*g)) << tpcommGetLastError();  // one-shot: LL at every size
     const Case cases[] = {{tpcommBfloat16, 1000, false, 0, 91u},
                           {tpcommFloat32, 7, true, 1, 92u},
                           {tpcommFloat32, 40000, false, 1, 93u},  // 160 KiB: several steps
@@ -326,8 +325,8 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
 }
 
 // A rank whose buffers are misaligned runs the general one-shot kernel while its aligned peers
-// run the lean one (oneShotLeanFits): the two must agree on slots, entries and epochs. Inputs
-// are small integers, so the sum is exact in bf16 and the reference is exact.
+// run the lean one (leanFits, src/plan/planner.cc): the two must agree on slots, entries and
+// epochs. Inputs are small integers, so the sum is exact in bf16 and the reference is exact.
 TEST(Correctness, LeanAndGeneralOneShotTogether) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "plan/tuning_table.h"
-#include "tools/tune_rules.h"
+#include "tools/tune/tune_rules.h"
 
 namespace tpcomm::cli {
 

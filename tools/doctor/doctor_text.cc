@@ -5,8 +5,8 @@
 #include <set>
 
 #include "common/env.h"
-#include "tools/doctor_render.h"
-#include "tools/doctor_table.h"
+#include "tools/doctor/doctor_render.h"
+#include "tools/doctor/doctor_table.h"
 
 namespace tpcomm::cli {
 namespace {
@@ -168,7 +168,7 @@ std::string reasons(const PreviewWorld& w) {
 }
 
 void previewSection(const DoctorFacts& f, std::string* out) {
-  *out += "\nPolicy preview (src/plan/policy.h choose(); ";
+  *out += "\nPolicy preview (src/plan/planner.h planCall(); ";
   if (f.preview_hypothetical) {
     *out += "hypothetical: " + std::string(f.topo.size() == 1 ? "one GPU" : "no GPU visible") +
             ", so every fabric at worlds 2..8, built-in defaults)\n";

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/doctor_facts.h"
+#include "tools/doctor/doctor_facts.h"
 
 namespace tpcomm::cli {
 

@@ -1,12 +1,12 @@
-#include "tools/tune_measure.h"
+#include "tools/tune/tune_measure.h"
 
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "bench/timing.h"
 #include "tests/support/host_data.h"
-#include "tools/tune_timing.h"
 #include "transport/nccl_loader.h"
 
 namespace tpcomm::cli {

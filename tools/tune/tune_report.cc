@@ -1,8 +1,8 @@
-#include "tools/tune_report.h"
+#include "tools/tune/tune_report.h"
 
 #include <cstdio>
 
-#include "tools/doctor_table.h"
+#include "tools/doctor/doctor_table.h"
 
 namespace tpcomm::cli {
 namespace {

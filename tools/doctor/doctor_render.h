@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "common/json.h"
-#include "tools/doctor_facts.h"
-#include "tools/doctor_findings.h"
+#include "tools/doctor/doctor_facts.h"
+#include "tools/doctor/doctor_findings.h"
 
 namespace tpcomm::cli {
 

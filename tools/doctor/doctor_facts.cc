@@ -1,6 +1,6 @@
 // Fills DoctorFacts from the live machine. Every step degrades on its own: no driver still gives
 // the build's coverage, no NCCL still gives the topology, and so on.
-#include "tools/doctor_facts.h"
+#include "tools/doctor/doctor_facts.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@ namespace tpcomm::cli {
 namespace {
 
 // Whether this library has the host shared-memory transport (set up by a communicator that needs
-// it: comm/host_transport.h hostTransportWanted). The one switch for the preview, should a build
+// it: the planner's needsHostTransport). The one switch for the preview, should a build
 // lack it.
 bool hostTransportAvailable() {
   return true;

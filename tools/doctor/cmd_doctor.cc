@@ -7,9 +7,9 @@
 
 #include "common/json.h"
 #include "tools/commands.h"
-#include "tools/doctor_facts.h"
-#include "tools/doctor_findings.h"
-#include "tools/doctor_render.h"
+#include "tools/doctor/doctor_facts.h"
+#include "tools/doctor/doctor_findings.h"
+#include "tools/doctor/doctor_render.h"
 
 namespace tpcomm::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "plan/tuning_table.h"
-#include "tools/doctor_coverage.h"
-#include "tools/doctor_preview.h"
+#include "tools/doctor/doctor_coverage.h"
+#include "tools/doctor/doctor_preview.h"
 #include "topo/classify.h"
 #include "topo/topology.h"
 

@@ -4,7 +4,7 @@
 
 #include "common/env.h"
 #include "inspect/report.h"
-#include "tools/doctor_render.h"
+#include "tools/doctor/doctor_render.h"
 #include "topo/topology_json.h"
 
 namespace tpcomm::cli {
@@ -156,6 +156,7 @@ Value previewJson(const DoctorFacts& f) {
       row.set("bytes", Value::unsignedInteger(r.bytes));
       const bool ok = r.decision.error == tpcommSuccess;
       row.set("algo", ok ? str(tpcommAlgoName(r.decision.algo)) : Value());
+      row.set("variant", ok ? str(tpcommVariantName(r.variant)) : Value());
       row.set("fallback", Value::boolean(r.decision.fallback));
       row.set("error", ok ? Value() : str(tpcommGetErrorString(r.decision.error)));
       row.set("reason", str(r.decision.reason));

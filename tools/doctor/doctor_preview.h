@@ -1,15 +1,17 @@
-// `tpcomm doctor`'s policy preview: which algorithm the policy (src/plan/policy.h choose(), the
-// function every call goes through) would pick for a range of message sizes and world sizes on
-// this machine, and why. Pure (topology and options in, decisions out) and header-only, so the
-// CPU tests check it on the topology fixtures without a GPU.
+// `tpcomm doctor`'s policy preview: what the planner (src/plan/planner.h planCall, the function
+// every call goes through) would choose for a range of message sizes and world sizes on this
+// machine, and why, with the communicator's facts derived by the library's own rules
+// (fabricForTransport, needsHostTransport, autoIsland). Pure (topology and options in, plans out)
+// and header-only, so the CPU tests check it on the topology fixtures without a GPU.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "comm/host_transport.h"
+#include "comm/config.h"
+#include "kernels/algo_launch.h"
 #include "kernels/device_comm.h"
-#include "plan/policy.h"
+#include "plan/planner.h"
 #include "plan/tuning_table.h"
 #include "topo/classify.h"
 #include "topo/topology.h"
@@ -20,8 +22,8 @@ namespace tpcomm::cli {
 struct PreviewOptions {
   bool nccl_available = false;  // libnccl loads and TPCOMM_NCCL is not off
   // The library sets up its host-memory transport where a communicator needs it (no working
-  // P2P, TPCOMM_TRANSPORT=host, or a host algorithm forced: comm/host_transport.h
-  // hostTransportWanted).
+  // P2P, TPCOMM_TRANSPORT=host, or a host algorithm forced: the planner's
+  // needsHostTransport).
   bool host_transport = true;
   int transport = 0;                    // TPCOMM_TRANSPORT: 0 auto, 1 p2p, 2 host
   int forced_algo = -1;                 // TPCOMM_ALGO (-1: auto)
@@ -32,6 +34,7 @@ struct PreviewOptions {
 struct PreviewRow {
   size_t bytes = 0;
   Decision decision;
+  tpcommVariant_t variant = tpcommVariantNone;  // with 16-byte aligned buffers
 };
 
 struct PreviewWorld {
@@ -71,18 +74,29 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     w->table = "built-in defaults";
   }
   w->tuned = tuned != nullptr;
+  CommFacts f;
+  f.world = w->world;
+  f.fabric = w->fabric;
+  f.two_islands = autoIsland(w->two_islands, w->fabric);
+  f.nccl_available = o.nccl_available;
+  f.host_transport = o.host_transport && needsHostTransport(w->world, w->fabric, o.forced_algo);
+  f.forced_algo = o.forced_algo;
+  f.strict = o.strict;
+  f.tuned = tuned;
+  // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
+  const Settings defaults;
+  DeviceComm d{};
+  d.world = w->world;
+  d.slot_bytes = defaults.slot_bytes;
+  if (f.host_transport) {
+    d.host_slot_bytes = defaults.host_slot_bytes;
+    d.out_slot_bytes = bulkSlotBytes(defaults.host_slot_bytes);
+    d.hs_slot_bytes = kHostSentinelSlotBytes;
+  }
+  f.slots = slotCapacity(d);
   for (size_t bytes : previewSizes()) {
-    PolicyInput in;
-    in.world = w->world;
-    in.bytes = bytes;
-    in.fabric = w->fabric;
-    in.two_islands = w->two_islands && kIslandAutoSelect;  // as comm/fabric.cc decides
-    in.nccl_available = o.nccl_available;
-    in.host_transport = o.host_transport && hostTransportWanted(w->fabric, w->world, o.forced_algo);
-    in.forced_algo = o.forced_algo;
-    in.strict = o.strict;
-    in.tuned = tuned;
-    w->rows.push_back({bytes, choose(in)});
+    const CallPlan p = planCall(f, CallArgs{bytes, true});
+    w->rows.push_back({bytes, p.decision, p.variant});
   }
 }
 
@@ -100,14 +114,14 @@ inline PreviewWorld previewWorld(const topo::Topology& topo, const std::vector<i
   w.fabric = c.fabric;
   w.two_islands = c.two_islands;
   w.fabric_reason = c.reason;
-  // TPCOMM_TRANSPORT, as comm/fabric.cc applies it.
-  if (o.transport == 2 && w.fabric != Fabric::kHost) {
-    w.fabric = Fabric::kHost;
-    w.two_islands = false;
-    w.fabric_reason += "; TPCOMM_TRANSPORT=host forces host memory";
-  } else if (o.transport == 1 && w.fabric == Fabric::kHost) {
+  // TPCOMM_TRANSPORT, by the rule comm/fabric.cc applies.
+  if (!fabricForTransport(o.transport, c.fabric, &w.fabric)) {
     w.error = "TPCOMM_TRANSPORT=p2p, but " + c.reason + ": communicator init fails";
     return w;
+  }
+  if (w.fabric != c.fabric) {
+    w.two_islands = false;
+    w.fabric_reason += "; TPCOMM_TRANSPORT=host forces host memory";
   }
   fillRows(&w, o);
   return w;

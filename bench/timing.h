@@ -1,9 +1,10 @@
-// Timing an all-reduce the way tpcomm-bench does (bench/tpcomm_bench.cc), for `tpcomm tune`:
-// one process drives every rank (one stream per GPU), each backend is warmed up eagerly, then
-// `iters` calls per rank are captured into one CUDA graph per rank and the graphs are replayed
-// `reps` times; a replay's time is the slowest rank's (CUDA events on each stream) / iters, and
-// the median replay is reported. Header-only and backend-agnostic (the caller enqueues), so the
-// benchmark can share it. Errors come back as strings: nothing here exits.
+// The one timing harness of tpcomm-bench (bench/tpcomm_bench.cc) and `tpcomm tune`
+// (tools/tune/tune_measure.cc): one process drives every rank (one stream per GPU), each backend
+// is warmed up eagerly, then either `iters` calls per rank are captured into one CUDA graph per
+// rank and the graphs are replayed `reps` times (timeInGraph), or `iters` calls are enqueued
+// eagerly `reps` times (timeEager); a repetition's time is the slowest rank's (CUDA events on
+// each stream) / iters, and the median is reported. Header-only and backend-agnostic (the caller
+// enqueues). Errors come back as strings: nothing here exits.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace tpcomm::cli::timing {
+namespace tpcomm::timing {
 
 struct Rank {
   int dev = 0;
@@ -30,10 +31,10 @@ inline std::string cudaWhy(cudaError_t e, const char* what) {
   return std::string(what) + ": " + cudaGetErrorString(e);
 }
 
-#define TPCOMM_TIMING_CK(call)                                              \
-  do {                                                                      \
-    const std::string why_ = ::tpcomm::cli::timing::cudaWhy((call), #call); \
-    if (!why_.empty()) return why_;                                         \
+#define TPCOMM_TIMING_CK(call)                                         \
+  do {                                                                 \
+    const std::string why_ = ::tpcomm::timing::cudaWhy((call), #call); \
+    if (!why_.empty()) return why_;                                    \
   } while (0)
 
 // A stream, events and send/receive buffers of `bytes` on each rank's device.
@@ -140,11 +141,12 @@ inline std::string recordAll(std::vector<Rank>& ranks, bool start) {
   return "";
 }
 
-inline std::string replays(std::vector<Rank>& ranks, const std::vector<cudaGraphExec_t>& execs,
-                           int iters, int reps, std::vector<double>* us) {
+// `reps` repetitions of `run` between events on every rank; each one's slowest rank / iters.
+inline std::string repeat(std::vector<Rank>& ranks, const std::function<std::string()>& run,
+                          int iters, int reps, std::vector<double>* us) {
   for (int rep = 0; rep < reps; ++rep) {
     std::string e = recordAll(ranks, true);
-    if (e.empty()) e = launchAll(ranks, execs);
+    if (e.empty()) e = run();
     if (e.empty()) e = recordAll(ranks, false);
     if (e.empty()) e = syncAll(ranks);
     if (!e.empty()) return e;
@@ -159,6 +161,33 @@ inline std::string replays(std::vector<Rank>& ranks, const std::vector<cudaGraph
   return "";
 }
 
+// At least one eager call (warmup of them), then a sync; false with *t's error when one failed.
+inline bool warmUp(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int warmup, Timing* t) {
+  for (int i = 0; i < std::max(warmup, 1) && t->error.empty(); ++i) t->error = enqueue();
+  const std::string sync = syncAll(ranks);
+  if (!sync.empty()) {
+    t->error = sync;
+    t->cuda_failed = true;
+  }
+  return t->error.empty();
+}
+
+// The timing of the repetitions (median, min, max), or the CUDA error that stopped them.
+inline Timing finish(const std::string& err, std::vector<double> us, Timing t) {
+  if (!err.empty()) {
+    t.error = err;
+    t.cuda_failed = true;
+    return t;
+  }
+  std::sort(us.begin(), us.end());
+  t.ok = !us.empty();
+  if (!t.ok) return t;
+  t.median_us = us[us.size() / 2];
+  t.min_us = us.front();
+  t.max_us = us.back();
+  return t;
+}
+
 }  // namespace detail
 
 // Times `enqueue` in CUDA-graph mode (see the top of the file). warmup eager calls come first;
@@ -166,14 +195,7 @@ inline std::string replays(std::vector<Rank>& ranks, const std::vector<cudaGraph
 inline Timing timeInGraph(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int warmup,
                           int iters, int reps) {
   Timing t;
-  for (int i = 0; i < std::max(warmup, 1) && t.error.empty(); ++i) t.error = enqueue();
-  const std::string sync = syncAll(ranks);
-  if (!sync.empty()) {
-    t.error = sync;
-    t.cuda_failed = true;
-    return t;
-  }
-  if (!t.error.empty()) return t;
+  if (!detail::warmUp(ranks, enqueue, warmup, &t)) return t;
   std::vector<cudaGraphExec_t> execs;
   std::string enqueue_error;
   const std::string capture_error = detail::capture(ranks, enqueue, iters, &execs, &enqueue_error);
@@ -190,23 +212,30 @@ inline Timing timeInGraph(std::vector<Rank>& ranks, const EnqueueAll& enqueue, i
   std::string err = detail::launchAll(ranks, execs);  // warm the graphs
   if (err.empty()) err = syncAll(ranks);
   std::vector<double> us;
-  if (err.empty()) err = detail::replays(ranks, execs, iters, reps, &us);
+  if (err.empty())
+    err = detail::repeat(
+        ranks, [&] { return detail::launchAll(ranks, execs); }, iters, reps, &us);
   destroyExecs();
-  if (!err.empty()) {
-    t.error = err;
-    t.cuda_failed = true;
-    return t;
-  }
-  std::sort(us.begin(), us.end());
-  t.ok = !us.empty();
-  if (t.ok) {
-    t.median_us = us[us.size() / 2];
-    t.min_us = us.front();
-    t.max_us = us.back();
-  }
-  return t;
+  return detail::finish(err, std::move(us), t);
+}
+
+// Times `enqueue` eagerly: warmup calls, then reps x iters calls back to back. An enqueue's error
+// during the timed calls does not stop them (the warmup already showed the backend runs).
+inline Timing timeEager(std::vector<Rank>& ranks, const EnqueueAll& enqueue, int warmup, int iters,
+                        int reps) {
+  Timing t;
+  if (!detail::warmUp(ranks, enqueue, warmup, &t)) return t;
+  std::vector<double> us;
+  const std::string err = detail::repeat(
+      ranks,
+      [&] {
+        for (int i = 0; i < iters; ++i) enqueue();
+        return std::string();
+      },
+      iters, reps, &us);
+  return detail::finish(err, std::move(us), t);
 }
 
 #undef TPCOMM_TIMING_CK
 
-}  // namespace tpcomm::cli::timing
+}  // namespace tpcomm::timing

@@ -1,4 +1,4 @@
-#include "transport/nccl_fallback.h"
+#include "comm/nccl_fallback.h"
 
 #include <cstring>
 #include <vector>

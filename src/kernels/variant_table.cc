@@ -1,0 +1,38 @@
+#include "kernels/variant_table.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr VariantKernels kTable[] = {
+    {tpcommVariantP2pOneShotLean, oneShotKernels, true},
+    {tpcommVariantP2pOneShot, oneShotKernels, false},
+    {tpcommVariantP2pTwoShot, twoShotKernels, false},
+    {tpcommVariantIsland, islandKernels, false},
+    {tpcommVariantHostOneShotSentinelLean, hostSentinelKernels, true},
+    {tpcommVariantHostOneShotSentinel, hostSentinelKernels, false},
+    {tpcommVariantHostOneShotLL, hostOneShotKernels, false},
+    {tpcommVariantHostTwoShotLL, hostTwoShotKernels, false},
+    {tpcommVariantHostBulk, hostBulkKernels, false},
+};
+
+}  // namespace
+
+const VariantKernels* variantTable(int* rows) {
+  *rows = static_cast<int>(sizeof(kTable) / sizeof(kTable[0]));
+  return kTable;
+}
+
+const VariantKernels* variantRow(tpcommVariant_t variant) {
+  for (const VariantKernels& r : kTable)
+    if (r.variant == variant) return &r;
+  return nullptr;
+}
+
+const void* variantKernel(tpcommVariant_t variant, int world, int dtype_index) {
+  const VariantKernels* r = variantRow(variant);
+  if (!r || dtype_index < 0 || dtype_index >= kNumDtypes) return nullptr;
+  const KernelSet set = r->kernels(world);
+  return r->lean ? set.lean[dtype_index] : set.fn[dtype_index];
+}
+
+}  // namespace tpcomm

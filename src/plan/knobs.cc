@@ -1,0 +1,97 @@
+#include "plan/knobs.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace tpcomm {
+namespace {
+
+// The knobs TPCOMM_KNOBS may set, by name.
+struct Field {
+  const char* name;
+  int LaunchKnobs::*number;  // or
+  bool LaunchKnobs::*flag;
+};
+constexpr Field kFields[] = {
+    {"block_bytes", &LaunchKnobs::block_bytes, nullptr},
+    {"host_block_bytes", &LaunchKnobs::host_block_bytes, nullptr},
+    {"bulk_block_bytes", &LaunchKnobs::bulk_block_bytes, nullptr},
+    {"oneshot_step_bytes", &LaunchKnobs::oneshot_step_bytes, nullptr},
+    {"bulk_step_bytes", &LaunchKnobs::bulk_step_bytes, nullptr},
+    {"max_threads", &LaunchKnobs::max_threads, nullptr},
+    {"push_batch", &LaunchKnobs::push_batch, nullptr},
+    {"push_eighths", &LaunchKnobs::push_eighths, nullptr},
+    {"lean", nullptr, &LaunchKnobs::lean},
+    {"host_sentinel", nullptr, &LaunchKnobs::host_sentinel},
+    {"pdl", nullptr, &LaunchKnobs::pdl},
+};
+
+std::string parseOne(const std::string& item, LaunchKnobs* k) {
+  const size_t eq = item.find('=');
+  if (eq == std::string::npos) return "\"" + item + "\" is not name=value";
+  const std::string name = item.substr(0, eq);
+  const std::string value = item.substr(eq + 1);
+  for (const Field& f : kFields) {
+    if (name != f.name) continue;
+    errno = 0;
+    char* end = nullptr;
+    const long v = strtol(value.c_str(), &end, 10);
+    const bool number = !value.empty() && *end == '\0' && errno == 0 && v >= 0 && v <= (1L << 30);
+    if (f.flag) {
+      if (!number || v > 1) return name + "=" + value + ": expected 0 or 1";
+      k->*f.flag = v == 1;
+    } else {
+      if (!number) return name + "=" + value + ": expected a whole number from 0 to 2^30";
+      k->*f.number = static_cast<int>(v);
+    }
+    return "";
+  }
+  std::string known;
+  for (const Field& f : kFields) known += std::string(known.empty() ? "" : ", ") + f.name;
+  return "unknown knob \"" + name + "\" (known: " + known + ")";
+}
+
+}  // namespace
+
+std::string parseLaunchKnobs(const std::string& spec, LaunchKnobs* k) {
+  size_t pos = 0;
+  while (pos <= spec.size() && !spec.empty()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string why = parseOne(spec.substr(pos, end - pos), k);
+    if (!why.empty()) return why;
+    pos = end + 1;
+  }
+  return "";
+}
+
+std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
+  struct Check {
+    const char* name;
+    int value;
+    bool ok;
+    const char* expected;
+  };
+  const Check checks[] = {
+      {"block_bytes", k.block_bytes, k.block_bytes >= 16, ">= 16"},
+      {"host_block_bytes", k.host_block_bytes, k.host_block_bytes >= 16, ">= 16"},
+      {"bulk_block_bytes", k.bulk_block_bytes, k.bulk_block_bytes >= 16, ">= 16"},
+      {"oneshot_step_bytes", k.oneshot_step_bytes, k.oneshot_step_bytes >= 0,
+       ">= 0 (0: a slot's region)"},
+      {"bulk_step_bytes", k.bulk_step_bytes, k.bulk_step_bytes >= 0, ">= 0 (0: a whole slot)"},
+      {"max_blocks", k.max_blocks, k.max_blocks >= 0 && k.max_blocks <= 1024, "0..1024"},
+      {"max_threads", k.max_threads,
+       k.max_threads >= 32 && k.max_threads <= threads_bound && k.max_threads % 32 == 0,
+       "a multiple of 32 up to the kernels' launch bound"},
+      {"push_batch", k.push_batch, k.push_batch >= 0 && k.push_batch <= 4, "0..4"},
+      {"push_eighths", k.push_eighths, k.push_eighths >= 1 && k.push_eighths <= 7, "1..7"},
+  };
+  for (const Check& c : checks)
+    if (!c.ok)
+      return std::string(c.name) + "=" + std::to_string(c.value) + " is out of range (expected " +
+             c.expected + ")";
+  return "";
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,37 @@
+// Launch knobs: how a call's grid is shaped and which kernel variants it may take. One set per
+// communicator, identical on every rank (ranks' blocks pair up by index), from TPCOMM_KNOBS or
+// tpcommConfig_t::launchKnobs ("name=value,..."; README, "Environment variables"). The defaults
+// are the measured best (docs/BENCHMARKS.md, "Launch knobs"); the knobs exist for tpcomm-bench
+// --sweep-knobs, `tpcomm tune` and the GPU tests that force a variant.
+#pragma once
+
+#include <string>
+
+namespace tpcomm {
+
+struct LaunchKnobs {
+  int block_bytes = 2048;        // target message bytes per block (per step; two-shot: per segment)
+  int host_block_bytes = 1024;   // the same for the host-memory LL and sentinel one-shot/two-shot
+  int bulk_block_bytes = 16384;  // the same for host_bulk (a fence and a flag per block and step)
+  int oneshot_step_bytes = 1 << 20;  // one-shot over peer memory: message bytes per step at most
+                                     // (0: a source's whole region of a slot)
+  int bulk_step_bytes = 0;           // host_bulk: message bytes per step (0: a whole outbox slot)
+  int max_blocks = 0;                // 0: kDefaultMaxBlocks (TPCOMM_MAX_BLOCKS, config.maxBlocks)
+  int max_threads = 512;             // threads per block at most (the kernels' launch bound)
+  int push_batch = 0;    // vectors a thread loads before storing them (1..4; 0: by size)
+  bool pdl = true;       // programmatic dependent launch, sm_90+ (and TPCOMM_PDL: both must allow)
+  int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
+  bool lean = true;      // single-step one-shot calls that fit it take the lean kernel
+  bool host_sentinel = true;  // host_oneshot calls of one sentinel step take that protocol, not LL
+};
+
+// Why a set of knobs cannot be used ("" if it can), naming the first field out of range.
+// threads_bound: the kernels' launch bound (kThreadsPerBlock).
+std::string launchKnobsError(const LaunchKnobs& k, int threads_bound);
+
+// Applies "name=value[,name=value...]" (names as the fields above; booleans 0/1) to *k; "" on
+// success, else why (the unknown name or the bad value). max_blocks has its own setting
+// (TPCOMM_MAX_BLOCKS, config.maxBlocks) and is not a knob here.
+std::string parseLaunchKnobs(const std::string& spec, LaunchKnobs* k);
+
+}  // namespace tpcomm

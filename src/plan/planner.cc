@@ -1,0 +1,147 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+
+namespace tpcomm {
+namespace {
+
+// Bytes per step: `full` (what the slot layout holds), or less where a knob asks for shorter
+// steps.
+size_t stepBytes(int knob_bytes, size_t full) {
+  const size_t knob = static_cast<size_t>(knob_bytes) / kVecBytes * kVecBytes;
+  return knob > 0 ? std::min(knob, full) : full;
+}
+
+// A host_oneshot call takes the sentinel protocol where it fits one step of the host sentinel
+// inboxes (that protocol has one step only: docs/PROTOCOL.md) and the knob allows it; else LL.
+bool hostSentinel(const CommFacts& f, int algo, size_t bytes) {
+  return algo == tpcommAlgoHostOneShot && f.knobs.host_sentinel &&
+         bytes <= f.slots.host_sentinel_step_bytes;
+}
+
+// Vectors per step: the chunked algorithms' chunk, the one-shot's and host_bulk's step (knobs
+// applied); 0 for the LL and sentinel one-shot over host memory, whose kernels take a whole slot
+// region per step.
+size_t chunkVecs(const CommFacts& f, int algo) {
+  const SlotCapacity& s = f.slots;
+  switch (algo) {
+    case tpcommAlgoOneShot:
+      return stepBytes(f.knobs.oneshot_step_bytes, s.oneshot_step_bytes) / kVecBytes;
+    case tpcommAlgoTwoShot:
+      return s.twoshot_chunk_vecs;
+    case tpcommAlgoHostTwoShot:
+      return s.host_chunk_vecs;
+    case tpcommAlgoIsland:
+      return s.island_chunk_vecs;
+    case tpcommAlgoHostBulk:
+      return stepBytes(f.knobs.bulk_step_bytes, s.bulk_step_bytes) / kVecBytes;
+    default:
+      return 0;
+  }
+}
+
+tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
+  switch (algo) {
+    case tpcommAlgoOneShot:
+      return lean ? tpcommVariantP2pOneShotLean : tpcommVariantP2pOneShot;
+    case tpcommAlgoTwoShot:
+      return tpcommVariantP2pTwoShot;
+    case tpcommAlgoIsland:
+      return tpcommVariantIsland;
+    case tpcommAlgoHostOneShot:
+      if (!sentinel) return tpcommVariantHostOneShotLL;
+      return lean ? tpcommVariantHostOneShotSentinelLean : tpcommVariantHostOneShotSentinel;
+    case tpcommAlgoHostTwoShot:
+      return tpcommVariantHostTwoShotLL;
+    case tpcommAlgoHostBulk:
+      return tpcommVariantHostBulk;
+    case tpcommAlgoNccl:
+      return tpcommVariantNccl;
+  }
+  return tpcommVariantNone;
+}
+
+}  // namespace
+
+bool fabricForTransport(int transport, Fabric agreed, Fabric* out) {
+  *out = transport == 2 ? Fabric::kHost : agreed;
+  return !(transport == 1 && agreed == Fabric::kHost);
+}
+
+bool needsHostTransport(int world, Fabric fabric, int forced_algo) {
+  return world > 1 && (fabric == Fabric::kHost || isHostAlgo(forced_algo));
+}
+
+bool autoIsland(bool islands_found, Fabric fabric) {
+  return kIslandAutoSelect && islands_found && fabric == Fabric::kPcie;
+}
+
+PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
+  PolicyInput in;
+  in.world = f.world;
+  in.bytes = bytes;
+  in.fabric = f.fabric;
+  in.two_islands = f.two_islands;
+  in.nccl_available = f.nccl_available;
+  in.host_transport = f.host_transport;
+  in.forced_algo = f.forced_algo;
+  in.strict = f.strict;
+  in.tuned = f.tuned;
+  return in;
+}
+
+OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t bytes,
+                            size_t chunk_vecs, int blocks) {
+  size_t region = 0;  // vectors of a source's whole region of a slot (host_bulk: an outbox slot)
+  switch (algo) {
+    case tpcommAlgoOneShot:
+      region = f.slots.oneshot_step_bytes / kVecBytes;
+      break;
+    case tpcommAlgoHostOneShot:
+      region = (sentinel ? f.slots.host_sentinel_step_bytes : f.slots.host_step_bytes) / kVecBytes;
+      break;
+    case tpcommAlgoHostBulk:
+      region = f.slots.bulk_step_bytes / kVecBytes;
+      break;
+    default:
+      return OneShotCall{};
+  }
+  const size_t nvec = (bytes + kVecBytes - 1) / kVecBytes;
+  if (region == 0 || nvec == 0 || blocks < 1) return OneShotCall{};
+  return oneShotCall(region, chunk_vecs, nvec, static_cast<unsigned>(blocks));
+}
+
+bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& call) {
+  return call.aligned && call.bytes > 0 && call.bytes % kVecBytes == 0 && blocks >= 1 &&
+         threads >= 1 && geo.nsteps == 1 && geo.per <= static_cast<size_t>(threads);
+}
+
+bool isKernelVariant(tpcommVariant_t v) {
+  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants;
+}
+
+CallPlan planCall(const CommFacts& f, const CallArgs& call) {
+  CallPlan p;
+  p.decision = choose(policyInputOf(f, call.bytes));
+  const int algo = p.decision.algo;
+  if (p.decision.error != tpcommSuccess) return p;
+  const bool sentinel = hostSentinel(f, algo, call.bytes);
+  // Only the one-shot over peer memory and the host sentinel protocol have lean kernels.
+  const bool lean_set = algo == tpcommAlgoOneShot || sentinel;
+  p.variant = variantOf(algo, sentinel, false);
+  if (!isKernelVariant(p.variant)) return p;
+
+  p.chunk_vecs = chunkVecs(f, algo);
+  const size_t step = algo != tpcommAlgoHostOneShot ? p.chunk_vecs * kVecBytes
+                      : sentinel                    ? f.slots.host_sentinel_step_bytes
+                                                    : f.slots.host_step_bytes;
+  p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs);
+  p.pdl = f.knobs.pdl;
+  p.aligned = call.aligned;
+  p.geometry = oneShotGeometry(f, algo, sentinel, call.bytes, p.chunk_vecs, p.grid.blocks);
+  if (f.knobs.lean && lean_set && leanFits(p.geometry, p.grid.blocks, p.grid.threads, call))
+    p.variant = variantOf(algo, sentinel, true);
+  return p;
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,80 @@
+// The call planner: the one function that decides how a call runs. From the communicator's facts
+// (world, fabric, what exists, the slot layout, the knobs) and the call (bytes, alignment) it
+// gives the algorithm (the policy, plan/policy.h), the variant (which kernel, or NCCL), the grid,
+// the step and the one-shot geometry, and the reason. Pure C++ (no CUDA calls), identical on
+// every rank, so the CPU tests check every decision; tpcommAllReduce, tpcommCommExplain,
+// `tpcomm doctor` and `tpcomm tune` all ask it.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/algo_launch.h"
+#include "kernels/oneshot_layout.h"
+#include "plan/grid.h"
+#include "plan/knobs.h"
+#include "plan/policy.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+// What a communicator knows once created (comm/init.cc, comm/fabric.cc).
+struct CommFacts {
+  int world = 2;
+  Fabric fabric = Fabric::kNvlink;
+  bool two_islands = false;          // auto may pick island (PolicyInput::two_islands)
+  bool nccl_available = false;       // an NCCL communicator exists
+  bool host_transport = false;       // the host shared-memory transport is set up
+  int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
+  bool strict = false;               // a fallback to NCCL is an error
+  const SizeTable* tuned = nullptr;  // this machine's table (`tpcomm tune`), if agreed
+  SlotCapacity slots;                // what one step of each slot layout holds
+  LaunchKnobs knobs;                 // TPCOMM_KNOBS / config.launchKnobs, max_blocks, pdl
+};
+
+struct CallArgs {
+  size_t bytes = 0;
+  bool aligned = true;  // send and recv are 16-byte aligned (the lean kernels need it)
+};
+
+struct CallPlan {
+  Decision decision;  // the algorithm, fallback, error and reason (the policy's answer)
+  tpcommVariant_t variant = tpcommVariantNone;  // None when decision.error is set
+  // The rest only for variants that run a tpcomm kernel:
+  GridPlan grid;
+  bool pdl = false;
+  bool aligned = true;     // CallArgs::aligned (the kernels take it as DeviceComm::aligned)
+  size_t chunk_vecs = 0;   // vectors per step at most (host LL one-shot: 0, a whole slot region)
+  OneShotCall geometry{};  // one-shot variants (all zero for the chunked ones)
+};
+
+// The rules a communicator's facts come from (comm/init.cc, comm/fabric.cc), shared with
+// `tpcomm doctor`'s preview so the two cannot disagree:
+// TPCOMM_TRANSPORT (0 auto, 1 p2p, 2 host) applied to the fabric the ranks agree on; false when
+// it cannot be (p2p asked for, but P2P does not work).
+bool fabricForTransport(int transport, Fabric agreed, Fabric* out);
+// Whether a communicator sets up the host-memory transport: no working P2P, or a host algorithm
+// forced (TPCOMM_TRANSPORT=host makes the fabric kHost).
+bool needsHostTransport(int world, Fabric fabric, int forced_algo);
+// Whether auto may pick the island algorithm: real islands in the topology, over PCIe.
+bool autoIsland(bool islands_found, Fabric fabric);
+
+// The policy's input for a call of `bytes` on a communicator with these facts.
+PolicyInput policyInputOf(const CommFacts& f, size_t bytes);
+
+CallPlan planCall(const CommFacts& f, const CallArgs& call);
+
+// The geometry a one-shot call (oneshot, host_oneshot with `sentinel` or LL, host_bulk) runs
+// with: the region of a slot its transport gives a source (an outbox slot for host_bulk), steps
+// of at most chunk_vecs (0: the region), the share of each of `blocks`. All zero for the other
+// algorithms. What the kernels read from DeviceComm::call_*.
+OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t bytes,
+                            size_t chunk_vecs, int blocks);
+
+// Whether a call of that geometry and grid can run a lean kernel, which has no step loop, no tail
+// and no batch loop: one step of whole vectors in aligned buffers, a vector per thread at most.
+bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& call);
+
+// Whether `variant` runs a tpcomm kernel (not None, not NCCL).
+bool isKernelVariant(tpcommVariant_t variant);
+
+}  // namespace tpcomm

@@ -1,0 +1,99 @@
+// The start-up kernel-image check (src/kernels/image_check.cc) must ask about every kernel the
+// library can launch: a kernel it skipped could lack an image for the GPU and fail at its first
+// call instead of at init. Kernel entry points are host stubs, so all of this runs without a GPU.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "inspect/inspect.h"
+#include "kernels/algo_launch.h"
+#include "kernels/image_check.h"
+
+namespace tpcomm {
+namespace {
+
+// Every kernel of the kernel-set getters of algo_launch.h (the contract with src/kernels), at
+// every world-size class, general and lean entries alike.
+std::set<const void*> everyGetterKernel() {
+  using Getter = KernelSet (*)(int);
+  const std::pair<const char*, Getter> getters[] = {
+      {"oneShotKernels", oneShotKernels},         {"twoShotKernels", twoShotKernels},
+      {"hostOneShotKernels", hostOneShotKernels}, {"hostTwoShotKernels", hostTwoShotKernels},
+      {"hostBulkKernels", hostBulkKernels},       {"hostSentinelKernels", hostSentinelKernels},
+      {"islandKernels", islandKernels},
+  };
+  std::set<const void*> out;
+  for (const auto& [name, get] : getters)
+    for (int w : kWorldClasses) {
+      const KernelSet set = get(w);
+      for (const void* const* fns : {set.fn, set.lean})
+        for (int d = 0; d < kNumDtypes; ++d)
+          if (fns[d]) out.insert(fns[d]);
+    }
+  return out;
+}
+
+TEST(ImageCheck, AsksAboutEveryKernelOfEveryGetter) {
+  const std::vector<const void*> checked_list = checkedKernels();
+  const std::set<const void*> checked(checked_list.begin(), checked_list.end());
+  const std::set<const void*> all = everyGetterKernel();
+  int missing = 0;
+  for (const void* fn : all)
+    if (!checked.count(fn)) ++missing;
+  EXPECT_EQ(missing, 0) << "of " << all.size() << " kernels, the image check skips " << missing;
+  // And nothing else: every checked pointer is a kernel of some getter.
+  for (const void* fn : checked) EXPECT_TRUE(all.count(fn));
+}
+
+// Kernel names per cubin, where the inspector gives them (FatbinEntry::kernel_names, added with
+// its decompression); the overload for an inspector without them returns false.
+template <typename Entry>
+auto namesOf(const Entry& e, std::vector<std::string>* out, int)
+    -> decltype(e.kernel_names, bool()) {
+  *out = std::vector<std::string>(e.kernel_names.begin(), e.kernel_names.end());
+  return true;
+}
+template <typename Entry>
+bool namesOf(const Entry&, std::vector<std::string>*, long) {
+  return false;
+}
+
+// The kernels of the library's cubins for one architecture, by name; false (with why) when the
+// inspector cannot list them.
+bool libraryKernelNames(int sm, std::set<std::string>* names, std::string* why) {
+  inspect::FileReport r;
+  if (!inspect::inspectFile(TPCOMM_LIBRARY_PATH, &r)) {
+    *why = r.errors.empty() ? "inspect failed" : r.errors[0];
+    return false;
+  }
+  for (const inspect::FatbinContainer& c : r.containers)
+    for (const inspect::FatbinEntry& e : c.entries) {
+      if (e.kind != inspect::ImageKind::kCubin || e.sm != sm) continue;
+      std::vector<std::string> list;
+      if (!namesOf(e, &list, 0)) {
+        *why = "the inspector lists no kernel names per cubin (FatbinEntry::kernel_names)";
+        return false;
+      }
+      names->insert(list.begin(), list.end());
+    }
+  if (names->empty()) *why = "no sm_" + std::to_string(sm) + " cubin in the library";
+  return !names->empty();
+}
+
+TEST(ImageCheck, CoversEveryKernelInTheLibrarysFatBinary) {
+  // The dev build holds sm_90 cubins only; the fat build holds sm_90 among others.
+  std::set<std::string> names;
+  std::string why;
+  if (!libraryKernelNames(90, &names, &why)) GTEST_SKIP() << "cannot list kernels: " << why;
+  const std::vector<const void*> checked_list = checkedKernels();
+  const std::set<const void*> checked(checked_list.begin(), checked_list.end());
+  // One entry point per kernel: the library holds no kernel the check does not ask about.
+  EXPECT_EQ(checked.size(), names.size()) << "kernels in the sm_90 cubins: " << names.size();
+}
+
+}  // namespace
+}  // namespace tpcomm
