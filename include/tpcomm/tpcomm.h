@@ -78,7 +78,7 @@ typedef enum {
 } tpcommNcclMode_t;
 
 #define TPCOMM_CONFIG_MAGIC 0x7c0a11ceu
-#define TPCOMM_CONFIG_VERSION 1
+#define TPCOMM_CONFIG_VERSION 2 /* 2: initTimeoutMs */
 
 /* Versioned so the ABI can grow: always start from TPCOMM_CONFIG_INITIALIZER. Every field left
  * at its initializer value means "default": the environment variable of the same purpose, if set,
@@ -94,10 +94,15 @@ typedef struct {
   int ncclMode;         /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */
   void* ncclComm;       /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
   int maxBlocks;        /* 0: default (by message size); else an upper bound on the grid */
+  int initTimeoutMs;    /* version >= 2. How long tpcommCommInitRank waits for every rank to meet,
+                         * ms; 0: TPCOMM_INIT_TIMEOUT_MS (default 60000) */
 } tpcommConfig_t;
 
-#define TPCOMM_CONFIG_INITIALIZER \
-  { sizeof(tpcommConfig_t), TPCOMM_CONFIG_MAGIC, TPCOMM_CONFIG_VERSION, 0, 0, -1, -1, -1, NULL, 0 }
+#define TPCOMM_CONFIG_INITIALIZER                                                                  \
+  {                                                                                                \
+    sizeof(tpcommConfig_t), TPCOMM_CONFIG_MAGIC, TPCOMM_CONFIG_VERSION, 0, 0, -1, -1, -1, NULL, 0, \
+        0                                                                                          \
+  }
 
 typedef struct tpcommComm* tpcommComm_t;
 

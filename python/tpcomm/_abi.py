@@ -33,7 +33,7 @@ STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 NCCL_AUTO, NCCL_OFF, NCCL_GIVEN = 0, 1, 2
 
 CONFIG_MAGIC = 0x7C0A11CE
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
 UNIQUE_ID_BYTES = 128
 RANK_HANDLE_BYTES = 2048
 REASON_BYTES = 160
@@ -51,12 +51,13 @@ class Config(ctypes.Structure):
         ("ncclMode", c_int),
         ("ncclComm", c_void_p),
         ("maxBlocks", c_int),
+        ("initTimeoutMs", c_int),  # version 2
     ]
 
     @classmethod
     def initializer(cls):
         """TPCOMM_CONFIG_INITIALIZER: every field at 'default' (environment, then built-in)."""
-        return cls(ctypes.sizeof(cls), CONFIG_MAGIC, CONFIG_VERSION, 0, 0, -1, -1, -1, None, 0)
+        return cls(ctypes.sizeof(cls), CONFIG_MAGIC, CONFIG_VERSION, 0, 0, -1, -1, -1, None, 0, 0)
 
 
 class UniqueId(ctypes.Structure):

@@ -1,6 +1,7 @@
 #include "comm/config.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "common/env.h"
 #include "common/error.h"
@@ -18,6 +19,7 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   Settings s;
   if (e.buffer_bytes) s.slot_bytes = e.buffer_bytes;
   s.timeout_ms = e.timeout_ms;
+  s.init_timeout_ms = e.init_timeout_ms;
   s.strict = e.strict != 0;
   s.algo = e.algo;
   s.nccl_mode = e.nccl_mode;
@@ -70,6 +72,16 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
       return fail(tpcommInvalidArgument, "config.maxBlocks=%d: expected 0..1024",
                   config->maxBlocks);
     if (config->maxBlocks > 0) s.max_blocks = config->maxBlocks;
+    // A version-1 struct has the same size (initTimeoutMs sits in what was tail padding), so
+    // the version, not the size, says whether the field is there.
+    if (config->version >= 2 &&
+        config->size >= offsetof(tpcommConfig_t, initTimeoutMs) + sizeof(int)) {
+      if (config->initTimeoutMs < 0 || config->initTimeoutMs > 3600 * 1000)
+        return fail(tpcommInvalidArgument,
+                    "config.initTimeoutMs=%d: expected 1..3600000 ms (0: default)",
+                    config->initTimeoutMs);
+      if (config->initTimeoutMs > 0) s.init_timeout_ms = config->initTimeoutMs;
+    }
   }
   s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size
   // Host inboxes are a quarter of the device slots: the host path is latency-bound (LL packets)
