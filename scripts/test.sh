@@ -9,6 +9,12 @@ cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
 JOBS=${TPCOMM_JOBS:-$(nproc)}
 
+# libcrypto's headers (HMAC-SHA256 of the rendezvous handshake): Debian/Ubuntu libssl-dev.
+if ! echo '#include <openssl/hmac.h>' | ${CXX:-c++} -x c++ -fsyntax-only - 2>/dev/null; then
+  echo "== installing libssl-dev (OpenSSL libcrypto headers)"
+  apt-get update -qq && apt-get install -y --no-install-recommends libssl-dev
+fi
+
 echo "== format (clang-format, .clang-format)"
 scripts/check_format.sh
 

@@ -247,7 +247,7 @@ tpcommResult_t Root::sendTables() {
     if (c.stage == Stage::kJoined) {
       TPCOMM_CHECK(sendAll(c.fd.fd, table.data(), table.size(), deadline_));
     } else {
-      drop(c, "came when the rendezvous was complete (every rank had joined)");
+      drop(c, "was still in its handshake when the rendezvous completed (every rank had joined)");
     }
   }
   return tpcommSuccess;
