@@ -42,30 +42,35 @@ double genuineMeetDespite(const tpcommUniqueId& id, Child bad, int rank1_delay_m
   return s;
 }
 
-TEST(BootstrapHostile, SilentPeerDoesNotHoldRankZero) {
+tpcommUniqueId freshId() {
   tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  EXPECT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  return id;
+}
+
+// A child that connects to the id's socket (knowing only its public name), runs act(fd), then
+// keeps the connection open until it is stopped.
+template <typename Act>
+Child hostilePeer(const tpcommUniqueId& id, Act act) {
   const std::string name = nameOf(id);
-  Child silent = forkChild([&] {
+  return forkChild([name, act] {
     const int fd = rawConnect(name, 3000);
-    std::this_thread::sleep_for(std::chrono::seconds(4));  // connected, says nothing
+    act(fd);
+    std::this_thread::sleep_for(std::chrono::seconds(10));
     close(fd);
     return 0;
   });
-  EXPECT_LT(genuineMeetDespite(id, silent), 1.5);
+}
+
+TEST(BootstrapHostile, SilentPeerDoesNotHoldRankZero) {
+  const tpcommUniqueId id = freshId();
+  EXPECT_LT(genuineMeetDespite(id, hostilePeer(id, [](int) {})), 1.5);
 }
 
 // Past the handshake deadline (2 s) a silent connection is dropped and logged; rank 1 comes later.
 TEST(BootstrapHostile, SilentPeerIsDroppedAtTheHandshakeDeadline) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const std::string name = nameOf(id);
-  Child silent = forkChild([&] {
-    const int fd = rawConnect(name, 3000);
-    std::this_thread::sleep_for(std::chrono::seconds(5));
-    close(fd);
-    return 0;
-  });
+  const tpcommUniqueId id = freshId();
+  Child silent = hostilePeer(id, [](int) {});
   ::testing::internal::CaptureStderr();
   const double s = genuineMeetDespite(id, silent, 2400);
   const std::string log = ::testing::internal::GetCapturedStderr();
@@ -74,35 +79,23 @@ TEST(BootstrapHostile, SilentPeerIsDroppedAtTheHandshakeDeadline) {
 }
 
 TEST(BootstrapHostile, TruncatedHelloIsDropped) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const std::string name = nameOf(id);
-  Child truncated = forkChild([&] {
-    const int fd = rawConnect(name, 3000);
+  const tpcommUniqueId id = freshId();
+  Child truncated = hostilePeer(id, [](int fd) {
     const char half[10] = {0x02, 0x00, 0x0b, 0x7c};  // the start of a header, then nothing
     rawWrite(fd, half, sizeof(half));
-    std::this_thread::sleep_for(std::chrono::seconds(4));
-    close(fd);
-    return 0;
   });
   EXPECT_LT(genuineMeetDespite(id, truncated), 1.5);
 }
 
 TEST(BootstrapHostile, OversizedLengthIsDropped) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const std::string name = nameOf(id);
-  Child oversized = forkChild([&] {
-    const int fd = rawConnect(name, 3000);
+  const tpcommUniqueId id = freshId();
+  Child oversized = hostilePeer(id, [](int fd) {
     FrameHeader h{kWireMagic, kWireVersion, static_cast<uint32_t>(MsgType::kJoin), 0x7fffffffu, 0,
                   0};
     rawWrite(fd, &h, sizeof(h));
     // And the same as the old protocol's hello: {magic, rank 1, nranks 2, len 2^40}.
     const uint32_t old_hello[6] = {0x7c0b0075u, 1, 2, 0, 0, 256};
     rawWrite(fd, old_hello, sizeof(old_hello));
-    std::this_thread::sleep_for(std::chrono::seconds(3));
-    close(fd);
-    return 0;
   });
   EXPECT_LT(genuineMeetDespite(id, oversized), 1.5);
 }
@@ -110,11 +103,8 @@ TEST(BootstrapHostile, OversizedLengthIsDropped) {
 // A stranger's Join with the wrong world size (and, not knowing the id, a wrong proof) is
 // dropped; it does not end the rendezvous the way a rank that holds the id would.
 TEST(BootstrapHostile, StrangersWrongWorldSizeIsDropped) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const std::string name = nameOf(id);
-  Child stranger = forkChild([&] {
-    const int fd = rawConnect(name, 3000);
+  const tpcommUniqueId id = freshId();
+  Child stranger = hostilePeer(id, [](int fd) {
     FrameHeader h{};
     Challenge ch{};
     rawRead(fd, &h, sizeof(h), 1000);
@@ -125,25 +115,28 @@ TEST(BootstrapHostile, StrangersWrongWorldSizeIsDropped) {
     j.len = kLen;
     const std::string f = frame(MsgType::kJoin, &j, sizeof(j));
     rawWrite(fd, f.data(), f.size());
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    close(fd);
-    return 0;
   });
   EXPECT_LT(genuineMeetDespite(id, stranger), 1.5);
+}
+
+// An id with the same (public) socket name and a secret of its own: what a process that saw the
+// name in /proc/net/unix can build.
+tpcommUniqueId forgedId(const tpcommUniqueId& id) {
+  UniqueIdData forged{};
+  EXPECT_EQ(parseUniqueId(id, &forged), tpcommSuccess);
+  EXPECT_EQ(randomBytes(forged.secret, sizeof(forged.secret)), tpcommSuccess);
+  tpcommUniqueId fake{};
+  memcpy(fake.internal, &forged, sizeof(forged));
+  EXPECT_EQ(nameOf(fake), nameOf(id));
+  return fake;
 }
 
 // A process that saw only the socket name (in /proc/net/unix) builds an id around it with a
 // secret of its own and runs the real peer code: rank 0 refuses it, it gets no table, and the
 // genuine rank 1 still joins.
 TEST(BootstrapHostile, ImpostorWithOnlyTheNameIsRefused) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  UniqueIdData forged{};
-  ASSERT_EQ(parseUniqueId(id, &forged), tpcommSuccess);
-  ASSERT_EQ(randomBytes(forged.secret, sizeof(forged.secret)), tpcommSuccess);
-  tpcommUniqueId fake{};
-  memcpy(fake.internal, &forged, sizeof(forged));
-  ASSERT_EQ(nameOf(fake), nameOf(id));
+  const tpcommUniqueId id = freshId();
+  const tpcommUniqueId fake = forgedId(id);
   Child impostor = forkChild([&] { return gatherAs(fake, 1, 2, 3000); });
   Child k1 = forkRank(id, 1, 2, 5000, 0, 300);
   const auto t0 = Clock::now();
@@ -159,13 +152,8 @@ TEST(BootstrapHostile, ImpostorWithOnlyTheNameIsRefused) {
 // And the other way round: a process squatting on the name (it is rank 0 for the peers) but not
 // holding the secret gets no handle: the peer checks rank 0's proof before sending its own.
 TEST(BootstrapHostile, ImpostorRankZeroGetsNoHandle) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  UniqueIdData forged{};
-  ASSERT_EQ(parseUniqueId(id, &forged), tpcommSuccess);
-  ASSERT_EQ(randomBytes(forged.secret, sizeof(forged.secret)), tpcommSuccess);
-  tpcommUniqueId fake{};
-  memcpy(fake.internal, &forged, sizeof(forged));
+  const tpcommUniqueId id = freshId();
+  const tpcommUniqueId fake = forgedId(id);
   Child squatter = forkChild([&] { return gatherAs(fake, 0, 2, 2000); });
   const auto t0 = Clock::now();
   EXPECT_NE(gatherAs(id, 1, 2, 2000, 0), 0);
@@ -178,8 +166,7 @@ TEST(BootstrapHostile, ImpostorRankZeroGetsNoHandle) {
 // Two 2-rank jobs given one id, started 50 ms apart: the first meets; the second's rank 0 cannot
 // bind the name and its rank 1 is told the rendezvous is complete. Nobody pairs across jobs.
 TEST(BootstrapHostile, SecondJobWithTheSameIdFailsClearly) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  const tpcommUniqueId id = freshId();
   Child a1 = forkRank(id, 1, 2, 5000, /*job=*/1);
   Child b0, b1;
   std::thread second_job([&] {
@@ -210,8 +197,7 @@ TEST(BootstrapHostile, SecondJobWithTheSameIdFailsClearly) {
 // Two processes claim one rank (two jobs in a race, or a launcher bug) while rank 0 still waits:
 // the rendezvous ends for everyone, with the reason, at once.
 TEST(BootstrapHostile, RankClaimedTwiceEndsTheRendezvousForAll) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  const tpcommUniqueId id = freshId();
   Child x = forkRank(id, 1, 3, 5000, 1);
   Child y = forkRank(id, 1, 3, 5000, 2, 100);
   const auto t0 = Clock::now();
@@ -228,8 +214,7 @@ TEST(BootstrapHostile, RankClaimedTwiceEndsTheRendezvousForAll) {
 // Rank 0's queue full (here: a listener that never accepts, its backlog filled): connect must
 // honour the 2 s deadline instead of blocking until the queue drains.
 TEST(BootstrapHostile, FullBacklogConnectHonoursTheDeadline) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  const tpcommUniqueId id = freshId();
   const std::string name = nameOf(id);
   socklen_t alen = 0;
   const sockaddr_un addr = socketAddress(name, &alen);
@@ -248,7 +233,8 @@ TEST(BootstrapHostile, FullBacklogConnectHonoursTheDeadline) {
   std::thread closer([&] {
     for (int i = 0; i < 600 && !done; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    shutdown(srv.fd, SHUT_RDWR);
+    close(srv.fd);  // wakes a blocked connect (shutdown would not)
+    srv.fd = -1;
   });
   const auto t0 = Clock::now();
   EXPECT_EQ(gatherAs(id, 1, 2, 2000), static_cast<int>(tpcommTimeout));
@@ -290,8 +276,7 @@ std::string logOfFlood(const tpcommUniqueId& id, Flood flood) {
 }
 
 TEST(BootstrapHostile, FloodOfBadConnectionsIsLoggedRateLimited) {
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  const tpcommUniqueId id = freshId();
   const std::string name = nameOf(id);
   const std::string log = logOfFlood(id, [&] {
     const auto t0 = Clock::now();
@@ -311,8 +296,7 @@ TEST(BootstrapHostile, FloodOfBadConnectionsIsLoggedRateLimited) {
 
 TEST(BootstrapHostile, FloodFromAnotherUserIsLoggedRateLimited) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run the flood as another user";
-  tpcommUniqueId id;
-  ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  const tpcommUniqueId id = freshId();
   const std::string name = nameOf(id);
   const std::string log = logOfFlood(id, [&] {
     if (setuid(65534) != 0) return 99;
