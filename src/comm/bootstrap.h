@@ -39,7 +39,8 @@ class RendezvousHold {
   RendezvousHold(int listen_fd, int wake_fd);
   void serve();
   int listen_fd_;
-  int wake_fd_;  // eventfd: the destructor wakes the thread with it
+  int wake_fd_;    // eventfd: the destructor wakes the thread with it
+  int owner_pid_;  // a forked child has our descriptors but not the thread
   std::thread thread_;
 };
 

@@ -5,8 +5,10 @@
 #include <sys/eventfd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include "comm/bootstrap.h"
 #include "comm/bootstrap_wire.h"
@@ -26,9 +28,20 @@ tpcommResult_t RendezvousHold::start(int listen_fd, std::unique_ptr<RendezvousHo
 }
 
 RendezvousHold::RendezvousHold(int listen_fd, int wake_fd)
-    : listen_fd_(listen_fd), wake_fd_(wake_fd), thread_([this] { serve(); }) {}
+    : listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
+      owner_pid_(static_cast<int>(getpid())),
+      thread_([this] { serve(); }) {}
 
 RendezvousHold::~RendezvousHold() {
+  if (static_cast<int>(getpid()) != owner_pid_) {
+    // A forked child (e.g. a finalizer at its exit): the thread is the parent's, and the eventfd
+    // is shared with it. Close only our copies; leak the handle of a thread this process lacks.
+    new std::thread(std::move(thread_));
+    close(listen_fd_);
+    close(wake_fd_);
+    return;
+  }
   const uint64_t one = 1;
   if (write(wake_fd_, &one, sizeof(one)) != static_cast<ssize_t>(sizeof(one))) {
     // An eventfd write fails only on counter overflow; the thread is awake then anyway.
@@ -53,7 +66,12 @@ void RendezvousHold::serve() {
     }
     if (p[1].revents) return;
     Fd c(accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (c.fd < 0) continue;  // EAGAIN (raced), or a transient error: poll again
+    if (c.fd < 0) {
+      // EAGAIN: raced. Out of descriptors: the queue stays readable, so pause rather than spin.
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
     ucred cred{};
     if (!peerCredentials(c.fd, &cred) || cred.uid != getuid()) {
       refusals.note("uid %u (pid %d) is not our user", static_cast<unsigned>(cred.uid),

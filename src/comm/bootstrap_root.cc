@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/bootstrap_sides.h"
@@ -108,7 +109,13 @@ Step Root::fatal(tpcommResult_t r) {
 void Root::acceptAll(int listen_fd) {
   for (int i = 0; i < 64; ++i) {  // bounded, so a flood cannot starve the connections we have
     Fd fd(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (fd.fd < 0) return;  // EAGAIN: drained (other errors: the next poll retries)
+    if (fd.fd < 0) {
+      // EAGAIN: drained. Out of descriptors (EMFILE...): the queue stays readable, so pause
+      // rather than spin; stalled handshakes expire and free descriptors meanwhile.
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return;
+    }
     ucred cred{};
     if (!peerCredentials(fd.fd, &cred) || cred.uid != getuid()) {
       refusals_.note("uid %u (pid %d) is not our user", static_cast<unsigned>(cred.uid),
@@ -261,9 +268,11 @@ tpcommResult_t Root::run(int listen_fd) {
       if (c.stage != Stage::kJoined && c.handshake_deadline < wake) wake = c.handshake_deadline;
     fds.assign(1, pollfd{listen_fd, POLLIN, 0});
     for (const Conn& c : conns_) fds.push_back(pollfd{c.fd.fd, POLLIN, 0});
-    const int n = poll(fds.data(), fds.size(), msLeft(wake));
-    if (n < 0 && errno != EINTR)
-      return endWithReason(fail(tpcommSystemError, "bootstrap: poll: %s", strerror(errno)));
+    if (poll(fds.data(), fds.size(), msLeft(wake)) < 0) {
+      if (errno != EINTR)
+        return endWithReason(fail(tpcommSystemError, "bootstrap: poll: %s", strerror(errno)));
+      continue;  // revents are not set; the next round also checks the deadlines
+    }
     // Connections first (fds[i + 1] is conns_[i]), then new ones.
     const auto now = Clock::now();
     for (size_t i = 0; i < conns_.size(); ++i) {

@@ -194,6 +194,26 @@ TEST(BootstrapHostile, SecondJobWithTheSameIdFailsClearly) {
   EXPECT_EQ(finish(c1).code, 0);
 }
 
+// A forked child of rank 0 that destroys its copy of the hold (a finalizer at its exit) must not
+// stop the parent from answering latecomers: the thread and the eventfd are the parent's.
+TEST(BootstrapHostile, HoldSurvivesAForkedChildsDestroy) {
+  const tpcommUniqueId id = freshId();
+  Child a1 = forkRank(id, 1, 2, 5000, /*job=*/1);
+  std::unique_ptr<RendezvousHold> hold;
+  ASSERT_EQ(gatherAs(id, 0, 2, 5000, /*job=*/1, &hold), 0) << lastError();
+  EXPECT_EQ(finish(a1).code, 0);
+  Child forked = forkChild([&] {
+    hold.reset();
+    return 0;
+  });
+  EXPECT_EQ(finish(forked).code, 0);
+  const auto t0 = Clock::now();
+  const Outcome late = finish(forkRank(id, 1, 2, 3000, /*job=*/2));
+  EXPECT_LT(secondsSince(t0), 1.0);
+  EXPECT_EQ(late.code, static_cast<int>(tpcommInvalidUsage)) << late.error;
+  EXPECT_NE(late.error.find("complete"), std::string::npos) << late.error;
+}
+
 // Two processes claim one rank (two jobs in a race, or a launcher bug) while rank 0 still waits:
 // the rendezvous ends for everyone, with the reason, at once.
 TEST(BootstrapHostile, RankClaimedTwiceEndsTheRendezvousForAll) {
