@@ -252,7 +252,10 @@ tpcommResult_t Root::sendTables() {
   const std::string table = frame(MsgType::kTable, all_, len_ * static_cast<size_t>(nranks_));
   for (Conn& c : conns_) {
     if (c.stage == Stage::kJoined) {
-      TPCOMM_CHECK(sendAll(c.fd.fd, table.data(), table.size(), deadline_));
+      // A rank that cannot take the table (it died) fails the rendezvous; the ranks not yet
+      // sent theirs hear why rather than waiting for their deadline.
+      const tpcommResult_t r = sendAll(c.fd.fd, table.data(), table.size(), deadline_);
+      if (r != tpcommSuccess) return endWithReason(r);
     } else {
       drop(c, "was still in its handshake when the rendezvous completed (every rank had joined)");
     }
