@@ -125,12 +125,16 @@ TPCOMM_API const char* tpcommGetLastError(void);
 
 /* ---- communicator lifecycle ---- */
 
-/* A fresh id for one communicator; rank 0 makes it and hands it to the others (like NCCL). */
+/* A fresh id for one communicator; rank 0 makes it and hands it to the others (like NCCL). It
+ * holds a secret: send it only to the other ranks. */
 TPCOMM_API tpcommResult_t tpcommGetUniqueId(tpcommUniqueId* uniqueId);
 
 /* One process per GPU: collective over nranks processes on this machine, which meet through a
- * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED; there is no
- * TCP listener). Uses the current CUDA device. config may be NULL. */
+ * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED, and every
+ * rank proves it holds the id's secret; there is no TCP listener). An id serves one communicator
+ * at a time: while it lives, another rank 0 or a late rank given the same id fails with
+ * tpcommInvalidUsage. Waits up to config.initTimeoutMs for every rank (docs/RENDEZVOUS.md).
+ * Uses the current CUDA device. config may be NULL. */
 TPCOMM_API tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks,
                                              tpcommUniqueId uniqueId, int rank,
                                              const tpcommConfig_t* config);
