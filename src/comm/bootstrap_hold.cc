@@ -5,10 +5,8 @@
 #include <sys/eventfd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <thread>
 
 #include "comm/bootstrap.h"
 #include "comm/bootstrap_wire.h"
@@ -65,21 +63,10 @@ void RendezvousHold::serve() {
       return;
     }
     if (p[1].revents) return;
-    Fd c(accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (c.fd < 0) {
-      // EAGAIN: raced. Out of descriptors: the queue stays readable, so pause rather than spin.
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      continue;
-    }
-    ucred cred{};
-    if (!peerCredentials(c.fd, &cred) || cred.uid != getuid()) {
-      refusals.note("uid %u (pid %d) is not our user", static_cast<unsigned>(cred.uid),
-                    static_cast<int>(cred.pid));
-      continue;
-    }
-    refusals.note("pid %d came after the rendezvous completed (told it so)",
-                  static_cast<int>(cred.pid));
+    Fd c;
+    int pid = 0;
+    if (acceptOurs(listen_fd_, &refusals, &c.fd, &pid) != Accepted::kOurs) continue;
+    refusals.note("pid %d came after the rendezvous completed (told it so)", pid);
     sendNow(c.fd, complete);
   }
 }

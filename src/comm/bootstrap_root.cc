@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "comm/bootstrap_sides.h"
@@ -108,20 +107,11 @@ Step Root::fatal(tpcommResult_t r) {
 
 void Root::acceptAll(int listen_fd) {
   for (int i = 0; i < 64; ++i) {  // bounded, so a flood cannot starve the connections we have
-    Fd fd(accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
-    if (fd.fd < 0) {
-      // EAGAIN: drained. Out of descriptors (EMFILE...): the queue stays readable, so pause
-      // rather than spin; stalled handshakes expire and free descriptors meanwhile.
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      return;
-    }
-    ucred cred{};
-    if (!peerCredentials(fd.fd, &cred) || cred.uid != getuid()) {
-      refusals_.note("uid %u (pid %d) is not our user", static_cast<unsigned>(cred.uid),
-                     static_cast<int>(cred.pid));
-      continue;
-    }
+    Fd fd;
+    int pid = 0;
+    const Accepted a = acceptOurs(listen_fd, &refusals_, &fd.fd, &pid);
+    if (a == Accepted::kNone) return;
+    if (a == Accepted::kRefused) continue;
     if (pendingCount() >= kMaxPending) {
       const auto oldest = std::find_if(conns_.begin(), conns_.end(),
                                        [](const Conn& o) { return o.stage != Stage::kJoined; });
@@ -130,7 +120,7 @@ void Root::acceptAll(int listen_fd) {
     }
     Conn c;
     c.fd = std::move(fd);
-    c.pid = static_cast<int>(cred.pid);
+    c.pid = pid;
     c.handshake_deadline = Clock::now() + std::chrono::milliseconds(kHandshakeMs);
     if (randomBytes(c.nonce, sizeof(c.nonce)) != tpcommSuccess) continue;
     Challenge ch{};
