@@ -96,7 +96,7 @@ typedef enum {
 } tpcommNcclMode_t;
 
 #define TPCOMM_CONFIG_MAGIC 0x7c0a11ceu
-#define TPCOMM_CONFIG_VERSION 2
+#define TPCOMM_CONFIG_VERSION 2 /* 2: initTimeoutMs, launchKnobs */
 
 /* Versioned so the ABI can grow: always start from TPCOMM_CONFIG_INITIALIZER. Every field left
  * at its initializer value means "default": the environment variable of the same purpose, if set,
@@ -113,13 +113,16 @@ typedef struct {
   void* ncclComm;       /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
   int maxBlocks;        /* 0: default (by message size); else an upper bound on the grid */
   /* version 2: */
+  int initTimeoutMs;       /* how long tpcommCommInitRank waits for every rank to meet, ms; 0:
+                            * TPCOMM_INIT_TIMEOUT_MS (default 60000). In what was version 1's tail
+                            * padding, so read only when version >= 2 */
   const char* launchKnobs; /* NULL: TPCOMM_KNOBS; else "name=value,..." applied on top of it */
 } tpcommConfig_t;
 
 #define TPCOMM_CONFIG_INITIALIZER                                                                  \
   {                                                                                                \
     sizeof(tpcommConfig_t), TPCOMM_CONFIG_MAGIC, TPCOMM_CONFIG_VERSION, 0, 0, -1, -1, -1, NULL, 0, \
-        NULL                                                                                       \
+        0, NULL                                                                                    \
   }
 
 typedef struct tpcommComm* tpcommComm_t;
@@ -143,12 +146,16 @@ TPCOMM_API const char* tpcommGetLastError(void);
 
 /* ---- communicator lifecycle ---- */
 
-/* A fresh id for one communicator; rank 0 makes it and hands it to the others (like NCCL). */
+/* A fresh id for one communicator; rank 0 makes it and hands it to the others (like NCCL). It
+ * holds a secret: send it only to the other ranks. */
 TPCOMM_API tpcommResult_t tpcommGetUniqueId(tpcommUniqueId* uniqueId);
 
 /* One process per GPU: collective over nranks processes on this machine, which meet through a
- * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED; there is no
- * TCP listener). Uses the current CUDA device. config may be NULL. */
+ * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED, and every
+ * rank proves it holds the id's secret; there is no TCP listener). An id serves one communicator
+ * at a time: while it lives, another rank 0 or a late rank given the same id fails with
+ * tpcommInvalidUsage. Waits up to config.initTimeoutMs for every rank (docs/RENDEZVOUS.md).
+ * Uses the current CUDA device. config may be NULL. */
 TPCOMM_API tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks,
                                              tpcommUniqueId uniqueId, int rank,
                                              const tpcommConfig_t* config);

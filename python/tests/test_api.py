@@ -47,16 +47,16 @@ def test_op_not_repeated_when_the_message_names_it():
 def test_config_defaults_match_the_initializer():
     cfg = _config.make_config()
     assert (cfg.size, cfg.magic, cfg.version) == (ctypes.sizeof(_abi.Config), _abi.CONFIG_MAGIC, 2)
-    assert (cfg.bufferBytes, cfg.timeoutMs, cfg.strict, cfg.algo, cfg.ncclMode, cfg.maxBlocks) == \
-        (0, 0, -1, -1, -1, 0)
+    assert (cfg.bufferBytes, cfg.timeoutMs, cfg.strict, cfg.algo, cfg.ncclMode, cfg.maxBlocks,
+            cfg.initTimeoutMs) == (0, 0, -1, -1, -1, 0, 0)
     assert cfg.launchKnobs is None
 
 
 def test_config_values():
     cfg = _config.make_config(buffer_bytes=1 << 20, timeout_ms=200, strict=True, algo="twoshot",
-                              nccl="off", max_blocks=8)
-    assert (cfg.bufferBytes, cfg.timeoutMs, cfg.strict, cfg.algo, cfg.ncclMode, cfg.maxBlocks) == \
-        (1 << 20, 200, 1, 2, _abi.NCCL_OFF, 8)
+                              nccl="off", max_blocks=8, init_timeout_ms=90000)
+    assert (cfg.bufferBytes, cfg.timeoutMs, cfg.strict, cfg.algo, cfg.ncclMode, cfg.maxBlocks,
+            cfg.initTimeoutMs) == (1 << 20, 200, 1, 2, _abi.NCCL_OFF, 8, 90000)
     assert _config.make_config(nccl_comm=0x1234).ncclMode == _abi.NCCL_GIVEN
     assert _config.make_config(algo="auto").algo == 0
 

@@ -57,13 +57,14 @@ class Config(ctypes.Structure):
         ("ncclMode", c_int),
         ("ncclComm", c_void_p),
         ("maxBlocks", c_int),
-        ("launchKnobs", c_char_p),
+        ("initTimeoutMs", c_int),  # version 2
+        ("launchKnobs", c_char_p),  # version 2
     ]
 
     @classmethod
     def initializer(cls):
         """TPCOMM_CONFIG_INITIALIZER: every field at 'default' (environment, then built-in)."""
-        return cls(ctypes.sizeof(cls), CONFIG_MAGIC, CONFIG_VERSION, 0, 0, -1, -1, -1, None, 0,
+        return cls(ctypes.sizeof(cls), CONFIG_MAGIC, CONFIG_VERSION, 0, 0, -1, -1, -1, None, 0, 0,
                    None)
 
 

@@ -8,7 +8,7 @@ _NCCL_MODES = {"auto": _abi.NCCL_AUTO, "off": _abi.NCCL_OFF}
 
 
 def make_config(buffer_bytes=None, timeout_ms=None, strict=None, algo=None, nccl=None,
-                nccl_comm=None, max_blocks=None):
+                nccl_comm=None, max_blocks=None, init_timeout_ms=None):
     """None everywhere means 'the library default': the TPCOMM_* environment variable if set,
     else the built-in value (TPCOMM_CONFIG_INITIALIZER)."""
     cfg = _abi.Config.initializer()
@@ -28,6 +28,8 @@ def make_config(buffer_bytes=None, timeout_ms=None, strict=None, algo=None, nccl
         cfg.ncclMode = _NCCL_MODES[nccl]
     if max_blocks is not None:
         cfg.maxBlocks = int(max_blocks)
+    if init_timeout_ms is not None:
+        cfg.initTimeoutMs = int(init_timeout_ms)
     return cfg
 
 

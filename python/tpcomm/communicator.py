@@ -69,7 +69,7 @@ class Communicator:
                        **config: Any) -> "Communicator":
         """Collective over `world_size` processes on this machine (tpcommCommInitRank); blocks
         until all have joined. `config`: see make_config (buffer_bytes, timeout_ms, strict,
-        algo, nccl, nccl_comm, max_blocks)."""
+        algo, nccl, nccl_comm, max_blocks, init_timeout_ms)."""
         if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != _abi.UNIQUE_ID_BYTES:
             raise TpcommInvalidArgumentError(
                 f"unique_id must be the {_abi.UNIQUE_ID_BYTES} bytes of get_unique_id()", code=4)

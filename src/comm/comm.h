@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "comm/bootstrap.h"
 #include "comm/config.h"
 #include "comm/rank_info.h"
 #include "kernels/device_comm.h"
@@ -34,6 +36,8 @@ struct tpcommComm {
   std::vector<char*> ipc_mapped;  // peers' staging opened through IPC (closed at destroy)
   tpcomm::DeviceComm dev{};
   tpcomm::RankInfo self{};  // this rank's handle contents (Begin -> End)
+  // Rank 0 of tpcommCommInitRank: the id's rendezvous name, held while the communicator lives.
+  std::unique_ptr<tpcomm::RendezvousHold> rendezvous;
 
   tpcomm::Fabric fabric = tpcomm::Fabric::kNvlink;
   tpcomm::TuningTable tuning;                // this machine's table (`tpcomm tune`), if any

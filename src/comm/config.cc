@@ -33,6 +33,7 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   Settings s;
   if (e.buffer_bytes) s.slot_bytes = e.buffer_bytes;
   s.timeout_ms = e.timeout_ms;
+  s.init_timeout_ms = e.init_timeout_ms;
   s.strict = e.strict != 0;
   s.algo = e.algo;
   s.nccl_mode = e.nccl_mode;
@@ -86,8 +87,19 @@ tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
       return fail(tpcommInvalidArgument, "config.maxBlocks=%d: expected 0..1024",
                   config->maxBlocks);
     if (config->maxBlocks > 0) s.max_blocks = config->maxBlocks;
+    // A version-1 struct has the same size (initTimeoutMs sits in what was tail padding), so
+    // the version, not the size, says whether the field is there.
+    if (config->version >= 2 &&
+        config->size >= offsetof(tpcommConfig_t, initTimeoutMs) + sizeof(int)) {
+      if (config->initTimeoutMs < 0 || config->initTimeoutMs > 3600 * 1000)
+        return fail(tpcommInvalidArgument,
+                    "config.initTimeoutMs=%d: expected 1..3600000 ms (0: default)",
+                    config->initTimeoutMs);
+      if (config->initTimeoutMs > 0) s.init_timeout_ms = config->initTimeoutMs;
+    }
     // Version 1 structs end before launchKnobs.
-    const bool has_knobs = config->size >= offsetof(tpcommConfig_t, launchKnobs) + sizeof(char*);
+    const bool has_knobs = config->version >= 2 &&
+                           config->size >= offsetof(tpcommConfig_t, launchKnobs) + sizeof(char*);
     if (has_knobs && config->launchKnobs)
       TPCOMM_CHECK(applyKnobs("config.launchKnobs", config->launchKnobs, &s.knobs));
   }

@@ -15,6 +15,7 @@ struct Settings {
   size_t slot_bytes = kDefaultSlotBytes;
   size_t host_slot_bytes = kDefaultSlotBytes / 4;  // host inbox slot (pinned host memory)
   int timeout_ms = 5000;
+  int init_timeout_ms = 60000;  // the rendezvous of tpcommCommInitRank (ranks start at any pace)
   bool strict = false;
   int algo = -1;  // -1 auto
   int nccl_mode = tpcommNcclAuto;

@@ -120,6 +120,7 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
 void destroyComm(tpcommComm* c) {
   if (!c) return;
   unregisterComm(c);
+  c->rendezvous.reset();  // frees the unique id's name: a new communicator may use it again
   if (c->device >= 0) {
     cudaSetDevice(c->device);
     cudaDeviceSynchronize();  // no kernel of ours may still write into a peer or read our slots
@@ -208,9 +209,8 @@ tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId
   tpcommRankHandle mine;
   TPCOMM_CHECK(tpcommCommInitRankBegin(comm, nranks, rank, config, &mine));
   std::vector<tpcommRankHandle> all(static_cast<size_t>(nranks));
-  const int timeout = std::max((*comm)->settings.timeout_ms, 60000);
-  tpcommResult_t r =
-      bootstrapAllGather(uniqueId, rank, nranks, &mine, sizeof(mine), all.data(), timeout);
+  tpcommResult_t r = bootstrapAllGather(uniqueId, rank, nranks, &mine, sizeof(mine), all.data(),
+                                        (*comm)->settings.init_timeout_ms, &(*comm)->rendezvous);
   if (r != tpcommSuccess) {
     destroyComm(*comm);
     *comm = nullptr;

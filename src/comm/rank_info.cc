@@ -63,6 +63,7 @@ tpcommResult_t unpackHandles(const tpcommRankHandle* all, int nranks, RankInfo* 
     if (i.version != kInfoVersion)
       return fail(tpcommRemoteError, "rank handle %d: version %u, this library speaks %u", r,
                   i.version, kInfoVersion);
+    TPCOMM_CHECK(checkHandleFields(i, r));
     if (i.rank != r)
       return fail(tpcommInvalidArgument,
                   "rank handles out of order: position %d holds rank %d's (gather in rank order)",

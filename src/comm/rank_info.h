@@ -45,8 +45,11 @@ static_assert(sizeof(RankInfo) <= TPCOMM_RANK_HANDLE_BYTES, "RankInfo exceeds th
 
 tpcommResult_t fillIdentity(int rank, int nranks, int device, const Settings& s, RankInfo* out);
 void packHandle(const RankInfo& info, tpcommRankHandle* h);
-// Unpacks all handles and checks they describe one communicator on one machine with one set of
-// settings (a mismatch is tpcommRemoteError naming the rank and the field).
+// Checks every field of rank r's handle: strings NUL-terminated, values in range
+// (tpcommInvalidArgument naming the rank and the field). Magic and version are checked first.
+tpcommResult_t checkHandleFields(const RankInfo& info, int r);
+// Unpacks all handles, checks each one's fields, and that they describe one communicator on one
+// machine with one set of settings (a mismatch is tpcommRemoteError naming the rank and field).
 tpcommResult_t unpackHandles(const tpcommRankHandle* all, int nranks, RankInfo* out);
 
 }  // namespace tpcomm

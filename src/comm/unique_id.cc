@@ -11,7 +11,8 @@
 namespace tpcomm {
 namespace {
 constexpr char kMagic[8] = {'T', 'P', 'C', 'O', 'M', 'M', 'I', 'D'};
-constexpr uint32_t kIdVersion = 1;
+// 2: the name and the secret are separate draws (1 named the socket by its only key).
+constexpr uint32_t kIdVersion = 2;
 }  // namespace
 
 tpcommResult_t makeUniqueId(tpcommUniqueId* id) {
@@ -20,7 +21,8 @@ tpcommResult_t makeUniqueId(tpcommUniqueId* id) {
   memcpy(d.magic, kMagic, sizeof(kMagic));
   d.version = kIdVersion;
   d.creator_uid = static_cast<uint32_t>(getuid());
-  TPCOMM_CHECK(randomBytes(d.key, sizeof(d.key)));
+  TPCOMM_CHECK(randomBytes(d.name, sizeof(d.name)));
+  TPCOMM_CHECK(randomBytes(d.secret, sizeof(d.secret)));
   memcpy(id->internal, &d, sizeof(d));
   return tpcommSuccess;
 }
@@ -39,7 +41,7 @@ tpcommResult_t parseUniqueId(const tpcommUniqueId& id, UniqueIdData* data) {
 std::string rendezvousName(const UniqueIdData& data) {
   static const char* hex = "0123456789abcdef";
   std::string name = "tpcomm.";
-  for (uint8_t b : data.key) {
+  for (uint8_t b : data.name) {
     name += hex[b >> 4];
     name += hex[b & 15];
   }

@@ -21,6 +21,8 @@ const std::vector<EnvVarDoc> kDocs = {
      "host_twoshot | host_bulk | island"},
     {"TPCOMM_STRICT", "0", "1: a fallback to NCCL is an error (tpcommFallbackRefused)"},
     {"TPCOMM_TIMEOUT_MS", "5000", "deadline of every GPU-side wait for a peer, in milliseconds"},
+    {"TPCOMM_INIT_TIMEOUT_MS", "60000",
+     "how long tpcommCommInitRank waits for every rank to meet at the rendezvous, in milliseconds"},
     {"TPCOMM_BUFFER_BYTES", "16777216",
      "staging bytes per slot and rank (4 slots; K/M/G suffixes): bounds the one-shot size and "
      "the two-shot chunk"},
@@ -95,6 +97,12 @@ Env parseEnvironment(const EnvLookup& lookup) {
       e.timeout_ms = static_cast<int>(v);
     else
       bad("TPCOMM_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
+  }
+  if (const char* s = get("TPCOMM_INIT_TIMEOUT_MS")) {
+    if (parseInt(s, 1, 3600 * 1000, &v))
+      e.init_timeout_ms = static_cast<int>(v);
+    else
+      bad("TPCOMM_INIT_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
   }
   if (const char* s = get("TPCOMM_BUFFER_BYTES")) {
     size_t bytes = 0;

@@ -24,6 +24,7 @@ struct Env {
   int algo = -1;   // -1: auto; else tpcommAlgo_t
   int strict = 0;  // 1: any fallback is an error
   int timeout_ms = 5000;
+  int init_timeout_ms = 60000;
   size_t buffer_bytes = 0;  // 0: built-in default (see comm/config.cc)
   int nccl_mode = 0;        // tpcommNcclMode_t (auto / off)
   std::string nccl_library;

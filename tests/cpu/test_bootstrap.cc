@@ -1,5 +1,5 @@
 // The Unix-socket rendezvous, across real processes (fork: no CUDA is involved): the all-gather,
-// and every way it can fail clearly instead of hanging.
+// and every way it can fail clearly instead of hanging. Hostile peers: test_bootstrap_hostile.cc.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,79 +12,65 @@
 #include "comm/bootstrap.h"
 #include "comm/unique_id.h"
 #include "common/error.h"
+#include "support/rendezvous_ranks.h"
 
 namespace tpcomm {
 namespace {
 
-constexpr size_t kLen = 40;
-
-std::vector<char> blob(int rank) {
-  std::vector<char> b(kLen);
-  for (size_t i = 0; i < kLen; ++i) b[i] = static_cast<char>(rank * 31 + i);
-  return b;
-}
-
-// Runs the all-gather as `rank` and checks the table; exit code 0 = success, else the result code.
-int gatherAs(const tpcommUniqueId& id, int rank, int nranks, int timeout_ms) {
-  std::vector<char> all(kLen * nranks);
-  const std::vector<char> mine = blob(rank);
-  const tpcommResult_t r =
-      bootstrapAllGather(id, rank, nranks, mine.data(), kLen, all.data(), timeout_ms);
-  if (r != tpcommSuccess) return static_cast<int>(r);
-  for (int q = 0; q < nranks; ++q)
-    if (memcmp(all.data() + q * kLen, blob(q).data(), kLen) != 0) return 100;
-  return 0;
-}
-
-pid_t forkRank(const tpcommUniqueId& id, int rank, int nranks, int timeout_ms) {
-  const pid_t pid = fork();
-  if (pid == 0) _exit(gatherAs(id, rank, nranks, timeout_ms));
-  return pid;
-}
-
-int exitCode(pid_t pid) {
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+using namespace testing_rv;  // NOLINT: test helpers
 
 TEST(Bootstrap, FourProcessesAllGather) {
   tpcommUniqueId id;
   ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  std::vector<pid_t> pids;
-  for (int r = 3; r >= 1; --r) pids.push_back(forkRank(id, r, 4, 10000));  // peers first: retry
+  std::vector<Child> kids;
+  for (int r = 3; r >= 1; --r) kids.push_back(forkRank(id, r, 4, 10000));  // peers first: retry
   EXPECT_EQ(gatherAs(id, 0, 4, 10000), 0) << lastError();
-  for (pid_t p : pids) EXPECT_EQ(exitCode(p), 0);
+  for (Child& k : kids) {
+    const Outcome o = finish(k);
+    EXPECT_EQ(o.code, 0) << o.error;
+  }
 }
 
+// Rank 0 gives up on a missing rank, and the rank that did come learns why from rank 0 itself
+// (its code and its text), not from a reset connection.
 TEST(Bootstrap, MissingRankIsATimeoutNamingIt) {
   tpcommUniqueId id;
   ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const pid_t p1 = forkRank(id, 1, 3, 5000);
+  Child k1 = forkRank(id, 1, 3, 5000);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(gatherAs(id, 0, 3, 700), static_cast<int>(tpcommTimeout));
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(s, 3.0);
+  EXPECT_LT(secondsSince(t0), 3.0);
   EXPECT_NE(std::string(lastError()).find("never connected: 2"), std::string::npos) << lastError();
-  // Rank 1 learns that rank 0 gave up (its connection closes) instead of waiting forever.
-  EXPECT_NE(exitCode(p1), 0);
+  const Outcome o = finish(k1);
+  EXPECT_LT(secondsSince(t0), 3.0);  // not its own 5 s deadline
+  EXPECT_EQ(o.code, static_cast<int>(tpcommTimeout)) << o.error;
+  EXPECT_NE(o.error.find("rank 0 (pid"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("never connected: 2"), std::string::npos) << o.error;
 }
 
 TEST(Bootstrap, NoRankZeroIsATimeout) {
   tpcommUniqueId id;
   ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(gatherAs(id, 1, 2, 300), static_cast<int>(tpcommTimeout));
+  EXPECT_LT(secondsSince(t0), 1.0);
   EXPECT_NE(std::string(lastError()).find("could not reach rank 0"), std::string::npos)
       << lastError();
 }
 
+// A rank that holds the id but disagrees on the world size ends the rendezvous at once, and it is
+// told why (by rank 0), well before either deadline.
 TEST(Bootstrap, DisagreeingWorldSizeIsRefused) {
   tpcommUniqueId id;
   ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const pid_t p1 = forkRank(id, 1, 3, 3000);  // thinks there are 3 ranks
-  EXPECT_EQ(gatherAs(id, 0, 2, 3000), static_cast<int>(tpcommInvalidArgument));
+  Child k1 = forkRank(id, 1, 3, 5000);  // thinks there are 3 ranks
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(gatherAs(id, 0, 2, 5000), static_cast<int>(tpcommInvalidArgument));
   EXPECT_NE(std::string(lastError()).find("nranks=3"), std::string::npos) << lastError();
-  EXPECT_NE(exitCode(p1), 0);
+  const Outcome o = finish(k1);
+  EXPECT_LT(secondsSince(t0), 2.0);
+  EXPECT_EQ(o.code, static_cast<int>(tpcommInvalidArgument)) << o.error;
+  EXPECT_NE(o.error.find("nranks=3, rank 0 with nranks=2"), std::string::npos) << o.error;
 }
 
 TEST(Bootstrap, ForeignBytesAreNotAUniqueId) {
@@ -94,7 +80,8 @@ TEST(Bootstrap, ForeignBytesAreNotAUniqueId) {
   EXPECT_NE(std::string(lastError()).find("not made by tpcommGetUniqueId"), std::string::npos);
 }
 
-TEST(Bootstrap, UniqueIdsAreRandomAndNameDistinctSockets) {
+// The socket name is public (/proc/net/unix); it must not be, or reveal, the secret.
+TEST(Bootstrap, UniqueIdsAreRandomAndTheNameTellsNothingOfTheSecret) {
   tpcommUniqueId a, b;
   ASSERT_EQ(tpcommGetUniqueId(&a), tpcommSuccess);
   ASSERT_EQ(tpcommGetUniqueId(&b), tpcommSuccess);
@@ -102,7 +89,19 @@ TEST(Bootstrap, UniqueIdsAreRandomAndNameDistinctSockets) {
   ASSERT_EQ(parseUniqueId(a, &da), tpcommSuccess);
   ASSERT_EQ(parseUniqueId(b, &db), tpcommSuccess);
   EXPECT_NE(rendezvousName(da), rendezvousName(db));
+  EXPECT_NE(memcmp(da.secret, db.secret, sizeof(da.secret)), 0);
   EXPECT_EQ(rendezvousName(da).size(), 7u + 32u);  // "tpcomm." + 128 bits in hex
+  // Another secret, the same name: the name is not computed from the secret.
+  UniqueIdData other = da;
+  other.secret[0] ^= 1;
+  EXPECT_EQ(rendezvousName(other), rendezvousName(da));
+  // No 4 consecutive secret bytes appear in the name, in hex.
+  static const char* hex = "0123456789abcdef";
+  for (size_t i = 0; i + 4 <= sizeof(da.secret); ++i) {
+    std::string h;
+    for (size_t k = i; k < i + 4; ++k) (h += hex[da.secret[k] >> 4]) += hex[da.secret[k] & 15];
+    EXPECT_EQ(rendezvousName(da).find(h), std::string::npos);
+  }
 }
 
 // Abstract sockets have no file permissions: rank 0 must refuse another user's process.
@@ -110,13 +109,12 @@ TEST(Bootstrap, AnotherUsersProcessIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to run a peer as another user";
   tpcommUniqueId id;
   ASSERT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
-  const pid_t intruder = fork();
-  if (intruder == 0) {
-    if (setuid(65534) != 0) _exit(99);  // nobody
-    _exit(gatherAs(id, 1, 2, 2000));
-  }
+  Child intruder = forkChild([&] {
+    if (setuid(65534) != 0) return 99;  // nobody
+    return gatherAs(id, 1, 2, 2000);
+  });
   EXPECT_EQ(gatherAs(id, 0, 2, 1000), static_cast<int>(tpcommTimeout)) << lastError();
-  EXPECT_NE(exitCode(intruder), 0);
+  EXPECT_NE(finish(intruder).code, 0);
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ RankInfo info(int rank, int nranks, const char* bus) {
   i.version = kInfoVersion;
   i.rank = rank;
   i.nranks = nranks;
+  i.pid = 100 + rank;  // what fillIdentity always sets (unpackHandles range-checks them)
+  i.cc_major = 9;
   snprintf(i.boot_id, sizeof(i.boot_id), "boot-1");
   snprintf(i.pci_bus_id_norm, sizeof(i.pci_bus_id_norm), "%s", bus);
   i.slot_bytes = 1 << 24;
