@@ -23,11 +23,15 @@ inline void die(const std::string& what) {
 
 // Entry points that only read files get the input through one file in a private folder (mode
 // 0700, the file 0600, owned by us), rewritten for every input: what a trusted cache file looks
-// like, so a reader's owner and mode checks let it through to the parser.
+// like, so a reader's owner and mode checks let it through to the parser. The folder is on tmpfs
+// (/dev/shm) unless TMPDIR says otherwise, so that rewriting it for every input touches no disk.
 inline const std::string& inputPath() {
   static const std::string path = [] {
     const char* tmp = getenv("TMPDIR");
-    static std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/tpcomm-fuzz-XXXXXX";
+    const std::string base = tmp && *tmp                     ? tmp
+                             : access("/dev/shm", W_OK) == 0 ? "/dev/shm"
+                                                             : "/tmp";
+    static std::string dir = base + "/tpcomm-fuzz-XXXXXX";
     if (!mkdtemp(&dir[0])) die("mkdtemp " + dir);
     atexit([] {
       unlink((dir + "/input").c_str());
