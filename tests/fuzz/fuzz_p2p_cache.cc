@@ -3,25 +3,17 @@
 #include "tests/fuzz/fuzz_support.h"
 #include "topo/p2p_cache.h"
 
-namespace {
-constexpr const char* kKey = "fuzz-key";
-}
-
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tpcomm::fuzz::quietLog();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using tpcomm::topo::P2pCacheEntry;
   const std::string& path = tpcomm::fuzz::writeInputFile(data, size);
   std::vector<P2pCacheEntry> entries;
   std::string why;
-  if (!tpcomm::topo::readP2pCache(path, kKey, &entries, &why)) return 0;
-  tpcomm::fuzz::check(tpcomm::topo::writeP2pCache(path, kKey, entries) == tpcommSuccess,
-                      "accepted entries can be written back");
+  if (!tpcomm::topo::readP2pCache(path, tpcomm::fuzz::kSeedKey, &entries, &why)) return 0;
+  tpcomm::fuzz::check(
+      tpcomm::topo::writeP2pCache(path, tpcomm::fuzz::kSeedKey, entries) == tpcommSuccess,
+      "accepted entries can be written back");
   std::vector<P2pCacheEntry> again;
-  tpcomm::fuzz::check(tpcomm::topo::readP2pCache(path, kKey, &again, &why),
+  tpcomm::fuzz::check(tpcomm::topo::readP2pCache(path, tpcomm::fuzz::kSeedKey, &again, &why),
                       "writeP2pCache output reads again", why);
   bool same = again.size() == entries.size();
   for (size_t i = 0; same && i < entries.size(); ++i)

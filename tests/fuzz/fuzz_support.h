@@ -64,10 +64,15 @@ inline void check(bool ok, const char* property, const std::string& detail = "")
   abort();
 }
 
-// The parsers log through tpcomm's logger; keep the fuzzers' output to findings unless the user
-// set TPCOMM_LOG.
-inline void quietLog() {
-  setenv("TPCOMM_LOG", "none", /*overwrite=*/0);
-}
+// The topology key the tuning table and P2P cache seeds carry (corpus/); other keys take the
+// rejection path.
+constexpr const char* kSeedKey = "fuzz-key";
 
 }  // namespace tpcomm::fuzz
+
+// Each target is one file that includes this header once. The parsers log through tpcomm's logger:
+// keep the output to findings unless the user set TPCOMM_LOG.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  setenv("TPCOMM_LOG", "none", /*overwrite=*/0);
+  return 0;
+}

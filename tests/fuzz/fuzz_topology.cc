@@ -3,11 +3,6 @@
 #include "tests/fuzz/fuzz_support.h"
 #include "topo/topology_json.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tpcomm::fuzz::quietLog();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tpcomm::topo::Topology topo;
   std::string why;

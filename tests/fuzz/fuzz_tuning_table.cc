@@ -1,25 +1,18 @@
 // libFuzzer target: a tuning table's text (parseTuningTable), which decides the algorithm of every
-// call. The seeds use the topology key below; other keys exercise the rejection path.
+// call, for the seeds' topology key.
 // Property: an accepted table written out is accepted again with the same rules.
 #include "plan/tuning_table.h"
 #include "tests/fuzz/fuzz_support.h"
 
-namespace {
-constexpr const char* kKey = "fuzz-key";
-}
-
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tpcomm::fuzz::quietLog();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tpcomm::TuningTable table;
   std::string why;
-  if (!tpcomm::parseTuningTable(tpcomm::fuzz::asText(data, size), kKey, &table, &why)) return 0;
+  if (!tpcomm::parseTuningTable(tpcomm::fuzz::asText(data, size), tpcomm::fuzz::kSeedKey, &table,
+                                &why))
+    return 0;
   const std::string text = tpcomm::tuningTableText(table);
   tpcomm::TuningTable again;
-  tpcomm::fuzz::check(tpcomm::parseTuningTable(text, kKey, &again, &why),
+  tpcomm::fuzz::check(tpcomm::parseTuningTable(text, tpcomm::fuzz::kSeedKey, &again, &why),
                       "tuningTableText output parses again", why + "\n" + text);
   tpcomm::fuzz::check(again.fabric == table.fabric && again.tables.size() == table.tables.size(),
                       "the written table has the same fabric and worlds", text);
