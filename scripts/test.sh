@@ -2,8 +2,9 @@
 # The test command (README, .ci/run): checks the C++/CUDA formatting, builds the full fat binary
 # (sm_75..sm_120 + PTX) with the tests, then runs every test that needs no GPU: the C++ CPU suite
 # (policy, validation, bootstrap, inspector with nvcc-built fixtures, topology, tuning tables,
-# doctor, tune) and the Python package's CPU tests. The GPU suite is tests/gpu/run_suite.sh, on a
-# GPU machine.
+# doctor, tune) and the Python package's CPU tests; then the C++ CPU suite again under ASan+UBSan
+# and a short fuzzing run of the parsers (tests/fuzz). The GPU suite is tests/gpu/run_suite.sh, on
+# a GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
@@ -20,7 +21,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" -j "$JOBS"
 
 echo "== C++ CPU tests"
-ctest --test-dir "$BUILD" -L cpu --output-on-failure -j "$JOBS"
+ctest --test-dir "$BUILD" -L cpu --output-on-failure -j "$JOBS" | tee "$BUILD/ctest.log"
 
 echo "== Python CPU tests"
 python3 -c "import pytest" 2>/dev/null || python3 -m pip install -q pytest
@@ -30,3 +31,51 @@ python3 -c "import scikit_build_core" 2>/dev/null || python3 -m pip install -q "
 python3 -c "import mypy" 2>/dev/null || python3 -m pip install -q mypy
 TPCOMM_LIBRARY="$PWD/$BUILD/src/libtpcomm.so" TPCOMM_CLI="$PWD/$BUILD/tools/tpcomm" \
   PYTHONPATH="$PWD/python" python3 -m pytest python/tests -q -m "not slow and not gpu"
+
+# ---- Sanitizers and fuzzing (issue 18), after the main suite, each in a build folder of its own
+# with one architecture (host code is what they check). TPCOMM_CI_SANITIZE=0 / TPCOMM_CI_FUZZ=0
+# skip them; TPCOMM_FUZZ_SECONDS is the fuzzing time per target.
+SAN_BUILD=${TPCOMM_SAN_BUILD_DIR:-build-asan}
+FUZZ_BUILD=${TPCOMM_FUZZ_BUILD_DIR:-build-fuzz}
+FUZZ_SECONDS=${TPCOMM_FUZZ_SECONDS:-15}
+
+# Installs the Debian packages that are missing (a fresh CI machine), nothing when all are there.
+ensure_packages() {
+  local missing=() p
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  ((${#missing[@]})) || return 0
+  echo "   installing ${missing[*]}"
+  local sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+if [[ ${TPCOMM_CI_SANITIZE:-1} != 0 ]]; then
+  echo "== CPU tests under ASan+UBSan ($SAN_BUILD: g++ -fsanitize=address,undefined, sm_75 only)"
+  t0=$SECONDS
+  cmake -S . -B "$SAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPCOMM_SANITIZE=ON \
+    -DTPCOMM_CUDA_ARCHS=75-real -DTPCOMM_BUILD_BENCH=OFF -DTPCOMM_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$SAN_BUILD" --target tpcomm_cpu_tests -j "$JOBS"
+  ctest --test-dir "$SAN_BUILD" -L cpu --output-on-failure -j "$JOBS" | tee "$SAN_BUILD/ctest.log"
+  echo "   ASan+UBSan step: $((SECONDS - t0)) s"
+fi
+
+if [[ ${TPCOMM_CI_FUZZ:-1} != 0 ]]; then
+  echo "== fuzz ($FUZZ_SECONDS s per target; $FUZZ_BUILD: clang + libFuzzer, ASan+UBSan)"
+  t0=$SECONDS
+  ensure_packages clang
+  ensure_packages "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
+  cmake -S . -B "$FUZZ_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+    -DTPCOMM_FUZZ=ON -DTPCOMM_CUDA_ARCHS=75-real -DTPCOMM_BUILD_TESTS=OFF -DTPCOMM_BUILD_BENCH=OFF \
+    -DTPCOMM_BUILD_EXAMPLES=OFF -DTPCOMM_BUILD_TOOLS=OFF >/dev/null
+  cmake --build "$FUZZ_BUILD" --target tpcomm_fuzzers -j "$JOBS"
+  tests/fuzz/run.sh "$FUZZ_BUILD" "$FUZZ_SECONDS"
+  echo "   fuzz step: $((SECONDS - t0)) s"
+fi
+
+echo "== summary"
+echo "   C++ CPU tests: $(grep -m1 'tests passed' "$BUILD/ctest.log")"
+if [[ ${TPCOMM_CI_SANITIZE:-1} != 0 ]]; then
+  echo "   under ASan+UBSan: $(grep -m1 'tests passed' "$SAN_BUILD/ctest.log")"
+fi
