@@ -10,6 +10,7 @@
 
 #include "comm/bootstrap_sides.h"
 #include "common/error.h"
+#include "common/random.h"
 
 namespace tpcomm {
 namespace {

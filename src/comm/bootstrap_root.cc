@@ -15,6 +15,7 @@
 #include "comm/bootstrap_sides.h"
 #include "comm/refusal_log.h"
 #include "common/error.h"
+#include "common/random.h"
 
 namespace tpcomm {
 namespace {

@@ -18,6 +18,7 @@
 #include "comm/refusal_log.h"
 #include "comm/unique_id.h"
 #include "common/error.h"
+#include "common/random.h"
 #include "support/rendezvous_ranks.h"
 
 namespace tpcomm {
