@@ -5,7 +5,6 @@
 #include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "common/error.h"
-#include "comm/nccl_fallback.h"
 #include "common/result_table.h"
 
 using namespace tpcomm;

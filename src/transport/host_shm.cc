@@ -16,8 +16,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "common/unique_fd.h"
 #include "common/random.h"
+#include "common/unique_fd.h"
 #include "kernels/device_comm.h"
 
 namespace tpcomm {
