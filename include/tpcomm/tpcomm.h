@@ -195,6 +195,35 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);
 
+/* The layer epilogue tensor-parallel models run after the all-reduce, fused into it (the
+ * semantics of FlashInfer's trtllm_allreduce_fusion, so an engine can swap it in). Per row of
+ * `hidden` elements of the `tokens` rows, in order:
+ *   ar          = sum over ranks of input        (fp32, rank order: the same bits on every rank)
+ *   residualOut = T(ar + residualIn)             (one rounding to the datatype T)
+ *   norm        = residualOut * rsqrt(mean_fp32(residualOut^2) + eps) * w,
+ *                 w = gamma, or 1 + gamma when params->weightOffset is 1 (Gemma)
+ *   normOut     = T(norm), or, when params->quantScale is set, e4m3(norm / *quantScale) bytes
+ *                 (saturating; the scale is read from device memory at run time: graph-safe;
+ *                 compute capability 8.9 or newer)
+ * In place: residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16
+ * and bf16; hidden 1..65536; tokens 0 does nothing. */
+#define TPCOMM_RMSNORM_PARAMS_VERSION 1u
+typedef struct {
+  unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */
+  float eps;               /* > 0 and finite */
+  int weightOffset;        /* 0: w = gamma; 1: w = 1 + gamma */
+  const float* quantScale; /* NULL, or a device pointer to one float: FP8 e4m3 output */
+} tpcommRmsNormParams_t;
+#define TPCOMM_RMSNORM_PARAMS_INITIALIZER \
+  { TPCOMM_RMSNORM_PARAMS_VERSION, 1e-6f, 0, NULL }
+
+TPCOMM_API tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const void* residualIn,
+                                                    void* residualOut, void* normOut,
+                                                    const void* gamma, size_t tokens, size_t hidden,
+                                                    tpcommDataType_t datatype,
+                                                    const tpcommRmsNormParams_t* params,
+                                                    tpcommComm_t comm, tpcommStream_t stream);
+
 /* When one thread drives several ranks (tpcommCommInitAll), wrap the calls of one collective
  * across ranks in a group, as with NCCL: the NCCL fallback needs every rank's call before any of
  * them can make progress. tpcomm's own kernels do not need it. Groups nest. */

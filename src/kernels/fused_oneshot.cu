@@ -1,0 +1,192 @@
+// The fused all-reduce + add + RMSNorm (+ FP8) one-shot (fused_oneshot.h). Block b owns rows b,
+// b + grid, ...: it pushes their vectors into every peer's slot, counts itself in, then for each
+// of its rows waits for every rank's vectors, sums them in rank order in fp32 (the one-shot's
+// sumSources: the same slots, entries, clears and epoch bookkeeping as the lean one-shot, so the
+// protocol's argument in docs/PROTOCOL.md holds as written), adds the residual and normalises the
+// row. Single-step calls only (the host checks): a reader's clears then precede its next pushes by
+// a kernel boundary.
+#include <algorithm>
+#include <cstdint>
+
+#include "common/error.h"
+#include "kernels/algo_launch.h"
+#include "kernels/batch_device.cuh"
+#include "kernels/epoch_device.cuh"
+#include "kernels/fused_oneshot.h"
+#include "kernels/oneshot_layout.h"  // ringRank
+#include "kernels/rmsnorm_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+constexpr int kFusedMaxGrid = 1024;
+
+template <typename T>
+__device__ __forceinline__ float lane(const uint4& v, int i) {
+  return bitsToFloat<T>(laneBits<T>(v, i));
+}
+
+template <typename Proto, typename T, int kW, bool kQuant>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    fusedOneShotKernel(const __grid_constant__ DeviceComm c,
+                       const __grid_constant__ FusedParams p) {
+  constexpr int E = VecTraits<T>::kElems;
+  __shared__ float scratch[kThreadsPerBlock / 32 + 1];
+  const size_t H = p.hidden, hv = H / E, count = p.rows * H;
+  const int rank = c.rank, world = c.world;
+  const T* send = static_cast<const T*>(p.send);
+  char* peer[kW];
+#pragma unroll
+  for (int q = 0; q < kW; ++q)
+    peer[q] = q < world ? Proto::bufs(c)[ringRank(rank, q, world)] : nullptr;
+
+  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  const unsigned long long epoch = readEpochThread(c.state);
+  const bool aborted = epoch == ~0ull;
+  const size_t slot_off = (epoch % kNumSlots) * Proto::slotBytes(c);
+  if (!aborted) {
+    for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x)
+      for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
+        const size_t v = row * hv + j;
+        const uint4 y = canon<T>(reinterpret_cast<const uint4*>(send)[v]);
+#pragma unroll
+        for (int q = 1; q < kW; ++q)
+          if (q < world)
+            Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
+      }
+  }
+  // Every thread's epoch read has returned before the block is counted in (readEpochThread).
+  if (__syncthreads_or(aborted)) return;
+  const bool advance = arriveEpoch(c);
+  pdlLaunchDependents();
+  WaitCtx ctx = makeWaitCtx(c);
+  uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
+  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+
+  for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const uint4* res_in = static_cast<const uint4*>(p.residual_in) + row * hv;
+    uint4* res_out = static_cast<uint4*>(p.residual_out) + row * hv;
+    float sumsq = 0.f;
+    // Pass 1: residual_out = T(sum + residual), and the sum of its squares.
+    for (size_t j = threadIdx.x; j < hv && !ctx.failed; j += blockDim.x) {
+      const size_t v = row * hv + j;
+      const uint4 r = res_in[j];
+      uint4 out = make_uint4(0, 0, 0, 0);
+      sumSources<Proto, T, kW, 1>(
+          c, world, rank, [](int s) { return s; }, mine, p.region, v, 1, v + 1, send, v, count,
+          epoch, ctx,
+          [&](int, const Acc<T>& acc) {
+#pragma unroll
+            for (int i = 0; i < E; ++i) {
+              const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
+              setLaneBits<T>(out, i, b);
+              const float q = bitsToFloat<T>(b);
+              sumsq += q * q;
+            }
+          });
+      if (!ctx.failed) res_out[j] = out;
+    }
+    // Every thread takes part in the block sum, a timed-out one too, then the block leaves
+    // together: no barrier is left waiting for it.
+    const float total = blockSumFixedOrder(sumsq, scratch);
+    if (__syncthreads_or(ctx.failed)) return;
+    const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+    // Pass 2: the norm, from this thread's own residual_out stores.
+    for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
+      const uint4 y = res_out[j];
+      const uint4 g = static_cast<const uint4*>(p.gamma)[j];
+      if constexpr (kQuant) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+          const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
+          if (i < 4)
+            lo |= b << (8 * i);
+          else
+            hi |= b << (8 * (i - 4));
+        }
+        uint8_t* out = static_cast<uint8_t*>(p.norm_out) + (row * hv + j) * E;
+        if constexpr (E == 8)
+          *reinterpret_cast<uint2*>(out) = make_uint2(lo, hi);
+        else
+          *reinterpret_cast<uint32_t*>(out) = lo;
+      } else {
+        uint4 n = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+          setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
+        }
+        static_cast<uint4*>(p.norm_out)[row * hv + j] = n;
+      }
+    }
+  }
+  if (advance) advanceEpoch(c, epoch, 1);
+}
+
+template <typename Proto, typename T, int kW>
+const void* fusedFor(bool quant) {
+  return quant ? reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, true>)
+               : reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, false>);
+}
+template <typename Proto, typename T>
+const void* fusedByWorld(int world, bool quant) {
+  return world <= 2   ? fusedFor<Proto, T, 2>(quant)
+         : world <= 4 ? fusedFor<Proto, T, 4>(quant)
+                      : fusedFor<Proto, T, 8>(quant);
+}
+template <typename Proto>
+const void* fusedKernel(tpcommDataType_t dt, int world, bool quant) {
+  return dt == tpcommFloat32   ? fusedByWorld<Proto, float>(world, quant)
+         : dt == tpcommFloat16 ? fusedByWorld<Proto, __half>(world, quant)
+                               : fusedByWorld<Proto, __nv_bfloat16>(world, quant);
+}
+
+}  // namespace
+
+size_t fusedRegionVecs(const DeviceComm& c, bool host) {
+  return (host ? hostSentinelStepBytes(c) : oneShotStepBytes(c)) / kVecBytes;
+}
+
+bool fusedOneShotFits(const DeviceComm& c, bool host, size_t rows, size_t hidden,
+                      tpcommDataType_t dtype, bool aligned) {
+  const size_t es = dtypeSize(dtype);
+  if (!aligned || rows == 0 || hidden == 0 || (hidden * es) % kVecBytes != 0) return false;
+  if (host && c.hsbufs[0] == nullptr) return false;
+  return rows * hidden * es / kVecBytes <= fusedRegionVecs(c, host);
+}
+
+void fusedOneShotGrid(size_t rows, size_t hidden, tpcommDataType_t dtype, int max_blocks,
+                      int* blocks, int* threads) {
+  const size_t hv = hidden * dtypeSize(dtype) / kVecBytes;
+  const size_t cap = max_blocks > 0 ? static_cast<size_t>(max_blocks) : kFusedMaxGrid;
+  *blocks = static_cast<int>(std::max<size_t>(1, std::min(rows, cap)));
+  *threads = static_cast<int>(
+      std::min<size_t>(kThreadsPerBlock, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+}
+
+tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s) {
+  const bool quant = f.p.quant_scale != nullptr;
+  const void* fn = f.host ? fusedKernel<HostSentinelProto>(f.dtype, c.world, quant)
+                          : fusedKernel<SentinelProto>(f.dtype, c.world, quant);
+  DeviceComm dc = c;
+  dc.aligned = 1;  // fusedOneShotFits
+  FusedParams p = f.p;
+  void* args[] = {&dc, &p};
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(f.blocks));
+  cfg.blockDim = dim3(static_cast<unsigned>(f.threads));
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  if (f.pdl) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  TPCOMM_CUDA_CHECK(cudaLaunchKernelExC(&cfg, fn, args));
+  return tpcommSuccess;
+}
+
+}  // namespace tpcomm
