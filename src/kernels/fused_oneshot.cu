@@ -1,7 +1,7 @@
 // The fused all-reduce + add + RMSNorm (+ FP8) one-shot (fused_oneshot.h). Block b owns rows b,
 // b + grid, ...: it pushes their vectors into every peer's slot, counts itself in, then for each
 // of its rows waits for every rank's vectors, sums them in rank order in fp32 (the one-shot's
-// sumSources: the same slots, entries, clears and epoch bookkeeping as the lean one-shot, so the
+// session's sum: the same slots, entries, clears and epoch bookkeeping as the lean one-shot, so the
 // protocol's argument in docs/PROTOCOL.md holds as written), adds the residual and normalises the
 // row. Single-step calls only (the host checks): a reader's clears then precede its next pushes by
 // a kernel boundary.
@@ -10,11 +10,10 @@
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
-#include "kernels/batch_device.cuh"
-#include "kernels/epoch_device.cuh"
 #include "kernels/fused_oneshot.h"
 #include "kernels/oneshot_layout.h"  // ringRank
 #include "kernels/rmsnorm_device.cuh"
+#include "kernels/session_device.cuh"
 
 namespace tpcomm {
 namespace {
@@ -40,10 +39,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int q = 0; q < kW; ++q)
     peer[q] = q < world ? Proto::bufs(c)[ringRank(rank, q, world)] : nullptr;
 
+  CallSession session(c);
+
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
-  const unsigned long long epoch = readEpochThread(c.state);
-  const bool aborted = epoch == ~0ull;
-  const size_t slot_off = (epoch % kNumSlots) * Proto::slotBytes(c);
+  session.openThread();
+  const bool aborted = session.aborted();
+  const size_t slot_off = (session.epoch % kNumSlots) * Proto::slotBytes(c);
   if (!aborted) {
     for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x)
       for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
@@ -56,10 +57,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
   }
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
-  if (__syncthreads_or(aborted)) return;
-  const bool advance = arriveEpoch(c);
+  if (!session.arriveBlock(aborted)) return;
   pdlLaunchDependents();
-  WaitCtx ctx = makeWaitCtx(c);
+  WaitCtx ctx = session.startWaits();
   uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
 
@@ -72,9 +72,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const size_t v = row * hv + j;
       const uint4 r = res_in[j];
       uint4 out = make_uint4(0, 0, 0, 0);
-      sumSources<Proto, T, kW, 1>(
-          c, world, rank, [](int s) { return s; }, mine, p.region, v, 1, v + 1, send, v, count,
-          epoch, ctx,
+      session.template sum<Proto, T, kW, 1>(
+          ctx, world, rank, [](int s) { return s; }, mine, p.region, v, 1, v + 1, send, v, count,
+          session.epoch,
           [&](int, const Acc<T>& acc) {
 #pragma unroll
             for (int i = 0; i < E; ++i) {
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
     }
   }
-  if (advance) advanceEpoch(c, epoch, 1);
+  session.close(1);
 }
 
 template <typename Proto, typename T, int kW>
