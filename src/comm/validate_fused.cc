@@ -33,7 +33,7 @@ tpcommResult_t apart(const void* a, const char* an, size_t na, const void* b, co
 
 }  // namespace
 
-tpcommResult_t validateFusedArgs(const FusedCallArgs& a, int cc_major, int cc_minor,
+tpcommResult_t validateFusedArgs(const FusedCallBuffers& a, int cc_major, int cc_minor,
                                  size_t* bytes) {
   const struct {
     const void* p;

@@ -9,7 +9,7 @@ namespace tpcomm {
 
 constexpr size_t kMaxRmsNormHidden = 65536;
 
-struct FusedCallArgs {
+struct FusedCallBuffers {
   const void* input;
   const void* residual_in;
   void* residual_out;
@@ -23,6 +23,7 @@ struct FusedCallArgs {
 
 // On success *bytes is the all-reduced payload (tokens x hidden elements). cc_major/minor: the
 // communicator's device (FP8 output needs 8.9 or newer).
-tpcommResult_t validateFusedArgs(const FusedCallArgs& a, int cc_major, int cc_minor, size_t* bytes);
+tpcommResult_t validateFusedArgs(const FusedCallBuffers& a, int cc_major, int cc_minor,
+                                 size_t* bytes);
 
 }  // namespace tpcomm

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "kernels/add_rmsnorm.h"
 #include "kernels/rmsnorm_device.cuh"
+#include "kernels/variant_table.h"
 #include "kernels/vec_device.cuh"
 
 namespace tpcomm {
@@ -95,17 +96,22 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
   }
 }
 
-template <typename T>
-const void* kernelFor(bool quant) {
-  return quant ? reinterpret_cast<const void*>(&addRmsNormKernel<T, true>)
-               : reinterpret_cast<const void*>(&addRmsNormKernel<T, false>);
-}
-
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
 }
 
 }  // namespace
+
+KernelSet addRmsNormKernels(int) {
+  return KernelSet{{reinterpret_cast<const void*>(&addRmsNormKernel<float, false>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__half, false>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, false>)}};
+}
+KernelSet addRmsNormFp8Kernels(int) {
+  return KernelSet{{reinterpret_cast<const void*>(&addRmsNormKernel<float, true>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__half, true>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, true>)}};
+}
 
 tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s) {
   if (a.rows == 0 || a.hidden == 0) return tpcommSuccess;
@@ -120,10 +126,12 @@ tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s) {
   const int threads = static_cast<int>(std::min<size_t>(kMaxThreads, (nvec + 31) / 32 * 32));
   int cap = a.max_blocks > 0 ? a.max_blocks : kMaxGrid;
   const int blocks = static_cast<int>(std::min<size_t>(a.rows, static_cast<size_t>(cap)));
-  const bool quant = a.quant_scale != nullptr;
-  const void* fn = a.dtype == tpcommFloat32   ? kernelFor<float>(quant)
-                   : a.dtype == tpcommFloat16 ? kernelFor<__half>(quant)
-                                              : kernelFor<__nv_bfloat16>(quant);
+  const tpcommVariant_t v =
+      a.quant_scale != nullptr ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
+  const void* fn = variantKernel(v, 2, dtypeIndex(a.dtype));
+  if (!fn)
+    return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for datatype %d",
+                static_cast<int>(a.dtype));
   AddRmsNormArgs args = a;
   bool al = aligned;
   void* params[] = {&args, &al};

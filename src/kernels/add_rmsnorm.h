@@ -13,6 +13,7 @@
 
 #include <cstddef>
 
+#include "kernels/algo_launch.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -31,6 +32,11 @@ struct AddRmsNormArgs {
   bool gemma;
   int max_blocks;  // grid cap (0: one block per row up to the device's resident limit)
 };
+
+// The epilogue kernels by dtype index (variant_table.cc: tpcommVariantAddRmsNorm[Fp8]); the same
+// for every world size.
+KernelSet addRmsNormKernels(int world);
+KernelSet addRmsNormFp8Kernels(int world);
 
 // Launches the kernel on `s`; the caller has validated the arguments.
 tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s);

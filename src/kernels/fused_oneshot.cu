@@ -5,20 +5,19 @@
 // protocol's argument in docs/PROTOCOL.md holds as written), adds the residual and normalises the
 // row. Single-step calls only (the host checks): a reader's clears then precede its next pushes by
 // a kernel boundary.
-#include <algorithm>
 #include <cstdint>
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
 #include "kernels/fused_oneshot.h"
+#include "kernels/kernel_set.cuh"
 #include "kernels/oneshot_layout.h"  // ringRank
 #include "kernels/rmsnorm_device.cuh"
 #include "kernels/session_device.cuh"
+#include "kernels/variant_table.h"
 
 namespace tpcomm {
 namespace {
-
-constexpr int kFusedMaxGrid = 1024;
 
 template <typename T>
 __device__ __forceinline__ float lane(const uint4& v, int i) {
@@ -125,51 +124,34 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(1);
 }
 
-template <typename Proto, typename T, int kW>
-const void* fusedFor(bool quant) {
-  return quant ? reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, true>)
-               : reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, false>);
-}
-template <typename Proto, typename T>
-const void* fusedByWorld(int world, bool quant) {
-  return world <= 2   ? fusedFor<Proto, T, 2>(quant)
-         : world <= 4 ? fusedFor<Proto, T, 4>(quant)
-                      : fusedFor<Proto, T, 8>(quant);
-}
-template <typename Proto>
-const void* fusedKernel(tpcommDataType_t dt, int world, bool quant) {
-  return dt == tpcommFloat32   ? fusedByWorld<Proto, float>(world, quant)
-         : dt == tpcommFloat16 ? fusedByWorld<Proto, __half>(world, quant)
-                               : fusedByWorld<Proto, __nv_bfloat16>(world, quant);
-}
+template <bool kQuant>
+struct FusedEntry {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, kQuant>);
+  }
+};
 
 }  // namespace
 
-size_t fusedRegionVecs(const DeviceComm& c, bool host) {
-  return (host ? hostSentinelStepBytes(c) : oneShotStepBytes(c)) / kVecBytes;
+KernelSet fusedP2pKernels(int world) {
+  return kernelSetByWorld<FusedEntry<false>, SentinelProto>(world);
 }
-
-bool fusedOneShotFits(const DeviceComm& c, bool host, size_t rows, size_t hidden,
-                      tpcommDataType_t dtype, bool aligned) {
-  const size_t es = dtypeSize(dtype);
-  if (!aligned || rows == 0 || hidden == 0 || (hidden * es) % kVecBytes != 0) return false;
-  if (host && c.hsbufs[0] == nullptr) return false;
-  return rows * hidden * es / kVecBytes <= fusedRegionVecs(c, host);
+KernelSet fusedP2pFp8Kernels(int world) {
+  return kernelSetByWorld<FusedEntry<true>, SentinelProto>(world);
 }
-
-void fusedOneShotGrid(size_t rows, size_t hidden, tpcommDataType_t dtype, int max_blocks,
-                      int* blocks, int* threads) {
-  const size_t hv = hidden * dtypeSize(dtype) / kVecBytes;
-  const size_t cap = max_blocks > 0 ? static_cast<size_t>(max_blocks) : kFusedMaxGrid;
-  *blocks = static_cast<int>(std::max<size_t>(1, std::min(rows, cap)));
-  *threads = static_cast<int>(
-      std::min<size_t>(kThreadsPerBlock, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+KernelSet fusedHostKernels(int world) {
+  return kernelSetByWorld<FusedEntry<false>, HostSentinelProto>(world);
+}
+KernelSet fusedHostFp8Kernels(int world) {
+  return kernelSetByWorld<FusedEntry<true>, HostSentinelProto>(world);
 }
 
 tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s) {
-  const bool quant = f.p.quant_scale != nullptr;
-  const void* fn = f.host ? fusedKernel<HostSentinelProto>(f.dtype, c.world, quant)
-                          : fusedKernel<SentinelProto>(f.dtype, c.world, quant);
+  const void* fn = variantKernel(f.variant, c.world, dtypeIndex(f.dtype));
+  if (!fn)
+    return fail(tpcommInternalError, "fused launch: no kernel for variant %s",
+                tpcommVariantName(f.variant));
   DeviceComm dc = c;
   dc.aligned = 1;  // fusedOneShotFits
   FusedParams p = f.p;

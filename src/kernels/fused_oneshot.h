@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "kernels/add_rmsnorm.h"
+#include "kernels/algo_launch.h"
 #include "kernels/device_comm.h"
 
 namespace tpcomm {
@@ -32,24 +33,18 @@ struct FusedParams {
 struct FusedLaunch {
   FusedParams p;
   tpcommDataType_t dtype;
-  bool host;  // the sentinel protocol in pinned host memory (HostSentinelProto) instead of P2P
-  int blocks;
+  tpcommVariant_t variant;  // one of the tpcommVariantFused* (the variant table has its kernels)
+  int blocks;               // planFusedCall (plan/fused_plan.h) gives the grid and p.region
   int threads;
   bool pdl;
 };
 
-// Vectors of a source's region of a slot for the transport: the most one fused call can carry.
-size_t fusedRegionVecs(const DeviceComm& c, bool host);
-
-// Whether the fused one-shot takes the call: whole 16-byte vectors per row, 16-byte aligned
-// buffers, and the whole message in one step (a source's region). Pure host arithmetic.
-bool fusedOneShotFits(const DeviceComm& c, bool host, size_t rows, size_t hidden,
-                      tpcommDataType_t dtype, bool aligned);
-
-// Grid of the fused one-shot: a block per row up to `max_blocks` (0: the default cap), and
-// threads for a row's vectors (a multiple of 32, at most kThreadsPerBlock).
-void fusedOneShotGrid(size_t rows, size_t hidden, tpcommDataType_t dtype, int max_blocks,
-                      int* blocks, int* threads);
+// The kernel sets of the fused variants (variant_table.cc): over peer memory and over host
+// memory, with the activation dtype's output or FP8 e4m3.
+KernelSet fusedP2pKernels(int world);
+KernelSet fusedP2pFp8Kernels(int world);
+KernelSet fusedHostKernels(int world);
+KernelSet fusedHostFp8Kernels(int world);
 
 tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s);
 

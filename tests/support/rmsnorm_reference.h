@@ -28,7 +28,7 @@ inline uint8_t e4m3Encode(double x) {
   if (std::isnan(x)) return 0x7F;
   const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
   const double a = std::fabs(x);
-  if (a >= 448.0) return sign | 0x7E;  // saturate (infinities too): nothing above 448 is finite
+  if (a >= 448.0) return sign | 0x7E;      // saturate (infinities too): nothing above 448 is finite
   constexpr double kMinNormal = 1.0 / 64;  // 2^-6
   if (a < kMinNormal) {  // subnormals: multiples of 2^-9 (code 8 is the smallest normal)
     return sign | static_cast<uint8_t>(roundHalfEven(a * 512.0));
