@@ -85,7 +85,15 @@ typedef enum {
   tpcommVariantHostOneShotLL = 8,           /* host one-shot, LL packets (a flag per 4 bytes) */
   tpcommVariantHostTwoShotLL = 9,           /* host two-shot, LL packets */
   tpcommVariantHostBulk = 10,               /* host one-shot, bulk data + a flag per block */
-  tpcommNumVariants = 11
+  /* tpcommAllReduceAddRmsNorm: the one-shot with the add + RMSNorm epilogue in the same kernel */
+  tpcommVariantFusedP2pOneShot = 11,     /* over peer memory (sentinel protocol, one step) */
+  tpcommVariantFusedP2pOneShotFp8 = 12,  /* the same with FP8 e4m3 output */
+  tpcommVariantFusedHostOneShot = 13,    /* over host memory (host sentinel protocol, one step) */
+  tpcommVariantFusedHostOneShotFp8 = 14, /* the same with FP8 e4m3 output */
+  /* ... and where no fused kernel takes the call: the all-reduce's own variant, then this kernel */
+  tpcommVariantAddRmsNorm = 15,    /* the add + RMSNorm epilogue kernel after the all-reduce */
+  tpcommVariantAddRmsNormFp8 = 16, /* the same with FP8 e4m3 output */
+  tpcommNumVariants = 17
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -195,6 +203,38 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);
 
+/* The layer epilogue tensor-parallel models run after the all-reduce, fused into it (the
+ * semantics of FlashInfer's trtllm_allreduce_fusion, so an engine can swap it in). Per row of
+ * `hidden` elements of the `tokens` rows, in order:
+ *   ar          = sum over ranks of input        (fp32, rank order: the same bits on every rank)
+ *   residualOut = T(ar + residualIn)             (one rounding to the datatype T)
+ *   norm        = residualOut * rsqrt(mean_fp32(residualOut^2) + eps) * w,
+ *                 w = gamma, or 1 + gamma when params->weightOffset is 1 (Gemma)
+ *   normOut     = T(norm), or, when params->quantScale is set, e4m3(norm / *quantScale) bytes
+ *                 (saturating; the scale is read from device memory at run time: graph-safe;
+ *                 compute capability 8.9 or newer)
+ * In place: residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16
+ * and bf16; hidden 1..65536; tokens 0 does nothing. The fused one-shot kernels (whole rows of
+ * 16-byte vectors, the whole call in one step of the one-shot) add the fp32 sums to the residual;
+ * other calls run the all-reduce, which rounds the sums to T, then the epilogue kernel
+ * (tpcommCommExplainAddRmsNorm and tpcommCommGetLastCall say which ran). */
+#define TPCOMM_RMSNORM_PARAMS_VERSION 1u
+typedef struct {
+  unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */
+  float eps;               /* > 0 and finite */
+  int weightOffset;        /* 0: w = gamma; 1: w = 1 + gamma */
+  const float* quantScale; /* NULL, or a device pointer to one float: FP8 e4m3 output */
+} tpcommRmsNormParams_t;
+#define TPCOMM_RMSNORM_PARAMS_INITIALIZER \
+  { TPCOMM_RMSNORM_PARAMS_VERSION, 1e-6f, 0, NULL }
+
+TPCOMM_API tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const void* residualIn,
+                                                    void* residualOut, void* normOut,
+                                                    const void* gamma, size_t tokens, size_t hidden,
+                                                    tpcommDataType_t datatype,
+                                                    const tpcommRmsNormParams_t* params,
+                                                    tpcommComm_t comm, tpcommStream_t stream);
+
 /* When one thread drives several ranks (tpcommCommInitAll), wrap the calls of one collective
  * across ranks in a group, as with NCCL: the NCCL fallback needs every rank's call before any of
  * them can make progress. tpcomm's own kernels do not need it. Groups nest. */
@@ -244,6 +284,14 @@ TPCOMM_API const char* tpcommVariantName(int variant);
  * 16-byte aligned buffers, without running it ("doctor", tests). */
 TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info);
+
+/* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes (16-byte aligned
+ * buffers assumed): the variant (a fused one, or tpcommVariantAddRmsNorm[Fp8] after the
+ * all-reduce's own variant, named in the reason), the grid and why. params may be NULL (no FP8). */
+TPCOMM_API tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t tokens,
+                                                      size_t hidden, tpcommDataType_t datatype,
+                                                      const tpcommRmsNormParams_t* params,
+                                                      tpcommCallInfo_t* info);
 
 #ifdef __cplusplus
 }

@@ -32,7 +32,8 @@ STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 # tpcommVariant_t (the names are the library's own, from tpcommVariantName).
 VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
                  "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
-                 "host_twoshot_ll", "host_bulk")
+                 "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
+                 "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8")
 NUM_VARIANTS = len(VARIANT_NAMES)
 
 # tpcommNcclMode_t
@@ -96,6 +97,18 @@ class CallInfo(ctypes.Structure):
     ]
 
 
+class RmsNormParams(ctypes.Structure):
+    """tpcommRmsNormParams_t (tpcommAllReduceAddRmsNorm)."""
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("eps", ctypes.c_float),
+        ("weightOffset", c_int),
+        ("quantScale", c_void_p),
+    ]
+
+
+RMSNORM_PARAMS_VERSION = 1  # TPCOMM_RMSNORM_PARAMS_VERSION
+
 _comm = c_void_p
 _res = c_int
 
@@ -116,6 +129,11 @@ PROTOTYPES = {
     "tpcommCommCuDevice": (_res, [_comm, POINTER(c_int)]),
     "tpcommCommGetAsyncError": (_res, [_comm, POINTER(c_int)]),
     "tpcommAllReduce": (_res, [c_void_p, c_void_p, c_size_t, c_int, c_int, _comm, c_void_p]),
+    "tpcommAllReduceAddRmsNorm": (
+        _res, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_int,
+               POINTER(RmsNormParams), _comm, c_void_p]),
+    "tpcommCommExplainAddRmsNorm": (
+        _res, [_comm, c_size_t, c_size_t, c_int, POINTER(RmsNormParams), POINTER(CallInfo)]),
     "tpcommGroupStart": (_res, []),
     "tpcommGroupEnd": (_res, []),
     "tpcommCommGetStats": (_res, [_comm, POINTER(Stats)]),

@@ -5,42 +5,17 @@
 #include <algorithm>
 #include <cstring>
 
+#include "comm/call_common.h"
 #include "comm/comm.h"
 #include "comm/nccl_fallback.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "common/error.h"
-#include "common/log.h"
 #include "kernels/algo_launch.h"
 #include "plan/planner.h"
 
 namespace tpcomm {
 namespace {
-
-// An error a kernel left in the mapped word (a peer that never answered) poisons the communicator.
-tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
-  const HostError* e = c->staging.host_error;
-  if (!e || e->code == 0) return tpcommSuccess;
-  return fail(static_cast<tpcommResult_t>(e->code),
-              "%s: rank %d's communicator is broken: an earlier call waited %d ms for rank %d "
-              "(step %d) and gave up. Destroy the communicator (and check that peer)",
-              op, c->rank, c->settings.timeout_ms, e->peer, e->step);
-}
-
-CommFacts factsOf(const tpcommComm* c) {
-  CommFacts f;
-  f.world = c->world;
-  f.fabric = c->fabric;
-  f.two_islands = c->two_islands;
-  f.nccl_available = c->nccl != nullptr;
-  f.host_transport = c->host_seg.dev != nullptr;
-  f.forced_algo = c->settings.algo;
-  f.strict = c->settings.strict;
-  f.tuned = c->tuned;
-  f.slots = c->slots;
-  f.knobs = c->knobs;
-  return f;
-}
 
 // The plan of the last call, reused while consecutive calls have the same size and alignment
 // (the planner is a pure function of them), so the hot path builds no strings.
@@ -60,44 +35,11 @@ bool aligned16(const void* p) {
 
 void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt, bool capturing) {
   const Decision& d = p.decision;
-  const int blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
-  c->stats.calls[d.algo]++;
-  c->variant_calls[p.variant]++;
-  c->stats.bytes += bytes;
-  if (d.fallback) c->stats.fallbacks++;
-  if (capturing) c->stats.captured++;
-  if (c->ptx_jit && isKernelVariant(p.variant)) c->ptx_jit_calls++;
-  c->last.algo = d.algo;
-  c->last.variant = p.variant;
-  c->last.bytes = bytes;
-  c->last.datatype = static_cast<int>(dt);
-  c->last.blocks = blocks;
-  strncpy(c->last.reason, d.reason.c_str(), sizeof(c->last.reason) - 1);
-  c->last.reason[sizeof(c->last.reason) - 1] = '\0';
-  if (d.fallback && !c->logged_fallback_sizes[bytes]) {
-    c->logged_fallback_sizes[bytes] = true;
-    TPCOMM_INFO(COLL, "rank %d: %zu bytes served by NCCL (%s)", c->rank, bytes, d.reason.c_str());
-  }
-  TPCOMM_DEBUG(COLL, "rank %d: allreduce %zu bytes -> %s, %d blocks%s", c->rank, bytes,
-               tpcommVariantName(p.variant), blocks, capturing ? " (captured)" : "");
+  recordCall(c,
+             CallRecord{d.algo, p.variant, d.fallback, bytes, dt,
+                        isKernelVariant(p.variant) ? p.grid.blocks : 0, &d.reason, "allreduce"},
+             capturing);
 }
-
-// Launches on the communicator's device, whatever device is current on this thread.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    cudaGetDevice(&saved_);
-    if (saved_ != device) cudaSetDevice(device);
-  }
-  ~DeviceGuard() {
-    int now = -1;
-    cudaGetDevice(&now);
-    if (now != saved_) cudaSetDevice(saved_);
-  }
-
- private:
-  int saved_ = -1;
-};
 
 }  // namespace
 }  // namespace tpcomm
@@ -115,20 +57,7 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CUDA_CHECK(cudaStreamIsCapturing(s, &cap));
-  // The stream must be on the communicator's GPU. cudaStreamGetDevice is refused while a stream
-  // captures (cudaErrorStreamCaptureUnsupported), so captured calls rely on the launch itself,
-  // which fails on a stream of another device and thereby invalidates the capture.
-  const bool default_stream = s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
-  if (cap == cudaStreamCaptureStatusNone && !default_stream) {
-    int stream_dev = -1;
-    TPCOMM_CUDA_CHECK(cudaStreamGetDevice(s, &stream_dev));
-    if (stream_dev != comm->device)
-      return fail(tpcommInvalidArgument,
-                  "tpcommAllReduce: the stream belongs to GPU %d, but rank %d's communicator is "
-                  "on GPU %d",
-                  stream_dev, comm->rank, comm->device);
-  }
+  TPCOMM_CHECK(checkStream(comm, s, "tpcommAllReduce", &cap));
 
   const CallPlan& p = planOf(comm, CallArgs{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
   const Decision& d = p.decision;

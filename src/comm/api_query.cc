@@ -73,6 +73,18 @@ const char* tpcommVariantName(int variant) {
       return "host_twoshot_ll";
     case tpcommVariantHostBulk:
       return "host_bulk";
+    case tpcommVariantFusedP2pOneShot:
+      return "fused_p2p_oneshot";
+    case tpcommVariantFusedP2pOneShotFp8:
+      return "fused_p2p_oneshot_fp8";
+    case tpcommVariantFusedHostOneShot:
+      return "fused_host_oneshot";
+    case tpcommVariantFusedHostOneShotFp8:
+      return "fused_host_oneshot_fp8";
+    case tpcommVariantAddRmsNorm:
+      return "add_rmsnorm";
+    case tpcommVariantAddRmsNormFp8:
+      return "add_rmsnorm_fp8";
     default:
       return nullptr;
   }

@@ -1,5 +1,8 @@
 #include "kernels/variant_table.h"
 
+#include "kernels/add_rmsnorm.h"
+#include "kernels/fused_oneshot.h"
+
 namespace tpcomm {
 namespace {
 
@@ -13,6 +16,12 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantHostOneShotLL, hostOneShotKernels, false},
     {tpcommVariantHostTwoShotLL, hostTwoShotKernels, false},
     {tpcommVariantHostBulk, hostBulkKernels, false},
+    {tpcommVariantFusedP2pOneShot, fusedP2pKernels, false},
+    {tpcommVariantFusedP2pOneShotFp8, fusedP2pFp8Kernels, false},
+    {tpcommVariantFusedHostOneShot, fusedHostKernels, false},
+    {tpcommVariantFusedHostOneShotFp8, fusedHostFp8Kernels, false},
+    {tpcommVariantAddRmsNorm, addRmsNormKernels, false},
+    {tpcommVariantAddRmsNormFp8, addRmsNormFp8Kernels, false},
 };
 
 }  // namespace

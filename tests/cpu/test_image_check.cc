@@ -10,21 +10,33 @@
 #include <vector>
 
 #include "inspect/inspect.h"
+#include "kernels/add_rmsnorm.h"
 #include "kernels/algo_launch.h"
+#include "kernels/fused_oneshot.h"
 #include "kernels/image_check.h"
 
 namespace tpcomm {
 namespace {
 
-// Every kernel of the kernel-set getters of algo_launch.h (the contract with src/kernels), at
+// Every kernel of the kernel-set getters (algo_launch.h: the contract with src/kernels; the
+// fused all-reduce's in fused_oneshot.h and add_rmsnorm.h), at
 // every world-size class, general and lean entries alike.
 std::set<const void*> everyGetterKernel() {
   using Getter = KernelSet (*)(int);
   const std::pair<const char*, Getter> getters[] = {
-      {"oneShotKernels", oneShotKernels},         {"twoShotKernels", twoShotKernels},
-      {"hostOneShotKernels", hostOneShotKernels}, {"hostTwoShotKernels", hostTwoShotKernels},
-      {"hostBulkKernels", hostBulkKernels},       {"hostSentinelKernels", hostSentinelKernels},
+      {"oneShotKernels", oneShotKernels},
+      {"twoShotKernels", twoShotKernels},
+      {"hostOneShotKernels", hostOneShotKernels},
+      {"hostTwoShotKernels", hostTwoShotKernels},
+      {"hostBulkKernels", hostBulkKernels},
+      {"hostSentinelKernels", hostSentinelKernels},
       {"islandKernels", islandKernels},
+      {"fusedP2pKernels", fusedP2pKernels},
+      {"fusedP2pFp8Kernels", fusedP2pFp8Kernels},
+      {"fusedHostKernels", fusedHostKernels},
+      {"fusedHostFp8Kernels", fusedHostFp8Kernels},
+      {"addRmsNormKernels", addRmsNormKernels},
+      {"addRmsNormFp8Kernels", addRmsNormFp8Kernels},
   };
   std::set<const void*> out;
   for (const auto& [name, get] : getters)

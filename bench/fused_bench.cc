@@ -1,0 +1,189 @@
+// tpcomm-bench-fused: the fused all-reduce + add + RMSNorm (tpcommAllReduceAddRmsNorm) next to
+// the plain all-reduce of the same bytes and the unfused pair (tpcomm's all-reduce, then the
+// add+RMSNorm kernel on its own), in CUDA graphs, same process, same streams, same run; bf16 rows
+// of --hidden elements for each token count. Ranks may share a GPU (--ranks above the GPU count):
+// that measures protocol and launch overhead, not a link, and the output says so.
+//   tpcomm-bench-fused [--ranks N] [--hidden H] [--tokens 1,2,4,...] [--fp8] [--json FILE]
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/timing.h"
+#include "kernels/add_rmsnorm.h"
+#include "support/host_data.h"
+#include "tpcomm/tpcomm.h"
+
+namespace {
+
+using tpcomm::timing::Rank;
+
+struct Bufs {
+  void *res = nullptr, *res_out = nullptr, *norm = nullptr, *gamma = nullptr, *scale = nullptr;
+};
+
+struct Opts {
+  int ranks = 2;
+  size_t hidden = 7168;
+  std::vector<size_t> tokens = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  bool fp8 = false;
+  const char* json = nullptr;
+  int iters = 50, reps = 20;
+};
+
+bool parse(int argc, char** argv, Opts* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (k == "--fp8") {
+      o->fp8 = true;
+    } else if (k == "--ranks" && v) {
+      o->ranks = atoi(argv[++i]);
+    } else if (k == "--hidden" && v) {
+      o->hidden = strtoull(argv[++i], nullptr, 10);
+    } else if (k == "--json" && v) {
+      o->json = argv[++i];
+    } else if (k == "--tokens" && v) {
+      o->tokens.clear();
+      for (const char* p = argv[++i]; *p;) {
+        o->tokens.push_back(strtoull(p, const_cast<char**>(&p), 10));
+        if (*p == ',') ++p;
+      }
+    } else {
+      fprintf(stderr,
+              "usage: tpcomm-bench-fused [--ranks N] [--hidden H] [--tokens 1,2,...] [--fp8] "
+              "[--json FILE]\n");
+      return false;
+    }
+  }
+  return o->ranks >= 1 && o->hidden > 0 && !o->tokens.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Opts o;
+  if (!parse(argc, argv, &o)) return 2;
+  int ngpu = 0;
+  if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+    fprintf(stderr, "tpcomm-bench-fused: no CUDA device visible\n");
+    return 1;
+  }
+  std::vector<int> devlist;
+  for (int r = 0; r < o.ranks; ++r) devlist.push_back(r % ngpu);
+  const bool shared = o.ranks > ngpu;
+  const size_t max_bytes = o.tokens.back() * o.hidden * 2;
+  std::vector<Rank> ranks;
+  std::string err = tpcomm::timing::setupRanks(devlist, max_bytes, &ranks);
+  std::vector<tpcommComm_t> comms(o.ranks);
+  tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
+  if (err.empty() &&
+      tpcommCommInitAll(comms.data(), o.ranks, devlist.data(), &cfg) != tpcommSuccess)
+    err = tpcommGetLastError();
+  std::vector<Bufs> b(o.ranks);
+  for (int r = 0; err.empty() && r < o.ranks; ++r) {
+    cudaSetDevice(devlist[r]);
+    const std::vector<uint8_t> x = tpcomm::test::makeInput(tpcommBfloat16, max_bytes / 2, 1, r);
+    const std::vector<uint8_t> g = tpcomm::test::makeInput(tpcommBfloat16, o.hidden, 2, 0);
+    const float scale = 0.05f;
+    if (cudaMalloc(&b[r].res, max_bytes) || cudaMalloc(&b[r].res_out, max_bytes) ||
+        cudaMalloc(&b[r].norm, max_bytes) || cudaMalloc(&b[r].gamma, o.hidden * 2) ||
+        cudaMalloc(&b[r].scale, 4) ||
+        cudaMemcpy(ranks[r].send, x.data(), max_bytes, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(b[r].res, x.data(), max_bytes, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(b[r].gamma, g.data(), o.hidden * 2, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(b[r].scale, &scale, 4, cudaMemcpyHostToDevice))
+      err = "cuda allocation or copy failed";
+  }
+  if (!err.empty()) {
+    fprintf(stderr, "tpcomm-bench-fused: %s\n", err.c_str());
+    return 1;
+  }
+  printf(
+      "# tpcomm-bench-fused: %d ranks on %d GPU(s)%s, bf16, hidden %zu%s, CUDA graphs (%d calls "
+      "per graph, median of %d), us per call\n",
+      o.ranks, ngpu, shared ? " (ranks SHARE a GPU: protocol and launch cost, not a link)" : "",
+      o.hidden, o.fp8 ? ", FP8 output" : "", o.iters, o.reps);
+  printf("%8s %10s %10s %10s %10s %10s  %s\n", "tokens", "allreduce", "ar+norm", "fused",
+         "fused-ar", "fused/pair", "variant");
+  FILE* js = o.json ? fopen(o.json, "w") : nullptr;
+  if (js)
+    fprintf(js, "{\"ranks\": %d, \"gpus\": %d, \"hidden\": %zu, \"fp8\": %s, \"rows\": [\n",
+            o.ranks, ngpu, o.hidden, o.fp8 ? "true" : "false");
+  int rc = 0;
+  for (size_t ti = 0; ti < o.tokens.size(); ++ti) {
+    const size_t t = o.tokens[ti], count = t * o.hidden;
+    tpcommRmsNormParams_t prm = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+    auto allreduce = [&]() -> std::string {
+      tpcommGroupStart();
+      for (int r = 0; r < o.ranks; ++r)
+        if (tpcommAllReduce(ranks[r].send, b[r].norm, count, tpcommBfloat16, tpcommSum, comms[r],
+                            ranks[r].stream) != tpcommSuccess)
+          return tpcommGroupEnd(), std::string(tpcommGetLastError());
+      tpcommGroupEnd();
+      return "";
+    };
+    auto pair = [&]() -> std::string {
+      const std::string e = allreduce();
+      if (!e.empty()) return e;
+      for (int r = 0; r < o.ranks; ++r) {
+        tpcomm::AddRmsNormArgs a{};
+        a.ar = b[r].norm;
+        a.residual_in = b[r].res;
+        a.residual_out = b[r].res_out;
+        a.norm_out = o.fp8 ? ranks[r].recv : b[r].norm;  // in place over the sums, as fused
+        a.gamma = b[r].gamma;
+        a.quant_scale = o.fp8 ? static_cast<const float*>(b[r].scale) : nullptr;
+        a.rows = t;
+        a.hidden = o.hidden;
+        a.dtype = tpcommBfloat16;
+        a.eps = 1e-6f;
+        cudaSetDevice(devlist[r]);
+        if (tpcomm::launchAddRmsNorm(a, ranks[r].stream) != tpcommSuccess)
+          return tpcommGetLastError();
+      }
+      return "";
+    };
+    auto fused = [&]() -> std::string {
+      tpcommGroupStart();
+      for (int r = 0; r < o.ranks; ++r) {
+        prm.quantScale = o.fp8 ? static_cast<const float*>(b[r].scale) : nullptr;
+        if (tpcommAllReduceAddRmsNorm(ranks[r].send, b[r].res, b[r].res_out,
+                                      o.fp8 ? ranks[r].recv : b[r].norm, b[r].gamma, t, o.hidden,
+                                      tpcommBfloat16, &prm, comms[r],
+                                      ranks[r].stream) != tpcommSuccess)
+          return tpcommGroupEnd(), std::string(tpcommGetLastError());
+      }
+      tpcommGroupEnd();
+      return "";
+    };
+    double us[3] = {0, 0, 0};
+    const tpcomm::timing::EnqueueAll fns[3] = {allreduce, pair, fused};
+    for (int k = 0; k < 3; ++k) {
+      const tpcomm::timing::Timing tm =
+          tpcomm::timing::timeInGraph(ranks, fns[k], 3, o.iters, o.reps);
+      if (!tm.ok) {
+        fprintf(stderr, "tpcomm-bench-fused: tokens %zu: %s\n", t, tm.error.c_str());
+        rc = 1;
+      }
+      us[k] = tm.median_us;
+    }
+    tpcommCallInfo_t info{};
+    tpcommCommGetLastCall(comms[0], &info);
+    printf("%8zu %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", t, us[0], us[1], us[2], us[2] - us[0],
+           us[1] > 0 ? us[2] / us[1] : 0.0, tpcommVariantName(info.variant));
+    if (js)
+      fprintf(js,
+              "  {\"tokens\": %zu, \"allreduce_us\": %.3f, \"pair_us\": %.3f, \"fused_us\": %.3f, "
+              "\"variant\": \"%s\"}%s\n",
+              t, us[0], us[1], us[2], tpcommVariantName(info.variant),
+              ti + 1 < o.tokens.size() ? "," : "");
+  }
+  if (js) fprintf(js, "]}\n"), fclose(js);
+  for (tpcommComm_t c : comms) tpcommCommDestroy(c);
+  tpcomm::timing::freeRanks(&ranks);
+  return rc;
+}

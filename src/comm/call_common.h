@@ -1,0 +1,60 @@
+// What every collective's entry point does around its plan: the communicator's health, its facts
+// for the planner, the stream's device, the current device while launching, and the record of
+// what ran (stats, last call, the fallback log line). tpcommAllReduce (allreduce.cc) and
+// tpcommAllReduceAddRmsNorm (fused_allreduce.cc) share them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "comm/comm.h"
+#include "plan/planner.h"
+
+namespace tpcomm {
+
+// An error a kernel left in the mapped word (a peer that never answered) poisons the communicator.
+tpcommResult_t checkAsync(const tpcommComm* c, const char* op);
+
+CommFacts factsOf(const tpcommComm* c);
+
+// The stream must be on the communicator's GPU. *cap: whether it is capturing a graph.
+// cudaStreamGetDevice is refused while a stream captures, so captured calls rely on the launch
+// itself, which fails on a stream of another device and thereby invalidates the capture.
+tpcommResult_t checkStream(const tpcommComm* c, cudaStream_t s, const char* op,
+                           cudaStreamCaptureStatus* cap);
+
+// Counts and remembers one call: its algorithm (stats.calls), variant, bytes, the grid, and why.
+struct CallRecord {
+  int algo;
+  tpcommVariant_t variant;
+  bool fallback;
+  size_t bytes;
+  tpcommDataType_t dtype;
+  int blocks;
+  const std::string* reason;
+  const char* op;  // for the debug line
+  // The epilogue kernel after an all-reduce that recorded itself: counted as its variant and
+  // remembered as the last call, not counted again in stats.calls, bytes or fallbacks.
+  bool epilogue = false;
+};
+void recordCall(tpcommComm* c, const CallRecord& r, bool capturing);
+
+// Launches on the communicator's device, whatever device is current on this thread.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    cudaGetDevice(&saved_);
+    if (saved_ != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    cudaGetDevice(&now);
+    if (now != saved_) cudaSetDevice(saved_);
+  }
+
+ private:
+  int saved_ = -1;
+};
+
+}  // namespace tpcomm

@@ -1,0 +1,146 @@
+// tpcommAllReduceAddRmsNorm: validate -> plan (plan/fused_plan.h) -> the fused one-shot kernel,
+// or the all-reduce then the epilogue kernel -> record what ran. tpcommCommExplainAddRmsNorm
+// asks the same planner.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "comm/call_common.h"
+#include "comm/registry.h"
+#include "comm/validate_fused.h"
+#include "common/error.h"
+#include "kernels/add_rmsnorm.h"
+#include "kernels/fused_oneshot.h"
+#include "plan/fused_plan.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr const char* kOp = "tpcommAllReduceAddRmsNorm";
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
+}
+
+// The unfused path: the all-reduce into a buffer of the activation dtype (the norm's output, or,
+// for FP8 output, residualOut where it is not the residual itself), then the epilogue kernel.
+tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const FusedPlan& fp,
+                          cudaStream_t s, tpcommStream_t stream) {
+  const tpcommRmsNormParams_t& prm = *b.params;
+  void* sums = !prm.quantScale                   ? b.norm_out
+               : b.residual_out != b.residual_in ? b.residual_out
+                                                 : nullptr;
+  if (!sums)
+    return fail(tpcommUnsupported,
+                "%s: FP8 output with the residual updated in place needs the fused kernel, which "
+                "does not take this call (%s): pass a separate residualOut",
+                kOp, fp.reason.c_str());
+  const tpcommDataType_t dt = static_cast<tpcommDataType_t>(b.datatype);
+  TPCOMM_CHECK(tpcommAllReduce(b.input, sums, b.tokens * b.hidden, dt, tpcommSum, comm, stream));
+  AddRmsNormArgs a{};
+  a.ar = sums;
+  a.residual_in = b.residual_in;
+  a.residual_out = b.residual_out;
+  a.norm_out = b.norm_out;
+  a.gamma = b.gamma;
+  a.quant_scale = prm.quantScale;
+  a.rows = b.tokens;
+  a.hidden = b.hidden;
+  a.dtype = dt;
+  a.eps = prm.eps;
+  a.gemma = prm.weightOffset == 1;
+  a.max_blocks = comm->knobs.max_blocks;
+  return launchAddRmsNorm(a, s);
+}
+
+}  // namespace
+}  // namespace tpcomm
+
+using namespace tpcomm;
+
+extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const void* residualIn,
+                                                    void* residualOut, void* normOut,
+                                                    const void* gamma, size_t tokens, size_t hidden,
+                                                    tpcommDataType_t datatype,
+                                                    const tpcommRmsNormParams_t* params,
+                                                    tpcommComm_t comm, tpcommStream_t stream) {
+  TPCOMM_CHECK(checkComm(comm, kOp));
+  TPCOMM_CHECK(checkAsync(comm, kOp));
+  const FusedCallBuffers b{input, residualIn, residualOut, normOut,
+                           gamma, tokens,     hidden,      static_cast<int>(datatype),
+                           params};
+  size_t bytes = 0;
+  TPCOMM_CHECK(validateFusedArgs(b, comm->cc_major, comm->cc_minor, &bytes));
+  if (tokens == 0) return tpcommSuccess;
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  DeviceGuard guard(comm->device);
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  TPCOMM_CHECK(checkStream(comm, s, kOp, &cap));
+
+  const bool aligned = aligned16(input) && aligned16(residualIn) && aligned16(residualOut) &&
+                       aligned16(normOut) && aligned16(gamma);
+  const FusedPlan fp = planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, aligned,
+                                                                  params->quantScale != nullptr});
+  const Decision& d = fp.ar.decision;
+  if (d.error != tpcommSuccess)
+    return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
+  if (isFusedVariant(fp.variant)) {
+    FusedLaunch f{};
+    f.p = FusedParams{input,
+                      residualIn,
+                      residualOut,
+                      normOut,
+                      gamma,
+                      params->quantScale,
+                      tokens,
+                      hidden,
+                      fp.region,
+                      params->eps,
+                      params->weightOffset};
+    f.dtype = datatype;
+    f.variant = fp.variant;
+    f.blocks = fp.blocks;
+    f.threads = fp.threads;
+    f.pdl = fp.pdl;
+    TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
+    recordCall(comm,
+               CallRecord{d.algo, fp.variant, d.fallback, bytes, datatype, fp.blocks, &fp.reason,
+                          "allreduce+rmsnorm"},
+               cap != cudaStreamCaptureStatusNone);
+    return tpcommSuccess;
+  }
+  TPCOMM_CHECK(runUnfused(comm, b, fp, s, stream));
+  CallRecord r{d.algo, fp.variant, d.fallback, bytes, datatype, 0, &fp.reason, "allreduce+rmsnorm"};
+  r.epilogue = true;
+  recordCall(comm, r, cap != cudaStreamCaptureStatusNone);
+  return tpcommSuccess;
+}
+
+extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t tokens,
+                                                      size_t hidden, tpcommDataType_t datatype,
+                                                      const tpcommRmsNormParams_t* params,
+                                                      tpcommCallInfo_t* info) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommCommExplainAddRmsNorm"));
+  if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplainAddRmsNorm: info is NULL");
+  if (dtypeIndex(datatype) < 0)
+    return fail(tpcommInvalidArgument, "tpcommCommExplainAddRmsNorm: datatype %d is not supported",
+                static_cast<int>(datatype));
+  if (hidden == 0 || hidden > kMaxRmsNormHidden || tokens > SIZE_MAX / hidden / 4)
+    return fail(tpcommInvalidArgument,
+                "tpcommCommExplainAddRmsNorm: %zu tokens x %zu: hidden must be 1..%zu and the "
+                "size must fit",
+                tokens, hidden, kMaxRmsNormHidden);
+  const bool fp8 = params && params->quantScale;
+  const FusedPlan fp =
+      planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, true, fp8});
+  *info = tpcommCallInfo_t{};
+  info->algo = fp.ar.decision.error == tpcommSuccess ? fp.ar.decision.algo : tpcommAlgoAuto;
+  info->variant = fp.variant;
+  info->bytes = tokens * hidden * dtypeSize(datatype);
+  info->datatype = static_cast<int>(datatype);
+  info->blocks = isFusedVariant(fp.variant)       ? fp.blocks
+                 : isKernelVariant(fp.ar.variant) ? fp.ar.grid.blocks
+                                                  : 0;
+  strncpy(info->reason, fp.reason.c_str(), sizeof(info->reason) - 1);
+  return fp.ar.decision.error;
+}

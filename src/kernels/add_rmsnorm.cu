@@ -1,0 +1,144 @@
+// The residual add + RMSNorm (+ FP8) epilogue as a kernel of its own (add_rmsnorm.h): one block
+// per row. Two passes over the row by the same threads: the first rounds residual_out to T, stores
+// it and sums its squares; the second reads back the thread's own stores (no barrier needed) and
+// writes the norm. Re-reading the row from L1/L2 costs less than holding any hidden size in
+// registers, and keeps one code path for every H.
+#include <algorithm>
+#include <cstdint>
+
+#include "common/error.h"
+#include "kernels/add_rmsnorm.h"
+#include "kernels/rmsnorm_device.cuh"
+#include "kernels/variant_table.h"
+#include "kernels/vec_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+constexpr int kMaxThreads = 512;
+constexpr int kMaxGrid = 4096;  // rows beyond it are taken by a grid-stride loop
+
+template <typename T>
+__device__ __forceinline__ float weightOf(uint32_t gamma_bits, bool gemma) {
+  const float g = bitsToFloat<T>(gamma_bits);
+  return gemma ? 1.f + g : g;
+}
+
+// Writes the E e4m3 bytes of one vector's norms; one store where the bytes are aligned for it.
+template <int E>
+__device__ __forceinline__ void storeE4m3(uint8_t* out, size_t first, size_t count,
+                                          const uint8_t (&b)[E]) {
+  if (first + E <= count && reinterpret_cast<uintptr_t>(out + first) % E == 0) {
+    uint64_t packed = 0;
+#pragma unroll
+    for (int i = 0; i < E; ++i) packed |= static_cast<uint64_t>(b[i]) << (8 * i);
+    if constexpr (E == 8)
+      *reinterpret_cast<uint64_t*>(out + first) = packed;
+    else
+      *reinterpret_cast<uint32_t*>(out + first) = static_cast<uint32_t>(packed);
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < E; ++i)
+    if (first + i < count) out[first + i] = b[i];
+}
+
+template <typename T, bool kQuant>
+__global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a, bool aligned) {
+  constexpr int E = VecTraits<T>::kElems;
+  __shared__ float scratch[kMaxThreads / 32 + 1];
+  const size_t H = a.hidden;
+  const size_t nvec = (H + E - 1) / E;
+  const float inv_scale = kQuant ? 1.f / *a.quant_scale : 0.f;
+  for (size_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const size_t off = row * H;
+    const T* ar = static_cast<const T*>(a.ar) + off;
+    const T* res_in = static_cast<const T*>(a.residual_in) + off;
+    T* res_out = static_cast<T*>(a.residual_out) + off;
+
+    float sumsq = 0.f;
+    for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+      const uint4 x = loadVec(ar, v, H, aligned);
+      const uint4 r = loadVec(res_in, v, H, aligned);
+      uint4 y = make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const uint32_t bits =
+            floatToBits<T>(bitsToFloat<T>(laneBits<T>(x, i)) + bitsToFloat<T>(laneBits<T>(r, i)));
+        setLaneBits<T>(y, i, bits);
+        const float q = bitsToFloat<T>(bits);
+        if (v * E + i < H) sumsq += q * q;
+      }
+      storeVec(res_out, v, H, aligned, y);
+    }
+    const float rs = rsqrtf(blockSumFixedOrder(sumsq, scratch) / static_cast<float>(H) + a.eps);
+
+    for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+      const uint4 y = loadVec(static_cast<const T*>(res_out), v, H, aligned);
+      const uint4 g = loadVec(static_cast<const T*>(a.gamma), v, H, aligned);
+      if constexpr (kQuant) {
+        uint8_t b[E];
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+          b[i] = toE4m3(bitsToFloat<T>(laneBits<T>(y, i)) * rs *
+                        weightOf<T>(laneBits<T>(g, i), a.gemma) * inv_scale);
+        storeE4m3<E>(static_cast<uint8_t*>(a.norm_out) + off, v * E, H, b);
+      } else {
+        uint4 n = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+          setLaneBits<T>(n, i,
+                         floatToBits<T>(bitsToFloat<T>(laneBits<T>(y, i)) * rs *
+                                        weightOf<T>(laneBits<T>(g, i), a.gemma)));
+        storeVec(static_cast<T*>(a.norm_out) + off, v, H, aligned, n);
+      }
+    }
+  }
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
+}
+
+}  // namespace
+
+KernelSet addRmsNormKernels(int) {
+  return KernelSet{{reinterpret_cast<const void*>(&addRmsNormKernel<float, false>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__half, false>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, false>)}};
+}
+KernelSet addRmsNormFp8Kernels(int) {
+  return KernelSet{{reinterpret_cast<const void*>(&addRmsNormKernel<float, true>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__half, true>),
+                    reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, true>)}};
+}
+
+tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s) {
+  if (a.rows == 0 || a.hidden == 0) return tpcommSuccess;
+  const size_t esize = a.dtype == tpcommFloat32 ? 4 : 2;
+  const size_t elems = kVecBytes / esize;
+  // Whole rows of 16-byte vectors in 16-byte aligned buffers take one load per vector; anything
+  // else goes element by element (loadVec / storeVec).
+  const bool aligned = (a.hidden * esize) % kVecBytes == 0 && aligned16(a.ar) &&
+                       aligned16(a.residual_in) && aligned16(a.residual_out) &&
+                       aligned16(a.gamma) && (a.quant_scale != nullptr || aligned16(a.norm_out));
+  const size_t nvec = (a.hidden + elems - 1) / elems;
+  const int threads = static_cast<int>(std::min<size_t>(kMaxThreads, (nvec + 31) / 32 * 32));
+  int cap = a.max_blocks > 0 ? a.max_blocks : kMaxGrid;
+  const int blocks = static_cast<int>(std::min<size_t>(a.rows, static_cast<size_t>(cap)));
+  const tpcommVariant_t v =
+      a.quant_scale != nullptr ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
+  const void* fn = variantKernel(v, 2, dtypeIndex(a.dtype));
+  if (!fn)
+    return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for datatype %d",
+                static_cast<int>(a.dtype));
+  AddRmsNormArgs args = a;
+  bool al = aligned;
+  void* params[] = {&args, &al};
+  const cudaError_t e = cudaLaunchKernel(fn, dim3(blocks), dim3(threads), params, 0, s);
+  if (e != cudaSuccess)
+    return fail(tpcommUnhandledCudaError, "add+RMSNorm kernel launch: %s", cudaGetErrorString(e));
+  return tpcommSuccess;
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,44 @@
+// The residual add + RMSNorm (+ FP8 e4m3) epilogue on its own, as one kernel: what the fused
+// all-reduce's fallback paths run after an all-reduce that could not carry the epilogue (NCCL,
+// or a variant without it), and the unfused side of the fused call's benchmark. Host-only header.
+//
+// Per row of `hidden` elements, in order (the semantics of FlashInfer's trtllm_allreduce_fusion):
+//   residual_out = T(ar + residual_in)                          (fp32 add, one rounding to T)
+//   norm         = residual_out * rsqrt(mean_fp32(residual_out^2) + eps) * w,
+//                  w = gamma, or 1 + gamma for Gemma-style weights
+//   norm_out     = T(norm), or e4m3(norm * (1 / *quant_scale)) (saturating) when quant_scale is set
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kernels/algo_launch.h"
+#include "tpcomm/tpcomm.h"
+
+namespace tpcomm {
+
+struct AddRmsNormArgs {
+  const void* ar;            // [rows, hidden] of dtype: the all-reduced sums
+  const void* residual_in;   // [rows, hidden] of dtype
+  void* residual_out;        // [rows, hidden] of dtype; may be residual_in
+  void* norm_out;            // [rows, hidden] of dtype, or of e4m3 bytes; may be ar
+  const void* gamma;         // [hidden] of dtype
+  const float* quant_scale;  // device pointer to one float, or null: no quantization
+  size_t rows;
+  size_t hidden;
+  tpcommDataType_t dtype;
+  float eps;
+  bool gemma;
+  int max_blocks;  // grid cap (0: one block per row up to the device's resident limit)
+};
+
+// The epilogue kernels by dtype index (variant_table.cc: tpcommVariantAddRmsNorm[Fp8]); the same
+// for every world size.
+KernelSet addRmsNormKernels(int world);
+KernelSet addRmsNormFp8Kernels(int world);
+
+// Launches the kernel on `s`; the caller has validated the arguments.
+tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s);
+
+}  // namespace tpcomm

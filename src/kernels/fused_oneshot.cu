@@ -1,0 +1,174 @@
+// The fused all-reduce + add + RMSNorm (+ FP8) one-shot (fused_oneshot.h). Block b owns rows b,
+// b + grid, ...: it pushes their vectors into every peer's slot, counts itself in, then for each
+// of its rows waits for every rank's vectors, sums them in rank order in fp32 (the one-shot's
+// session's sum: the same slots, entries, clears and epoch bookkeeping as the lean one-shot, so the
+// protocol's argument in docs/PROTOCOL.md holds as written), adds the residual and normalises the
+// row. Single-step calls only (the host checks): a reader's clears then precede its next pushes by
+// a kernel boundary.
+#include <cstdint>
+
+#include "common/error.h"
+#include "kernels/algo_launch.h"
+#include "kernels/fused_oneshot.h"
+#include "kernels/kernel_set.cuh"
+#include "kernels/oneshot_layout.h"  // ringRank
+#include "kernels/rmsnorm_device.cuh"
+#include "kernels/session_device.cuh"
+#include "kernels/variant_table.h"
+
+namespace tpcomm {
+namespace {
+
+template <typename T>
+__device__ __forceinline__ float lane(const uint4& v, int i) {
+  return bitsToFloat<T>(laneBits<T>(v, i));
+}
+
+template <typename Proto, typename T, int kW, bool kQuant>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    fusedOneShotKernel(const __grid_constant__ DeviceComm c,
+                       const __grid_constant__ FusedParams p) {
+  constexpr int E = VecTraits<T>::kElems;
+  __shared__ float scratch[kThreadsPerBlock / 32 + 1];
+  const size_t H = p.hidden, hv = H / E, count = p.rows * H;
+  const int rank = c.rank, world = c.world;
+  const T* send = static_cast<const T*>(p.send);
+  char* peer[kW];
+#pragma unroll
+  for (int q = 0; q < kW; ++q)
+    peer[q] = q < world ? Proto::bufs(c)[ringRank(rank, q, world)] : nullptr;
+
+  CallSession session(c);
+
+  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  session.openThread();
+  const bool aborted = session.aborted();
+  const size_t slot_off = (session.epoch % kNumSlots) * Proto::slotBytes(c);
+  if (!aborted) {
+    for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x)
+      for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
+        const size_t v = row * hv + j;
+        const uint4 y = canon<T>(reinterpret_cast<const uint4*>(send)[v]);
+#pragma unroll
+        for (int q = 1; q < kW; ++q)
+          if (q < world)
+            Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
+      }
+  }
+  // Every thread's epoch read has returned before the block is counted in (readEpochThread).
+  if (!session.arriveBlock(aborted)) return;
+  pdlLaunchDependents();
+  WaitCtx ctx = session.startWaits();
+  uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
+  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+
+  for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    const uint4* res_in = static_cast<const uint4*>(p.residual_in) + row * hv;
+    uint4* res_out = static_cast<uint4*>(p.residual_out) + row * hv;
+    float sumsq = 0.f;
+    // Pass 1: residual_out = T(sum + residual), and the sum of its squares.
+    for (size_t j = threadIdx.x; j < hv && !ctx.failed; j += blockDim.x) {
+      const size_t v = row * hv + j;
+      const uint4 r = res_in[j];
+      uint4 out = make_uint4(0, 0, 0, 0);
+      session.template sum<Proto, T, kW, 1>(
+          ctx, world, rank, [](int s) { return s; }, mine, p.region, v, 1, v + 1, send, v, count,
+          session.epoch,
+          [&](int, const Acc<T>& acc) {
+#pragma unroll
+            for (int i = 0; i < E; ++i) {
+              const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
+              setLaneBits<T>(out, i, b);
+              const float q = bitsToFloat<T>(b);
+              sumsq += q * q;
+            }
+          });
+      if (!ctx.failed) res_out[j] = out;
+    }
+    // Every thread takes part in the block sum, a timed-out one too, then the block leaves
+    // together: no barrier is left waiting for it.
+    const float total = blockSumFixedOrder(sumsq, scratch);
+    if (__syncthreads_or(ctx.failed)) return;
+    const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+    // Pass 2: the norm, from this thread's own residual_out stores.
+    for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
+      const uint4 y = res_out[j];
+      const uint4 g = static_cast<const uint4*>(p.gamma)[j];
+      if constexpr (kQuant) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+          const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
+          if (i < 4)
+            lo |= b << (8 * i);
+          else
+            hi |= b << (8 * (i - 4));
+        }
+        uint8_t* out = static_cast<uint8_t*>(p.norm_out) + (row * hv + j) * E;
+        if constexpr (E == 8)
+          *reinterpret_cast<uint2*>(out) = make_uint2(lo, hi);
+        else
+          *reinterpret_cast<uint32_t*>(out) = lo;
+      } else {
+        uint4 n = make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+          setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
+        }
+        static_cast<uint4*>(p.norm_out)[row * hv + j] = n;
+      }
+    }
+  }
+  session.close(1);
+}
+
+template <bool kQuant>
+struct FusedEntry {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, kQuant>);
+  }
+};
+
+}  // namespace
+
+KernelSet fusedP2pKernels(int world) {
+  return kernelSetByWorld<FusedEntry<false>, SentinelProto>(world);
+}
+KernelSet fusedP2pFp8Kernels(int world) {
+  return kernelSetByWorld<FusedEntry<true>, SentinelProto>(world);
+}
+KernelSet fusedHostKernels(int world) {
+  return kernelSetByWorld<FusedEntry<false>, HostSentinelProto>(world);
+}
+KernelSet fusedHostFp8Kernels(int world) {
+  return kernelSetByWorld<FusedEntry<true>, HostSentinelProto>(world);
+}
+
+tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s) {
+  const void* fn = variantKernel(f.variant, c.world, dtypeIndex(f.dtype));
+  if (!fn)
+    return fail(tpcommInternalError, "fused launch: no kernel for variant %s",
+                tpcommVariantName(f.variant));
+  DeviceComm dc = c;
+  dc.aligned = 1;  // fusedOneShotFits
+  FusedParams p = f.p;
+  void* args[] = {&dc, &p};
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(f.blocks));
+  cfg.blockDim = dim3(static_cast<unsigned>(f.threads));
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  if (f.pdl) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  TPCOMM_CUDA_CHECK(cudaLaunchKernelExC(&cfg, fn, args));
+  return tpcommSuccess;
+}
+
+}  // namespace tpcomm

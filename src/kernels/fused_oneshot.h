@@ -1,0 +1,51 @@
+// The fused all-reduce + residual add + RMSNorm (+ FP8) one-shot (fused_oneshot.cu): host-side
+// view. The all-reduce half is the one-shot's (every rank pushes its input into its peers' slots
+// and sums every rank's vector from its own, sentinel protocol, one step), and since every rank
+// then holds whole rows, the epilogue of add_rmsnorm.h runs in the same kernel on the fp32 sums,
+// with no trip through memory and no second launch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "kernels/add_rmsnorm.h"
+#include "kernels/algo_launch.h"
+#include "kernels/device_comm.h"
+
+namespace tpcomm {
+
+// What the fused kernel receives besides the communicator (plain data: a kernel parameter).
+struct FusedParams {
+  const void* send;  // this rank's partial sums [rows, hidden]
+  const void* residual_in;
+  void* residual_out;
+  void* norm_out;
+  const void* gamma;
+  const float* quant_scale;  // null: norm_out has the activation dtype
+  size_t rows;
+  size_t hidden;
+  size_t region;  // vectors of a source's region of a slot
+  float eps;
+  int gemma;
+};
+
+struct FusedLaunch {
+  FusedParams p;
+  tpcommDataType_t dtype;
+  tpcommVariant_t variant;  // one of the tpcommVariantFused* (the variant table has its kernels)
+  int blocks;               // planFusedCall (plan/fused_plan.h) gives the grid and p.region
+  int threads;
+  bool pdl;
+};
+
+// The kernel sets of the fused variants (variant_table.cc): over peer memory and over host
+// memory, with the activation dtype's output or FP8 e4m3.
+KernelSet fusedP2pKernels(int world);
+KernelSet fusedP2pFp8Kernels(int world);
+KernelSet fusedHostKernels(int world);
+KernelSet fusedHostFp8Kernels(int world);
+
+tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s);
+
+}  // namespace tpcomm

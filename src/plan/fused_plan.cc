@@ -1,0 +1,81 @@
+#include "plan/fused_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tpcomm {
+namespace {
+
+constexpr int kFusedThreads = 512;  // kThreadsPerBlock: a row's vectors, 32 threads at least
+
+bool overPeerMemory(tpcommVariant_t v) {
+  return v == tpcommVariantP2pOneShotLean || v == tpcommVariantP2pOneShot ||
+         v == tpcommVariantP2pTwoShot || v == tpcommVariantIsland;
+}
+bool overHostMemory(tpcommVariant_t v) {
+  return v == tpcommVariantHostOneShotSentinelLean || v == tpcommVariantHostOneShotSentinel ||
+         v == tpcommVariantHostOneShotLL || v == tpcommVariantHostTwoShotLL ||
+         v == tpcommVariantHostBulk;
+}
+
+std::string format(const char* fmt, size_t a, size_t b) {
+  char buf[160];
+  snprintf(buf, sizeof(buf), fmt, a, b);
+  return buf;
+}
+
+}  // namespace
+
+bool isFusedVariant(tpcommVariant_t v) {
+  return v == tpcommVariantFusedP2pOneShot || v == tpcommVariantFusedP2pOneShotFp8 ||
+         v == tpcommVariantFusedHostOneShot || v == tpcommVariantFusedHostOneShotFp8;
+}
+
+FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
+  FusedPlan p;
+  const size_t es = call.dtype == tpcommFloat32 ? 4 : 2;
+  const size_t bytes = call.rows * call.hidden * es;
+  p.ar = planCall(f, CallArgs{bytes, call.aligned});
+  if (p.ar.decision.error != tpcommSuccess) {
+    p.reason = p.ar.decision.reason;
+    return p;
+  }
+  // The fused kernels are one-shots: the transport the all-reduce would use, the whole call in
+  // one step (every rank then holds whole rows), rows of whole 16-byte vectors.
+  const bool host = overHostMemory(p.ar.variant) && f.host_transport && f.knobs.host_sentinel;
+  const bool peer = overPeerMemory(p.ar.variant);
+  const size_t cap = host   ? f.slots.host_sentinel_step_bytes
+                     : peer ? f.slots.oneshot_step_bytes
+                            : 0;
+  const bool whole = (call.hidden * es) % kVecBytes == 0 && call.aligned;
+  std::string why_not;
+  if (!host && !peer)
+    why_not = "the all-reduce goes to " + std::string(tpcommVariantName(p.ar.variant));
+  else if (!whole)
+    why_not = "rows are not whole 16-byte vectors in aligned buffers";
+  else if (bytes > cap)
+    why_not = format("%zu bytes exceed one step of the one-shot (%zu)", bytes, cap);
+  if (why_not.empty() && bytes > 0) {
+    p.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
+                     : (call.fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot);
+    const size_t hv = call.hidden * es / kVecBytes;
+    const size_t max_blocks = f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks;
+    p.blocks = static_cast<int>(std::max<size_t>(1, std::min(call.rows, max_blocks)));
+    p.threads = static_cast<int>(
+        std::min<size_t>(kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+    p.region = cap / kVecBytes;
+    p.pdl = f.knobs.pdl;
+    p.reason =
+        std::string("fused one-shot over ") + (host ? "host" : "peer") +
+        format(" memory, the epilogue in the kernel (%zu bytes, one step of %zu)", bytes, cap);
+    return p;
+  }
+  p.variant = call.fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
+  p.reason = "unfused: " + std::string(tpcommVariantName(p.ar.variant)) +
+             ", then the add+RMSNorm "
+             "kernel (" +
+             (why_not.empty() ? "nothing to reduce" : why_not) + ")";
+  return p;
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,36 @@
+// The planner's answer for tpcommAllReduceAddRmsNorm: a fused one-shot variant (the epilogue in
+// the all-reduce's kernel) where one takes the call, else the all-reduce's own plan followed by
+// the epilogue kernel. Pure C++, the same on every rank (CPU-tested).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "plan/planner.h"
+
+namespace tpcomm {
+
+struct FusedCallArgs {
+  size_t rows = 0;
+  size_t hidden = 0;
+  tpcommDataType_t dtype = tpcommBfloat16;
+  bool aligned = true;  // every buffer 16-byte aligned
+  bool fp8 = false;     // FP8 e4m3 output (params.quantScale)
+};
+
+struct FusedPlan {
+  CallPlan ar;  // the all-reduce of the same bytes: what the unfused path runs first
+  tpcommVariant_t variant = tpcommVariantNone;  // None when ar.decision.error is set
+  int blocks = 0;                               // fused variants: the grid
+  int threads = 0;
+  size_t region = 0;  // fused variants: vectors of a source's region of a slot
+  bool pdl = false;
+  std::string reason;
+};
+
+// Whether `v` is one of the fused one-shot variants (the others run the all-reduce first).
+bool isFusedVariant(tpcommVariant_t v);
+
+FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call);
+
+}  // namespace tpcomm

@@ -1,0 +1,175 @@
+// tpcommAllReduceAddRmsNorm against the host reference (tests/support/rmsnorm_reference.h):
+// every rank's residual_out bit for bit, the norm within an ulp of its format, every rank's
+// outputs bit-identical, over the fused one-shot (peer memory and host memory) and the unfused
+// path (the all-reduce, then the add+RMSNorm kernel) for the calls the fused kernel does not take.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "tests/gpu/harness.h"
+#include "tests/support/rmsnorm_reference.h"
+
+namespace tpcomm::test {
+namespace {
+
+struct FusedCase {
+  RmsNormCase rc;
+  bool residual_in_place = false;
+  bool norm_into_input = false;
+};
+
+struct RankBufs {
+  void *x = nullptr, *res_in = nullptr, *res_out = nullptr, *norm = nullptr, *gamma = nullptr,
+       *scale = nullptr;
+  ~RankBufs() {
+    for (void* p : {x, res_in, res_out, norm, gamma, scale}) cudaFree(p);
+  }
+};
+
+std::string nameOf(const FusedCase& f, int algo, int world) {
+  const RmsNormCase& c = f.rc;
+  return std::string(tpcommAlgoName(algo)) + " world=" + std::to_string(world) + " " +
+         dtypeName(c.dtype) + " T=" + std::to_string(c.rows) + " H=" + std::to_string(c.hidden) +
+         (c.gemma ? " gemma" : "") + (c.scale > 0 ? " fp8" : "") +
+         (f.residual_in_place ? " residual-in-place" : "") +
+         (f.norm_into_input ? " norm-into-x" : "");
+}
+
+// Runs one fused call on every rank of g and checks it. `fused`: whether the fused kernel must
+// have served it (else the unfused path, whose all-reduce rounds the sums to T before the add).
+void runFused(Group& g, int algo, const FusedCase& f, bool fused) {
+  const RmsNormCase& c = f.rc;
+  const std::string what = nameOf(f, algo, g.world);
+  const size_t es = elemSize(c.dtype), n = c.rows * c.hidden, out_es = c.scale > 0 ? 1 : es;
+  std::vector<std::vector<uint8_t>> x;
+  for (int r = 0; r < g.world; ++r) x.push_back(makeInput(c.dtype, n, 77 + c.hidden, r));
+  const std::vector<uint8_t> res = makeInput(c.dtype, n, 78 + c.rows, 100);
+  const std::vector<uint8_t> gamma = makeInput(c.dtype, c.hidden, 79, 101);
+  // The all-reduce as the kernels compute it: fp32, rank order.
+  std::vector<float> ar(n);
+  for (size_t i = 0; i < n; ++i) {
+    float acc = static_cast<float>(toDouble(c.dtype, x[0].data() + i * es));
+    for (int r = 1; r < g.world; ++r)
+      acc += static_cast<float>(toDouble(c.dtype, x[r].data() + i * es));
+    if (!fused) {  // the unfused path's all-reduce output is T
+      uint8_t t[4];
+      fromDouble(c.dtype, acc, t);
+      acc = static_cast<float>(toDouble(c.dtype, t));
+    }
+    ar[i] = acc;
+  }
+  const RmsNormExpected want = rmsNormReference(c, ar, res, gamma);
+
+  std::vector<RankBufs> b(g.world);
+  for (int r = 0; r < g.world; ++r) {
+    cudaSetDevice(g.devs[r]);
+    ASSERT_EQ(cudaMalloc(&b[r].x, n * es + 16), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b[r].res_in, n * es + 16), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b[r].res_out, n * es + 16), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b[r].norm, n * es + 16), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b[r].gamma, c.hidden * es + 16), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b[r].scale, 4), cudaSuccess);
+    cudaMemcpy(b[r].x, x[r].data(), n * es, cudaMemcpyHostToDevice);
+    cudaMemcpy(b[r].res_in, res.data(), n * es, cudaMemcpyHostToDevice);
+    cudaMemcpy(b[r].gamma, gamma.data(), c.hidden * es, cudaMemcpyHostToDevice);
+    cudaMemcpy(b[r].scale, &c.scale, 4, cudaMemcpyHostToDevice);
+    cudaMemset(b[r].res_out, 0xCD, n * es + 16);
+    cudaMemset(b[r].norm, 0xCD, n * es + 16);
+    cudaDeviceSynchronize();
+  }
+  tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+  p.eps = c.eps;
+  p.weightOffset = c.gemma ? 1 : 0;
+  tpcommGroupStart();
+  for (int r = 0; r < g.world; ++r) {
+    p.quantScale = c.scale > 0 ? static_cast<const float*>(b[r].scale) : nullptr;
+    void* res_out = f.residual_in_place ? b[r].res_in : b[r].res_out;
+    void* norm = f.norm_into_input ? b[r].x : b[r].norm;
+    ASSERT_EQ(tpcommAllReduceAddRmsNorm(b[r].x, b[r].res_in, res_out, norm, b[r].gamma, c.rows,
+                                        c.hidden, c.dtype, &p, g.comms[r], g.streams[r]),
+              tpcommSuccess)
+        << what << ": " << tpcommGetLastError();
+  }
+  tpcommGroupEnd();
+  tpcommCallInfo_t info{};
+  ASSERT_EQ(tpcommCommGetLastCall(g.comms[0], &info), tpcommSuccess);
+  EXPECT_EQ(std::string(info.reason).find("fused") == 0, fused) << what << ": " << info.reason;
+
+  std::vector<uint8_t> first_res, first_norm;
+  for (int r = 0; r < g.world; ++r) {
+    cudaSetDevice(g.devs[r]);
+    ASSERT_EQ(cudaStreamSynchronize(g.streams[r]), cudaSuccess) << what;
+    tpcommResult_t async = tpcommSuccess;
+    tpcommCommGetAsyncError(g.comms[r], &async);
+    ASSERT_EQ(async, tpcommSuccess) << what << ": rank " << r;
+    std::vector<uint8_t> got_res(n * es + 16), got_norm(n * out_es);
+    cudaMemcpy(got_res.data(), f.residual_in_place ? b[r].res_in : b[r].res_out, n * es + 16,
+               cudaMemcpyDeviceToHost);
+    cudaMemcpy(got_norm.data(), f.norm_into_input ? b[r].x : b[r].norm, n * out_es,
+               cudaMemcpyDeviceToHost);
+    size_t bad_res = 0, bad_norm = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (memcmp(got_res.data() + i * es, want.residual_out.data() + i * es, es) != 0) ++bad_res;
+      if (!normClose(c, want.norm[i], got_norm.data() + i * out_es) && bad_norm++ < 3)
+        ADD_FAILURE() << what << ": rank " << r << " norm[" << i << "] want " << want.norm[i];
+    }
+    EXPECT_EQ(bad_res, 0u) << what << ": rank " << r << " residual_out differs";
+    EXPECT_EQ(bad_norm, 0u) << what << ": rank " << r;
+    if (!f.residual_in_place) {
+      for (size_t i = n * es; i < n * es + 16; ++i)
+        EXPECT_EQ(got_res[i], 0xCD) << what << ": wrote past residual_out";
+    }
+    got_res.resize(n * es);
+    if (r == 0) {
+      first_res = got_res;
+      first_norm = got_norm;
+    } else {
+      EXPECT_TRUE(first_res == got_res && first_norm == got_norm)
+          << what << ": rank " << r << "'s outputs differ from rank 0's";
+    }
+  }
+}
+
+// The sizes engines run (hidden sizes of Llama, DeepSeek, Qwen, Kimi models) at decode and small
+// prefill token counts, plus hidden sizes that are not whole 16-byte vectors (unfused path).
+void runMatrix(int world, int algo, bool light) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const tpcommConfig_t cfg = configFor(algo, world > 2 ? 8 : 0);
+  std::string err;
+  auto g = makeGroup(world, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  const size_t hiddens[] = {128, 4096, 6144, 7168, 8192, 16384};
+  const size_t tokens[] = {1, 2, 4, 16, 64, 256};
+  for (size_t h : hiddens)
+    for (size_t t : tokens) {
+      if (light && t > 16 && h != 7168) continue;
+      const size_t bytes = t * h * 2;
+      // The fused kernel takes whole rows of vectors in one step (a source's region of a slot).
+      const bool fits =
+          algo == tpcommAlgoHostOneShot ? bytes <= (1u << 20) / world : bytes <= (4u << 20) / world;
+      runFused(*g, algo, {{tpcommBfloat16, t, h, 1e-6f, false, 0.f}}, fits);
+    }
+  for (size_t h : {size_t{7}, size_t{1001}})
+    runFused(*g, algo, {{tpcommBfloat16, 3, h, 1e-6f, false, 0.f}}, false);
+  if (light) return;
+  runFused(*g, algo, {{tpcommFloat16, 4, 7168, 1e-5f, true, 0.f}}, true);
+  runFused(*g, algo, {{tpcommFloat32, 4, 4096, 1e-6f, false, 0.f}}, true);
+  runFused(*g, algo, {{tpcommBfloat16, 8, 7168, 1e-6f, false, 0.05f}}, true);
+  runFused(*g, algo, {{tpcommFloat16, 2, 6144, 1e-6f, true, 3.f}}, true);
+  runFused(*g, algo, {{tpcommBfloat16, 4, 7168, 1e-6f, false, 0.f}, true, true}, true);
+  runFused(*g, algo, {{tpcommBfloat16, 4, 7168, 1e-6f, false, 0.5f}, true, false}, true);
+}
+
+TEST(Fused, World2OneShot) {
+  runMatrix(2, tpcommAlgoAuto, false);
+}
+TEST(Fused, World2HostOneShot) {
+  runMatrix(2, tpcommAlgoHostOneShot, false);
+}
+TEST(Fused, Worlds3To8SharingGpus) {
+  for (int w : {3, 4, 8}) runMatrix(w, tpcommAlgoAuto, true);
+}
+
+}  // namespace
+}  // namespace tpcomm::test
