@@ -24,15 +24,69 @@ __device__ __forceinline__ float lane(const uint4& v, int i) {
   return bitsToFloat<T>(laneBits<T>(v, i));
 }
 
+// The norm of one vector y of residual_out (gamma g), stored as T or as e4m3 bytes.
+template <typename T, bool kQuant>
+__device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const uint4& y,
+                                          const uint4& g, float rs, float inv_scale) {
+  constexpr int E = VecTraits<T>::kElems;
+  if constexpr (kQuant) {
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+      const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
+      if (i < 4)
+        lo |= b << (8 * i);
+      else
+        hi |= b << (8 * (i - 4));
+    }
+    uint8_t* out = static_cast<uint8_t*>(p.norm_out) + v * E;
+    if constexpr (E == 8)
+      *reinterpret_cast<uint2*>(out) = make_uint2(lo, hi);
+    else
+      *reinterpret_cast<uint32_t*>(out) = lo;
+  } else {
+    uint4 n = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+      setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
+    }
+    static_cast<uint4*>(p.norm_out)[v] = n;
+  }
+}
+
+// y = T(sum + r), its squares added to sumsq.
+template <typename T>
+__device__ __forceinline__ uint4 addResidual(const Acc<T>& acc, const uint4& r, float& sumsq) {
+  constexpr int E = VecTraits<T>::kElems;
+  uint4 y = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
+    setLaneBits<T>(y, i, b);
+    const float q = bitsToFloat<T>(b);
+    sumsq += q * q;
+  }
+  return y;
+}
+
+// Rows of up to blockDim.x * V vectors (fusedVecsPerThread) stay in registers: the residual and
+// gamma are loaded before the waits, every vector's wait is batched with the others, and the norm
+// is computed from the sums without a second pass over memory. Longer rows take two passes, the
+// second over the thread's own residual_out stores.
 template <typename Proto, typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedOneShotKernel(const __grid_constant__ DeviceComm c,
                        const __grid_constant__ FusedParams p) {
   constexpr int E = VecTraits<T>::kElems;
+  constexpr int V = fusedVecsPerThread(kW);
   __shared__ float scratch[kThreadsPerBlock / 32 + 1];
   const size_t H = p.hidden, hv = H / E, count = p.rows * H;
   const int rank = c.rank, world = c.world;
   const T* send = static_cast<const T*>(p.send);
+  const uint4* gamma = static_cast<const uint4*>(p.gamma);
+  const bool in_regs = hv <= static_cast<size_t>(V) * blockDim.x;
   char* peer[kW];
 #pragma unroll
   for (int q = 0; q < kW; ++q)
@@ -40,7 +94,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   CallSession session(c);
 
-  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  pdlWait();   // the input (and the residual, gamma, scale) may be the previous kernel's output
+  uint4 g[V];  // the same for every row: in flight with the pushes
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    g[u] = in_regs && j < hv ? gamma[j] : make_uint4(0, 0, 0, 0);
+  }
   session.openThread();
   const bool aborted = session.aborted();
   const size_t slot_off = (session.epoch % kNumSlots) * Proto::slotBytes(c);
@@ -61,64 +121,56 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   WaitCtx ctx = session.startWaits();
   uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  auto rankOf = [](int s) { return s; };
 
   for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const uint4* res_in = static_cast<const uint4*>(p.residual_in) + row * hv;
-    uint4* res_out = static_cast<uint4*>(p.residual_out) + row * hv;
+    const size_t base = row * hv;
+    const uint4* res_in = static_cast<const uint4*>(p.residual_in);
+    uint4* res_out = static_cast<uint4*>(p.residual_out);
     float sumsq = 0.f;
-    // Pass 1: residual_out = T(sum + residual), and the sum of its squares.
-    for (size_t j = threadIdx.x; j < hv && !ctx.failed; j += blockDim.x) {
-      const size_t v = row * hv + j;
-      const uint4 r = res_in[j];
-      uint4 out = make_uint4(0, 0, 0, 0);
-      session.template sum<Proto, T, kW, 1>(
-          ctx, world, rank, [](int s) { return s; }, mine, p.region, v, 1, v + 1, send, v, count,
-          session.epoch,
-          [&](int, const Acc<T>& acc) {
+    uint4 y[V];
+    if (in_regs) {
+      uint4 r[V];
 #pragma unroll
-            for (int i = 0; i < E; ++i) {
-              const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
-              setLaneBits<T>(out, i, b);
-              const float q = bitsToFloat<T>(b);
-              sumsq += q * q;
-            }
-          });
-      if (!ctx.failed) res_out[j] = out;
+      for (int u = 0; u < V; ++u) {
+        const size_t j = threadIdx.x + u * blockDim.x;
+        r[u] = j < hv ? res_in[base + j] : make_uint4(0, 0, 0, 0);
+      }
+      const size_t o = base + threadIdx.x;
+      session.template sum<Proto, T, kW, V>(
+          ctx, world, rank, rankOf, mine, p.region, o, blockDim.x, base + hv, send, o, count,
+          session.epoch,
+          [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, r[u], sumsq); });
+#pragma unroll
+      for (int u = 0; u < V; ++u) {
+        const size_t j = threadIdx.x + u * blockDim.x;
+        if (j < hv && !ctx.failed) res_out[base + j] = y[u];
+      }
+    } else {
+      for (size_t j = threadIdx.x; j < hv && !ctx.failed; j += blockDim.x) {
+        const uint4 r = res_in[base + j];
+        uint4 out = make_uint4(0, 0, 0, 0);
+        session.template sum<Proto, T, kW, 1>(
+            ctx, world, rank, rankOf, mine, p.region, base + j, 1, base + j + 1, send, base + j,
+            count, session.epoch,
+            [&](int, const Acc<T>& acc) { out = addResidual<T>(acc, r, sumsq); });
+        if (!ctx.failed) res_out[base + j] = out;
+      }
     }
     // Every thread takes part in the block sum, a timed-out one too, then the block leaves
     // together: no barrier is left waiting for it.
     const float total = blockSumFixedOrder(sumsq, scratch);
     if (__syncthreads_or(ctx.failed)) return;
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-    // Pass 2: the norm, from this thread's own residual_out stores.
-    for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
-      const uint4 y = res_out[j];
-      const uint4 g = static_cast<const uint4*>(p.gamma)[j];
-      if constexpr (kQuant) {
-        uint32_t lo = 0, hi = 0;
+    if (in_regs) {
 #pragma unroll
-        for (int i = 0; i < E; ++i) {
-          const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
-          const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
-          if (i < 4)
-            lo |= b << (8 * i);
-          else
-            hi |= b << (8 * (i - 4));
-        }
-        uint8_t* out = static_cast<uint8_t*>(p.norm_out) + (row * hv + j) * E;
-        if constexpr (E == 8)
-          *reinterpret_cast<uint2*>(out) = make_uint2(lo, hi);
-        else
-          *reinterpret_cast<uint32_t*>(out) = lo;
-      } else {
-        uint4 n = make_uint4(0, 0, 0, 0);
-#pragma unroll
-        for (int i = 0; i < E; ++i) {
-          const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
-          setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
-        }
-        static_cast<uint4*>(p.norm_out)[row * hv + j] = n;
+      for (int u = 0; u < V; ++u) {
+        const size_t j = threadIdx.x + u * blockDim.x;
+        if (j < hv) storeNorm<T, kQuant>(p, base + j, y[u], g[u], rs, inv_scale);
       }
+    } else {
+      for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
+        storeNorm<T, kQuant>(p, base + j, res_out[base + j], gamma[j], rs, inv_scale);
     }
   }
   session.close(1);

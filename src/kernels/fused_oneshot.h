@@ -39,6 +39,13 @@ struct FusedLaunch {
   bool pdl;
 };
 
+// Vectors of a row each thread keeps in registers (fewer at larger world classes, whose
+// per-source registers the waits need); rows of at most kThreadsPerBlock times this take the
+// one-pass path (fused_oneshot.cu).
+constexpr int fusedVecsPerThread(int world_class) {
+  return world_class <= 2 ? 4 : 2;
+}
+
 // The kernel sets of the fused variants (variant_table.cc): over peer memory and over host
 // memory, with the activation dtype's output or FP8 e4m3.
 KernelSet fusedP2pKernels(int world);

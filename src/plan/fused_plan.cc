@@ -7,6 +7,7 @@ namespace tpcomm {
 namespace {
 
 constexpr int kFusedThreads = 512;  // kThreadsPerBlock: a row's vectors, 32 threads at least
+constexpr size_t kSharedGpuFusedBlocks = 16;
 
 bool overPeerMemory(tpcommVariant_t v) {
   return v == tpcommVariantP2pOneShotLean || v == tpcommVariantP2pOneShot ||
@@ -59,7 +60,12 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     p.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
                      : (call.fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot);
     const size_t hv = call.hidden * es / kVecBytes;
-    const size_t max_blocks = f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks;
+    // Ranks sharing a GPU need every rank's grid resident at once (a block waits for its peers'
+    // blocks): the fused kernel's one-pass path holds a row in registers, so few of its blocks fit
+    // an SM. Until grids are capped by occupancy for every kernel, a small cap keeps them all in.
+    const size_t cap_blocks = f.ranks_share_gpu ? kSharedGpuFusedBlocks : kDefaultMaxBlocks;
+    const size_t max_blocks =
+        f.knobs.max_blocks > 0 ? std::min<size_t>(f.knobs.max_blocks, cap_blocks) : cap_blocks;
     p.blocks = static_cast<int>(std::max<size_t>(1, std::min(call.rows, max_blocks)));
     p.threads = static_cast<int>(
         std::min<size_t>(kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));

@@ -29,6 +29,7 @@ struct CommFacts {
   const SizeTable* tuned = nullptr;  // this machine's table (`tpcomm tune`), if agreed
   SlotCapacity slots;                // what one step of each slot layout holds
   LaunchKnobs knobs;                 // TPCOMM_KNOBS / config.launchKnobs, max_blocks, pdl
+  bool ranks_share_gpu = false;      // some ranks run on one GPU (their kernels must co-reside)
 };
 
 struct CallArgs {
