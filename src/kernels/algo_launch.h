@@ -84,6 +84,10 @@ struct LaunchArgs {
   tpcommDataType_t dtype;
 };
 
+// Launches `fn` (grid and block sizes, the programmatic-dependent-launch attribute where asked)
+// with its parameter array: the one launch call of every tpcomm kernel.
+tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,
+                            cudaStream_t s);
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);
 
 }  // namespace tpcomm

@@ -205,22 +205,10 @@ tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cud
     return fail(tpcommInternalError, "fused launch: no kernel for variant %s",
                 tpcommVariantName(f.variant));
   DeviceComm dc = c;
-  dc.aligned = 1;  // fusedOneShotFits
+  dc.aligned = 1;  // the planner sends whole-vector rows of aligned buffers only
   FusedParams p = f.p;
   void* args[] = {&dc, &p};
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(f.blocks));
-  cfg.blockDim = dim3(static_cast<unsigned>(f.threads));
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  if (f.pdl) {
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  TPCOMM_CUDA_CHECK(cudaLaunchKernelExC(&cfg, fn, args));
-  return tpcommSuccess;
+  return launchKernel(fn, f.blocks, f.threads, f.pdl, args, s);
 }
 
 }  // namespace tpcomm

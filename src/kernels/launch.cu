@@ -91,13 +91,18 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   size_t chunk = a.chunk_vecs;
   void* args[] = {&dc, &send, &recv, &count, &chunk};
 
+  return launchKernel(fn, a.blocks, a.threads, a.pdl, args, s);
+}
+
+tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,
+                            cudaStream_t s) {
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(a.blocks));
-  cfg.blockDim = dim3(static_cast<unsigned>(a.threads));
+  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
-  if (a.pdl) {
+  if (pdl) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;

@@ -13,29 +13,12 @@
 #include "kernels/algo_launch.h"
 #include "kernels/variant_table.h"
 #include "plan/planner.h"
+#include "tests/cpu/support/plan_facts.h"
 
 namespace tpcomm {
 namespace {
 
 constexpr size_t KiB = 1024, MiB = 1024 * KiB;
-
-CommFacts factsFor(int world, Fabric fabric) {
-  DeviceComm d{};
-  d.world = world;
-  d.slot_bytes = 16 * MiB;
-  CommFacts f;
-  f.world = world;
-  f.fabric = fabric;
-  f.nccl_available = true;
-  f.host_transport = fabric == Fabric::kHost;
-  if (f.host_transport) {
-    d.host_slot_bytes = 4 * MiB;
-    d.out_slot_bytes = bulkSlotBytes(d.host_slot_bytes);
-    d.hs_slot_bytes = kHostSentinelSlotBytes;
-  }
-  f.slots = slotCapacity(d);
-  return f;
-}
 
 struct Row {
   int world;
