@@ -112,7 +112,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool aligned = c.aligned != 0;
   char* peer[kW];  // push protocols: the slots' base of rank (rank + p) % world; [0] mine
   typename SessionOf<Proto, kW>::type session(c, rank, world, peer);
-
   const BlockShare share{nvec, region, per};
   // Calls of two or more steps split the block into pushing and reducing warps (above).
   const bool split = nsteps >= 2 && blockDim.x >= 64 && blockDim.x % 64 == 0;
@@ -125,7 +124,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   size_t first0, last0;
   share.of(0, &first0, &last0);
-
   pdlWait();  // the input may be the previous kernel's output; the epoch is its last write
   trace.mark(kTraceWaited);
   // The first batch is loaded before the epoch, so both are in flight together.
@@ -134,7 +132,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (!session.open()) return;  // communicator aborted by an earlier timeout
   trace.mark(kTraceEpoch);
   WaitCtx wait = session.startWaits();
-
   auto push = [&](size_t s) {
     pushStep<T>(session, share, s, send, count, aligned, pb, np, rank, world, region, x);
   };
