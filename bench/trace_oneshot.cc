@@ -36,6 +36,31 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// One GPU's row: the medians of the last `calls` calls' stamps (t: readKernelTrace's table).
+void printGpuRow(int r, const std::vector<unsigned long long>& t, int calls) {
+  using namespace tpcomm;
+  std::vector<const unsigned long long*> rows;
+  for (int i = 0; i < kTraceCalls; ++i)
+    if (t[static_cast<size_t>(i) * kTracePoints + kTraceEntry] != 0)
+      rows.push_back(&t[static_cast<size_t>(i) * kTracePoints]);
+  std::sort(rows.begin(), rows.end(),
+            [](auto a, auto b) { return a[kTraceEntry] < b[kTraceEntry]; });
+  if (rows.size() > static_cast<size_t>(calls)) rows.erase(rows.begin(), rows.end() - calls);
+  std::vector<double> d[kTracePoints - 1], gap_entry, gap_waited, period;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (int p = 1; p < kTracePoints; ++p)
+      d[p - 1].push_back(static_cast<double>(rows[i][p]) - static_cast<double>(rows[i][p - 1]));
+    if (i + 1 < rows.size()) {
+      gap_entry.push_back(double(rows[i + 1][kTraceEntry]) - double(rows[i][kTraceEnd]));
+      gap_waited.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceEnd]));
+      period.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceWaited]));
+    }
+  }
+  printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f\n", r, median(d[0]),
+         median(d[1]), median(d[2]), median(d[3]), median(d[4]), median(gap_entry),
+         median(gap_waited), median(period));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,26 +125,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "trace-oneshot: no trace (build with -DTPCOMM_KERNEL_TRACE=ON)\n");
       return 2;
     }
-    std::vector<const unsigned long long*> rows;
-    for (int i = 0; i < kTraceCalls; ++i)
-      if (t[static_cast<size_t>(i) * kTracePoints + kTraceEntry] != 0)
-        rows.push_back(&t[static_cast<size_t>(i) * kTracePoints]);
-    std::sort(rows.begin(), rows.end(),
-              [](auto a, auto b) { return a[kTraceEntry] < b[kTraceEntry]; });
-    if (rows.size() > static_cast<size_t>(calls)) rows.erase(rows.begin(), rows.end() - calls);
-    std::vector<double> d[kTracePoints - 1], gap_entry, gap_waited, period;
-    for (size_t i = 0; i < rows.size(); ++i) {
-      for (int p = 1; p < kTracePoints; ++p)
-        d[p - 1].push_back(static_cast<double>(rows[i][p]) - static_cast<double>(rows[i][p - 1]));
-      if (i + 1 < rows.size()) {
-        gap_entry.push_back(double(rows[i + 1][kTraceEntry]) - double(rows[i][kTraceEnd]));
-        gap_waited.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceEnd]));
-        period.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceWaited]));
-      }
-    }
-    printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f\n", r, median(d[0]),
-           median(d[1]), median(d[2]), median(d[3]), median(d[4]), median(gap_entry),
-           median(gap_waited), median(period));
+    printGpuRow(r, t, calls);
   }
   for (int r = 0; r < n; ++r) tpcommCommDestroy(comms[r]);
   return 0;

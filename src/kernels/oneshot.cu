@@ -43,6 +43,59 @@ struct BlockShare {
   }
 };
 
+// Push step s: my vectors to wherever the protocol sends them (x: step 0's first batch, loaded
+// by the kernel before the epoch). Takes the kernel's values by reference so that inlining leaves
+// every load where the kernel put it.
+template <typename T, typename Session>
+__device__ __forceinline__ void pushStep(Session& session, const BlockShare& share, size_t s,
+                                         const T* send, const size_t& count, const bool& aligned,
+                                         const int& pb, const unsigned& np, const int& rank,
+                                         const int& world, const size_t& region,
+                                         uint4 (&x)[kPushBatch]) {
+  size_t first, last;
+  share.of(s, &first, &last);
+  const uint32_t flag = session.flag(s);
+  const size_t slot_off = session.slotOffset(s);
+  const size_t base = s * region;  // message vector v is entry (v - base) of its region
+  for (size_t v = first + threadIdx.x; v < last; v += np * pb) {
+    if (s > 0 || v != first + threadIdx.x) loadBatch<T>(send, v, np, last, count, aligned, pb, x);
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u) {
+      const size_t vv = v + u * np;
+      if (u >= pb || vv >= last) continue;
+      session.send(flag, slot_off, rank, world, region, vv - base, canon<T>(x[u]));
+    }
+  }
+  session.sent(np, s);
+}
+
+// Reduce step s in rank order and write the output (tr of nr reducing threads). False on timeout
+// or abort.
+template <typename Proto, typename T, int kW, typename Session>
+__device__ __forceinline__ bool reduceStep(Session& session, WaitCtx& wait, const BlockShare& share,
+                                           size_t s, const T* send, T* recv, const size_t& count,
+                                           const bool& aligned, const unsigned& tr,
+                                           const unsigned& nr, const size_t& region) {
+  size_t first, last;
+  share.of(s, &first, &last);
+  const size_t base = s * region;
+  if (!session.ready(wait, tr, nr, s)) return false;
+  uint4* sources = session.sources(s);
+  const size_t src_stride = session.sourceStride(region);
+  constexpr int K = Session::kEntry;
+  constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
+  for (size_t v = first + tr; v < last; v += nr * R) {
+    uint4 y[R];
+    if (!session.template reduce<Proto, T, kW>(wait, sources, src_stride, v - base, nr, last - base,
+                                               send, v, count, session.epoch + s, y))
+      return false;
+#pragma unroll
+    for (int u = 0; u < R; ++u)
+      if (v + u * nr < last) storeVec<T>(recv, v + u * nr, count, aligned, y[u]);
+  }
+  return true;
+}
+
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
@@ -59,7 +112,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool aligned = c.aligned != 0;
   char* peer[kW];  // push protocols: the slots' base of rank (rank + p) % world; [0] mine
   typename SessionOf<Proto, kW>::type session(c, rank, world, peer);
-
   const BlockShare share{nvec, region, per};
   // Calls of two or more steps split the block into pushing and reducing warps (above).
   const bool split = nsteps >= 2 && blockDim.x >= 64 && blockDim.x % 64 == 0;
@@ -72,7 +124,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   size_t first0, last0;
   share.of(0, &first0, &last0);
-
   pdlWait();  // the input may be the previous kernel's output; the epoch is its last write
   trace.mark(kTraceWaited);
   // The first batch is loaded before the epoch, so both are in flight together.
@@ -81,45 +132,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (!session.open()) return;  // communicator aborted by an earlier timeout
   trace.mark(kTraceEpoch);
   WaitCtx wait = session.startWaits();
-
-  // Push step s: my vectors to wherever the protocol sends them (x: step 0's first batch).
   auto push = [&](size_t s) {
-    size_t first, last;
-    share.of(s, &first, &last);
-    const uint32_t flag = session.flag(s);
-    const size_t slot_off = session.slotOffset(s);
-    const size_t base = s * region;  // message vector v is entry (v - base) of its region
-    for (size_t v = first + threadIdx.x; v < last; v += np * pb) {
-      if (s > 0 || v != first + threadIdx.x) loadBatch<T>(send, v, np, last, count, aligned, pb, x);
-#pragma unroll
-      for (int u = 0; u < kPushBatch; ++u) {
-        const size_t vv = v + u * np;
-        if (u >= pb || vv >= last) continue;
-        session.send(flag, slot_off, rank, world, region, vv - base, canon<T>(x[u]));
-      }
-    }
-    session.sent(np, s);
+    pushStep<T>(session, share, s, send, count, aligned, pb, np, rank, world, region, x);
   };
-  // Reduce step s in rank order and write the output. False on timeout or abort.
   auto reduce = [&](size_t s) {
-    size_t first, last;
-    share.of(s, &first, &last);
-    const size_t base = s * region;
-    if (!session.ready(wait, tr, nr, s)) return false;
-    uint4* sources = session.sources(s);
-    const size_t src_stride = session.sourceStride(region);
-    constexpr int K = decltype(session)::kEntry;
-    constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
-    for (size_t v = first + tr; v < last; v += nr * R) {
-      uint4 y[R];
-      if (!session.template reduce<Proto, T, kW>(wait, sources, src_stride, v - base, nr,
-                                                 last - base, send, v, count, session.epoch + s, y))
-        return false;
-#pragma unroll
-      for (int u = 0; u < R; ++u)
-        if (v + u * nr < last) storeVec<T>(recv, v + u * nr, count, aligned, y[u]);
-    }
-    return true;
+    return reduceStep<Proto, T, kW>(session, wait, share, s, send, recv, count, aligned, tr, nr,
+                                    region);
   };
 
   if (!split) {
