@@ -71,6 +71,93 @@ __device__ __forceinline__ uint4 addResidual(const Acc<T>& acc, const uint4& r, 
   return y;
 }
 
+// Pushes this block's rows (b, b + grid, ...) into every peer's slot, in my region.
+template <typename Proto, typename T, int kW>
+__device__ __forceinline__ void pushRows(const FusedParams& p, char* const (&peer)[kW],
+                                         size_t slot_off, int rank, int world, size_t hv) {
+  const uint4* send = static_cast<const uint4*>(p.send);
+  for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x)
+    for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
+      const size_t v = row * hv + j;
+      const uint4 y = canon<T>(send[v]);
+#pragma unroll
+      for (int q = 1; q < kW; ++q)
+        if (q < world)
+          Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
+    }
+}
+
+// What one row's pass over the sums needs: the session and its deadline, my slot, the row.
+struct RowCtx {
+  CallSession& session;
+  WaitCtx& wait;
+  uint4* mine;   // my slot of the call
+  size_t base;   // the row's first vector
+  size_t hv;     // vectors per row
+  size_t count;  // elements of the call
+  int rank, world;
+};
+
+// One-pass path: y[u] = T(sum + residual) for this thread's vectors base + tid + u * blockDim.x
+// (residual loaded before the batched waits), stored to residual_out; squares into sumsq.
+template <typename Proto, typename T, int kW, int V>
+__device__ __forceinline__ void residualInRegs(const FusedParams& p, const RowCtx& r, uint4 (&y)[V],
+                                               float& sumsq) {
+  const uint4* res_in = static_cast<const uint4*>(p.residual_in);
+  uint4 res[V];
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    res[u] = j < r.hv ? res_in[r.base + j] : make_uint4(0, 0, 0, 0);
+  }
+  const size_t o = r.base + threadIdx.x;
+  r.session.template sum<Proto, T, kW, V>(
+      r.wait, r.world, r.rank, [](int s) { return s; }, r.mine, p.region, o, blockDim.x,
+      r.base + r.hv, static_cast<const T*>(p.send), o, r.count, r.session.epoch,
+      [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); });
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j < r.hv && !r.wait.failed) static_cast<uint4*>(p.residual_out)[r.base + j] = y[u];
+  }
+}
+
+// Two-pass path (rows longer than the registers hold): vector by vector into residual_out.
+template <typename Proto, typename T, int kW>
+__device__ __forceinline__ void residualInMemory(const FusedParams& p, const RowCtx& r,
+                                                 float& sumsq) {
+  const uint4* res_in = static_cast<const uint4*>(p.residual_in);
+  for (size_t j = threadIdx.x; j < r.hv && !r.wait.failed; j += blockDim.x) {
+    const size_t v = r.base + j;
+    const uint4 res = res_in[v];
+    uint4 out = make_uint4(0, 0, 0, 0);
+    r.session.template sum<Proto, T, kW, 1>(
+        r.wait, r.world, r.rank, [](int s) { return s; }, r.mine, p.region, v, 1, v + 1,
+        static_cast<const T*>(p.send), v, r.count, r.session.epoch,
+        [&](int, const Acc<T>& acc) { out = addResidual<T>(acc, res, sumsq); });
+    if (!r.wait.failed) static_cast<uint4*>(p.residual_out)[v] = out;
+  }
+}
+
+// The row's norm: from the registers (one-pass path) or from residual_out (two-pass path).
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void storeRowNorm(const FusedParams& p, size_t base, size_t hv,
+                                             bool in_regs, const uint4 (&y)[V], const uint4 (&g)[V],
+                                             float rs, float inv_scale) {
+  if (in_regs) {
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const size_t j = threadIdx.x + u * blockDim.x;
+      if (j < hv) storeNorm<T, kQuant>(p, base + j, y[u], g[u], rs, inv_scale);
+    }
+    return;
+  }
+  const uint4* res_out = static_cast<const uint4*>(p.residual_out);
+  const uint4* gamma = static_cast<const uint4*>(p.gamma);
+  for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
+    storeNorm<T, kQuant>(p, base + j, res_out[base + j], gamma[j], rs, inv_scale);
+}
+
 // Rows of up to blockDim.x * V vectors (fusedVecsPerThread) stay in registers: the residual and
 // gamma are loaded before the waits, every vector's wait is batched with the others, and the norm
 // is computed from the sums without a second pass over memory. Longer rows take two passes, the
@@ -82,16 +169,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
   __shared__ float scratch[kThreadsPerBlock / 32 + 1];
-  const size_t H = p.hidden, hv = H / E, count = p.rows * H;
+  const size_t H = p.hidden, hv = H / E;
   const int rank = c.rank, world = c.world;
-  const T* send = static_cast<const T*>(p.send);
-  const uint4* gamma = static_cast<const uint4*>(p.gamma);
   const bool in_regs = hv <= static_cast<size_t>(V) * blockDim.x;
   char* peer[kW];
 #pragma unroll
   for (int q = 0; q < kW; ++q)
     peer[q] = q < world ? Proto::bufs(c)[ringRank(rank, q, world)] : nullptr;
-
   CallSession session(c);
 
   pdlWait();   // the input (and the residual, gamma, scale) may be the previous kernel's output
@@ -99,79 +183,33 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
   for (int u = 0; u < V; ++u) {
     const size_t j = threadIdx.x + u * blockDim.x;
-    g[u] = in_regs && j < hv ? gamma[j] : make_uint4(0, 0, 0, 0);
+    g[u] = in_regs && j < hv ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
   }
   session.openThread();
   const bool aborted = session.aborted();
   const size_t slot_off = (session.epoch % kNumSlots) * Proto::slotBytes(c);
-  if (!aborted) {
-    for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x)
-      for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
-        const size_t v = row * hv + j;
-        const uint4 y = canon<T>(reinterpret_cast<const uint4*>(send)[v]);
-#pragma unroll
-        for (int q = 1; q < kW; ++q)
-          if (q < world)
-            Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
-      }
-  }
+  if (!aborted) pushRows<Proto, T, kW>(p, peer, slot_off, rank, world, hv);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) return;
   pdlLaunchDependents();
-  WaitCtx ctx = session.startWaits();
-  uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
+  WaitCtx wait = session.startWaits();
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
-  auto rankOf = [](int s) { return s; };
-
   for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const size_t base = row * hv;
-    const uint4* res_in = static_cast<const uint4*>(p.residual_in);
-    uint4* res_out = static_cast<uint4*>(p.residual_out);
+    const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),
+                   row * hv, hv,   p.rows * H,
+                   rank,     world};
     float sumsq = 0.f;
     uint4 y[V];
-    if (in_regs) {
-      uint4 r[V];
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-        r[u] = j < hv ? res_in[base + j] : make_uint4(0, 0, 0, 0);
-      }
-      const size_t o = base + threadIdx.x;
-      session.template sum<Proto, T, kW, V>(
-          ctx, world, rank, rankOf, mine, p.region, o, blockDim.x, base + hv, send, o, count,
-          session.epoch,
-          [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, r[u], sumsq); });
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-        if (j < hv && !ctx.failed) res_out[base + j] = y[u];
-      }
-    } else {
-      for (size_t j = threadIdx.x; j < hv && !ctx.failed; j += blockDim.x) {
-        const uint4 r = res_in[base + j];
-        uint4 out = make_uint4(0, 0, 0, 0);
-        session.template sum<Proto, T, kW, 1>(
-            ctx, world, rank, rankOf, mine, p.region, base + j, 1, base + j + 1, send, base + j,
-            count, session.epoch,
-            [&](int, const Acc<T>& acc) { out = addResidual<T>(acc, r, sumsq); });
-        if (!ctx.failed) res_out[base + j] = out;
-      }
-    }
+    if (in_regs)
+      residualInRegs<Proto, T, kW, V>(p, r, y, sumsq);
+    else
+      residualInMemory<Proto, T, kW>(p, r, sumsq);
     // Every thread takes part in the block sum, a timed-out one too, then the block leaves
     // together: no barrier is left waiting for it.
     const float total = blockSumFixedOrder(sumsq, scratch);
-    if (__syncthreads_or(ctx.failed)) return;
+    if (__syncthreads_or(wait.failed)) return;
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-    if (in_regs) {
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-        if (j < hv) storeNorm<T, kQuant>(p, base + j, y[u], g[u], rs, inv_scale);
-      }
-    } else {
-      for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
-        storeNorm<T, kQuant>(p, base + j, res_out[base + j], gamma[j], rs, inv_scale);
-    }
+    storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
   }
   session.close(1);
 }
