@@ -47,6 +47,57 @@ bool parseInt(const char* s, long lo, long hi, long* out) {
   return true;
 }
 
+// Reads the variables one at a time; what is wrong is collected in e->errors, in the order read.
+struct EnvReader {
+  const EnvLookup& lookup;
+  Env* e;
+
+  // The value, or nullptr when unset or empty.
+  const char* get(const char* name) const {
+    const char* v = lookup(name);
+    return (v && *v) ? v : nullptr;
+  }
+  void bad(const char* name, const char* value, const char* why) const {
+    e->errors.push_back(std::string(name) + "=" + value + ": " + why);
+  }
+  // An integer in lo..hi into *out; unset leaves *out as it is.
+  void integer(const char* name, long lo, long hi, const char* expected, int* out) const {
+    long v = 0;
+    if (const char* s = get(name)) {
+      if (parseInt(s, lo, hi, &v))
+        *out = static_cast<int>(v);
+      else
+        bad(name, s, expected);
+    }
+  }
+};
+
+void readBufferBytes(const EnvReader& r) {
+  if (const char* s = r.get("TPCOMM_BUFFER_BYTES")) {
+    size_t bytes = 0;
+    std::string why;
+    if (!parseByteSize(s, &bytes, &why))
+      r.bad("TPCOMM_BUFFER_BYTES", s, why.c_str());
+    else if (bytes < (size_t{64} << 10) || bytes > (size_t{1} << 34))
+      r.bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 64K..16G (65536..2^34)");
+    else
+      r.e->buffer_bytes = bytes;
+  }
+}
+
+void readTransport(const EnvReader& r) {
+  if (const char* s = r.get("TPCOMM_TRANSPORT")) {
+    if (!strcmp(s, "auto"))
+      r.e->transport = 0;
+    else if (!strcmp(s, "p2p"))
+      r.e->transport = 1;
+    else if (!strcmp(s, "host"))
+      r.e->transport = 2;
+    else
+      r.bad("TPCOMM_TRANSPORT", s, "expected auto, p2p or host");
+  }
+}
+
 }  // namespace
 
 bool parseLogLevel(const char* s, LogLevel* out) {
@@ -68,85 +119,37 @@ bool parseLogLevel(const char* s, LogLevel* out) {
 
 Env parseEnvironment(const EnvLookup& lookup) {
   Env e;
-  auto get = [&lookup](const char* name) -> const char* {
-    const char* v = lookup(name);
-    return (v && *v) ? v : nullptr;
-  };
-  auto bad = [&e](const char* name, const char* value, const char* why) {
-    e.errors.push_back(std::string(name) + "=" + value + ": " + why);
-  };
-  long v = 0;
-  if (const char* s = get("TPCOMM_LOG")) {
+  const EnvReader r{lookup, &e};
+  if (const char* s = r.get("TPCOMM_LOG")) {
     if (!parseLogLevel(s, &e.log_level))
-      bad("TPCOMM_LOG", s, "expected none, warn, info or debug (any case)");
+      r.bad("TPCOMM_LOG", s, "expected none, warn, info or debug (any case)");
   }
-  if (const char* s = get("TPCOMM_LOG_FILE")) e.log_file = s;
-  if (const char* s = get("TPCOMM_ALGO")) {
+  if (const char* s = r.get("TPCOMM_LOG_FILE")) e.log_file = s;
+  if (const char* s = r.get("TPCOMM_ALGO")) {
     e.algo = parseAlgoName(s);
-    if (e.algo < 0) bad("TPCOMM_ALGO", s, "not an algorithm name (see tpcomm doctor --env)");
+    if (e.algo < 0) r.bad("TPCOMM_ALGO", s, "not an algorithm name (see tpcomm doctor --env)");
     if (e.algo == tpcommAlgoAuto) e.algo = -1;
   }
-  if (const char* s = get("TPCOMM_STRICT")) {
-    if (parseInt(s, 0, 1, &v))
-      e.strict = static_cast<int>(v);
-    else
-      bad("TPCOMM_STRICT", s, "expected 0 or 1");
-  }
-  if (const char* s = get("TPCOMM_TIMEOUT_MS")) {
-    if (parseInt(s, 1, 3600 * 1000, &v))
-      e.timeout_ms = static_cast<int>(v);
-    else
-      bad("TPCOMM_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
-  }
-  if (const char* s = get("TPCOMM_INIT_TIMEOUT_MS")) {
-    if (parseInt(s, 1, 3600 * 1000, &v))
-      e.init_timeout_ms = static_cast<int>(v);
-    else
-      bad("TPCOMM_INIT_TIMEOUT_MS", s, "expected milliseconds in 1..3600000");
-  }
-  if (const char* s = get("TPCOMM_BUFFER_BYTES")) {
-    size_t bytes = 0;
-    std::string why;
-    if (!parseByteSize(s, &bytes, &why))
-      bad("TPCOMM_BUFFER_BYTES", s, why.c_str());
-    else if (bytes < (size_t{64} << 10) || bytes > (size_t{1} << 34))
-      bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 64K..16G (65536..2^34)");
-    else
-      e.buffer_bytes = bytes;
-  }
-  if (const char* s = get("TPCOMM_NCCL")) {
+  r.integer("TPCOMM_STRICT", 0, 1, "expected 0 or 1", &e.strict);
+  r.integer("TPCOMM_TIMEOUT_MS", 1, 3600 * 1000, "expected milliseconds in 1..3600000",
+            &e.timeout_ms);
+  r.integer("TPCOMM_INIT_TIMEOUT_MS", 1, 3600 * 1000, "expected milliseconds in 1..3600000",
+            &e.init_timeout_ms);
+  readBufferBytes(r);
+  if (const char* s = r.get("TPCOMM_NCCL")) {
     if (!strcmp(s, "auto"))
       e.nccl_mode = tpcommNcclAuto;
     else if (!strcmp(s, "off") || !strcmp(s, "0"))
       e.nccl_mode = tpcommNcclOff;
     else
-      bad("TPCOMM_NCCL", s, "expected auto or off");
+      r.bad("TPCOMM_NCCL", s, "expected auto or off");
   }
-  if (const char* s = get("TPCOMM_NCCL_LIBRARY")) e.nccl_library = s;
-  if (const char* s = get("TPCOMM_MAX_BLOCKS")) {
-    if (parseInt(s, 0, 1024, &v))
-      e.max_blocks = static_cast<int>(v);
-    else
-      bad("TPCOMM_MAX_BLOCKS", s, "expected 0..1024");
-  }
-  if (const char* s = get("TPCOMM_TRANSPORT")) {
-    if (!strcmp(s, "auto"))
-      e.transport = 0;
-    else if (!strcmp(s, "p2p"))
-      e.transport = 1;
-    else if (!strcmp(s, "host"))
-      e.transport = 2;
-    else
-      bad("TPCOMM_TRANSPORT", s, "expected auto, p2p or host");
-  }
-  if (const char* s = get("TPCOMM_PDL")) {
-    if (parseInt(s, 0, 1, &v))
-      e.pdl = static_cast<int>(v);
-    else
-      bad("TPCOMM_PDL", s, "expected 0 or 1");
-  }
-  if (const char* s = get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
-  if (const char* s = get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/config.cc
+  if (const char* s = r.get("TPCOMM_NCCL_LIBRARY")) e.nccl_library = s;
+  r.integer("TPCOMM_MAX_BLOCKS", 0, 1024, "expected 0..1024", &e.max_blocks);
+  readTransport(r);
+  r.integer("TPCOMM_PDL", 0, 1, "expected 0 or 1", &e.pdl);
+  if (const char* s = r.get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
+  if (const char* s = r.get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/config.cc
   return e;
 }
 

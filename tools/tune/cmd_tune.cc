@@ -142,33 +142,31 @@ std::string gpuRange(const std::vector<int>& devlist) {
   return s;
 }
 
-}  // namespace
-
-int cmdTune(int argc, char** argv) {
-  TuneArgs a;
-  int code = kExitOk;
-  if (!parseArgs(argc, argv, &a, &code)) return code;
-
-  topo::Topology topo;
-  if (topo::discover(&topo) != tpcommSuccess) {
+// Finds the GPUs and the world to measure; false (after saying why) when tune cannot run here.
+bool pickWorld(const TuneArgs& a, topo::Topology* topo, int* world) {
+  if (topo::discover(topo) != tpcommSuccess) {
     fprintf(stderr,
             "tpcomm tune: no GPU visible (%s): there is nothing to measure. Run it on the machine "
             "the table is for; `tpcomm doctor` says what this machine has.\n",
             plainError(lastError()).c_str());
-    return kExitCannotRun;
+    return false;
   }
-  const int max_world = topo.size() < kMaxRanks ? topo.size() : kMaxRanks;
+  const int max_world = topo->size() < kMaxRanks ? topo->size() : kMaxRanks;
   if (max_world < 2) {
     fprintf(stderr, "tpcomm tune: %d GPU visible: an all-reduce needs at least 2 GPUs\n",
-            topo.size());
-    return kExitCannotRun;
+            topo->size());
+    return false;
   }
-  const int world = a.world ? a.world : max_world;
-  if (world > topo.size()) {
-    fprintf(stderr, "tpcomm tune: --world %d needs %d GPUs, %d visible\n", world, world,
-            topo.size());
-    return kExitCannotRun;
+  *world = a.world ? a.world : max_world;
+  if (*world > topo->size()) {
+    fprintf(stderr, "tpcomm tune: --world %d needs %d GPUs, %d visible\n", *world, *world,
+            topo->size());
+    return false;
   }
+  return true;
+}
+
+MeasureConfig measureConfig(const TuneArgs& a, int world) {
   MeasureConfig cfg;
   for (int g = 0; g < world; ++g) cfg.devlist.push_back(g);
   cfg.dtype = a.dtype;
@@ -176,6 +174,61 @@ int cmdTune(int argc, char** argv) {
   cfg.iters = a.iters ? a.iters : a.quick ? 20 : 50;
   cfg.reps = a.reps ? a.reps : a.quick ? 5 : 9;
   cfg.check = a.check;
+  return cfg;
+}
+
+void printMeasured(const TuneArgs& a, int world, Fabric fabric, const MeasureResult& m,
+                   const std::vector<SizePick>& picks, const SizeTable& rules) {
+  printf("Measured: world %d, %s, CUDA graphs, us per call (* fastest)\n%s", world, a.dtype_name,
+         measuredText(m.samples, world, fabric, m.candidates, picks).c_str());
+  for (int c : m.candidates)
+    if (!eligibleOn(fabric, c))
+      printf("  (info) %s: measured, but a communicator on fabric %s does not use it\n",
+             tpcommAlgoName(c), fabricName(fabric));
+  for (const std::string& s : m.skipped) printf("  not measured: %s\n", s.c_str());
+  for (const std::string& f : m.failures) printf("  failed: %s\n", f.c_str());
+  printf("\nRules for world %d (fabric %s):\n%s", world, fabricName(fabric),
+         rulesText(rules).c_str());
+}
+
+// Checks the table and writes it to `path` (or says what --dry-run would write); false on error.
+bool checkAndWrite(const TuneArgs& a, const std::string& path, const TuningTable& table,
+                   const MeasureResult& m) {
+  std::string why;
+  bool nccl_measured = false;
+  for (int c : m.candidates) nccl_measured = nccl_measured || c == tpcommAlgoNccl;
+  if (!nccl_measured)
+    fprintf(stderr,
+            "tpcomm tune: warning: NCCL was not measured, so the table could not be "
+            "checked against it\n");
+  if (!validateTuningTable(table, &why) ||
+      !tableNeverSlowerThanNccl(table, m.samples, a.tolerance, &why)) {
+    fprintf(stderr, "tpcomm tune: table not written: %s\n", why.c_str());
+    return false;
+  }
+  if (a.dry_run) {
+    printf("\n--dry-run: nothing written (would write %s)\n", path.empty() ? "-" : path.c_str());
+  } else if (saveTuningTable(path, table) != tpcommSuccess) {
+    fprintf(stderr, "tpcomm tune: %s\n", lastError());
+    return false;
+  } else {
+    printf("\nWrote %s (worlds:", path.c_str());
+    for (const WorldTable& w : table.tables) printf(" %d", w.world);
+    printf("); `tpcomm doctor` shows what the policy picks with it.\n");
+  }
+  return true;
+}
+
+}  // namespace
+
+int cmdTune(int argc, char** argv) {
+  TuneArgs a;
+  int code = kExitOk;
+  if (!parseArgs(argc, argv, &a, &code)) return code;
+  topo::Topology topo;
+  int world = 0;
+  if (!pickWorld(a, &topo, &world)) return kExitCannotRun;
+  const MeasureConfig cfg = measureConfig(a, world);
 
   // The fabric these ranks will run on, as the communicator sees it (P2P health from the cache).
   topo::checkP2pHealth(&topo, cfg.devlist);
@@ -218,45 +271,16 @@ int cmdTune(int argc, char** argv) {
             fabricName(fabric.fabric));
     return kExitFailed;
   }
-  printf("Measured: world %d, %s, CUDA graphs, us per call (* fastest)\n%s", world, a.dtype_name,
-         measuredText(m.samples, world, fabric.fabric, m.candidates, picks).c_str());
-  for (int c : m.candidates)
-    if (!eligibleOn(fabric.fabric, c))
-      printf("  (info) %s: measured, but a communicator on fabric %s does not use it\n",
-             tpcommAlgoName(c), fabricName(fabric.fabric));
-  for (const std::string& s : m.skipped) printf("  not measured: %s\n", s.c_str());
-  for (const std::string& f : m.failures) printf("  failed: %s\n", f.c_str());
-  printf("\nRules for world %d (fabric %s):\n%s", world, fabricName(fabric.fabric),
-         rulesText(rules).c_str());
+  printMeasured(a, world, fabric.fabric, m, picks, rules);
 
   TuningTable previous;
   std::string why;
   const bool have_previous =
       !path.empty() && loadTuningTable(path, topo.key(), &previous, &why) == TuningLoad::kLoaded;
-  TuningTable table =
+  const TuningTable table =
       mergeTable(have_previous ? &previous : nullptr, topo.key(), fabric.fabric, world, rules,
                  measuredWorldJson(m.samples, world, cfg.sizes, m.candidates, picks, a.dtype_name));
-  bool nccl_measured = false;
-  for (int c : m.candidates) nccl_measured = nccl_measured || c == tpcommAlgoNccl;
-  if (!nccl_measured)
-    fprintf(stderr,
-            "tpcomm tune: warning: NCCL was not measured, so the table could not be "
-            "checked against it\n");
-  if (!validateTuningTable(table, &why) ||
-      !tableNeverSlowerThanNccl(table, m.samples, a.tolerance, &why)) {
-    fprintf(stderr, "tpcomm tune: table not written: %s\n", why.c_str());
-    return kExitFailed;
-  }
-  if (a.dry_run) {
-    printf("\n--dry-run: nothing written (would write %s)\n", path.empty() ? "-" : path.c_str());
-  } else if (saveTuningTable(path, table) != tpcommSuccess) {
-    fprintf(stderr, "tpcomm tune: %s\n", lastError());
-    return kExitFailed;
-  } else {
-    printf("\nWrote %s (worlds:", path.c_str());
-    for (const WorldTable& w : table.tables) printf(" %d", w.world);
-    printf("); `tpcomm doctor` shows what the policy picks with it.\n");
-  }
+  if (!checkAndWrite(a, path, table, m)) return kExitFailed;
   if (m.wrong > 0) {
     fprintf(stderr, "tpcomm tune: %ld wrong results were seen (listed above, not used)\n", m.wrong);
     return kExitFailed;

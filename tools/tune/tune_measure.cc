@@ -144,6 +144,98 @@ std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes) {
   return "";
 }
 
+// Allocates every rank's buffers and uploads its input (kept on the host for the reference).
+std::string setupInputs(const MeasureConfig& cfg, std::vector<timing::Rank>* ranks,
+                        std::vector<std::vector<uint8_t>>* inputs) {
+  const size_t max_bytes = cfg.sizes.back();
+  const size_t es = test::elemSize(cfg.dtype);
+  std::string err = timing::setupRanks(cfg.devlist, max_bytes, ranks);
+  for (size_t r = 0; r < ranks->size() && err.empty(); ++r) {
+    inputs->push_back(test::makeInput(cfg.dtype, max_bytes / es, 1234, static_cast<int>(r)));
+    cudaSetDevice((*ranks)[r].dev);
+    err = timing::cudaWhy(
+        cudaMemcpy((*ranks)[r].send, inputs->back().data(), max_bytes, cudaMemcpyHostToDevice),
+        "cudaMemcpy (inputs)");
+  }
+  return err;
+}
+
+void skip(int algo, const std::string& why, MeasureResult* out) {
+  out->skipped.push_back(name(algo) + ": " + why);
+  fprintf(stderr, "tpcomm tune: skipping %s: %s\n", name(algo).c_str(), why.c_str());
+}
+
+// Every candidate that can be created here; the others go to out->skipped.
+std::vector<Backend> createBackends(const std::vector<int>& devlist, MeasureResult* out) {
+  std::vector<Backend> backends;
+  for (int algo : tuneCandidates()) {
+    Backend b;
+    b.algo = algo;
+    const std::string why = create(&b, devlist);
+    if (!why.empty()) {
+      skip(algo, why, out);
+      continue;
+    }
+    backends.push_back(std::move(b));
+  }
+  return backends;
+}
+
+struct Progress {
+  size_t step, total;
+};
+
+// Prints one measurement and files it: a sample, a failure or wrong results.
+void record(const MeasureConfig& cfg, size_t bytes, Progress p, const timing::Timing& t, long wrong,
+            Backend* b, MeasureResult* out) {
+  fprintf(stderr, "[%3zu/%3zu] %9zu B  %-12s %10.2f us%s%s\n", p.step, p.total, bytes,
+          name(b->algo).c_str(), t.median_us, wrong ? "  WRONG RESULTS" : "",
+          t.ok ? "" : ("  n/a: " + t.error).c_str());
+  const std::string at = name(b->algo) + " at " + std::to_string(bytes) + " bytes: ";
+  if (!t.ok) {
+    out->failures.push_back(at + t.error);
+  } else if (wrong) {
+    out->wrong += wrong;
+    out->failures.push_back(at + std::to_string(wrong) +
+                            " wrong elements (not used; please report this)");
+  } else {
+    b->measured = true;
+    out->samples.push_back({static_cast<int>(cfg.devlist.size()), bytes, b->algo, t.median_us});
+  }
+}
+
+// Times one candidate at one size; "" or a CUDA error that ends the whole run.
+std::string measureOne(const MeasureConfig& cfg, std::vector<timing::Rank>& ranks,
+                       const Expected& expected, size_t bytes, Progress p, Backend* b,
+                       MeasureResult* out) {
+  const size_t count = bytes / test::elemSize(cfg.dtype);
+  std::string err = clearOutputs(ranks, bytes);
+  if (!err.empty()) return err;
+  timing::Timing t = timing::timeInGraph(
+      ranks, [&] { return enqueue(b, ranks, count, cfg.dtype); }, cfg.warmup, cfg.iters, cfg.reps);
+  if (t.cuda_failed) return name(b->algo) + " at " + std::to_string(bytes) + " bytes: " + t.error;
+  const std::string async = asyncError(*b);
+  if (!async.empty()) {
+    t.ok = false;
+    t.error = async + " (the communicator is broken; " + name(b->algo) + " not tried again)";
+    b->dead = true;
+  }
+  if (!t.ok && !b->measured && b->last == tpcommUnsupported) {
+    // Cannot run here at all (e.g. the host transport on a P2P machine): say why once.
+    skip(b->algo, t.error, out);
+    b->dead = true;
+    return "";
+  }
+  long wrong = 0;
+  // NCCL is the baseline, not under test (it reduces in the datatype: its rounding differs).
+  if (t.ok && cfg.check && b->algo != tpcommAlgoNccl) {
+    wrong = countWrong(ranks, expected, cfg.dtype, count, &err);
+    if (!err.empty()) return err;
+  }
+  record(cfg, bytes, p, t, wrong, b, out);
+  return "";
+}
+
 }  // namespace
 
 std::vector<int> tuneCandidates() {
@@ -153,87 +245,24 @@ std::vector<int> tuneCandidates() {
 
 std::string measureAll(const MeasureConfig& cfg, MeasureResult* out) {
   if (cfg.sizes.empty() || cfg.devlist.size() < 2) return "nothing to measure";
-  const size_t max_bytes = cfg.sizes.back();
-  const size_t es = test::elemSize(cfg.dtype);
   std::vector<timing::Rank> ranks;
-  std::string err = timing::setupRanks(cfg.devlist, max_bytes, &ranks);
   std::vector<std::vector<uint8_t>> inputs;
-  for (size_t r = 0; r < ranks.size() && err.empty(); ++r) {
-    inputs.push_back(test::makeInput(cfg.dtype, max_bytes / es, 1234, static_cast<int>(r)));
-    cudaSetDevice(ranks[r].dev);
-    err = timing::cudaWhy(
-        cudaMemcpy(ranks[r].send, inputs.back().data(), max_bytes, cudaMemcpyHostToDevice),
-        "cudaMemcpy (inputs)");
-  }
+  std::string err = setupInputs(cfg, &ranks, &inputs);
   if (!err.empty()) {
     timing::freeRanks(&ranks);
     return err;
   }
-
-  std::vector<Backend> backends;
-  for (int algo : tuneCandidates()) {
-    Backend b;
-    b.algo = algo;
-    const std::string why = create(&b, cfg.devlist);
-    if (!why.empty()) {
-      out->skipped.push_back(name(algo) + ": " + why);
-      fprintf(stderr, "tpcomm tune: skipping %s: %s\n", name(algo).c_str(), why.c_str());
-      continue;
-    }
-    backends.push_back(std::move(b));
-  }
-
+  std::vector<Backend> backends = createBackends(cfg.devlist, out);
   const size_t total = cfg.sizes.size() * backends.size();
   size_t step = 0;
   for (size_t bytes : cfg.sizes) {
-    const size_t count = bytes / es;
+    const size_t count = bytes / test::elemSize(cfg.dtype);
     const Expected expected = cfg.check ? expectedFor(inputs, cfg.dtype, count) : Expected();
     for (Backend& b : backends) {
       ++step;
       if (b.dead) continue;
-      err = clearOutputs(ranks, bytes);
+      err = measureOne(cfg, ranks, expected, bytes, Progress{step, total}, &b, out);
       if (!err.empty()) break;
-      timing::Timing t = timing::timeInGraph(
-          ranks, [&] { return enqueue(&b, ranks, count, cfg.dtype); }, cfg.warmup, cfg.iters,
-          cfg.reps);
-      if (t.cuda_failed) {
-        err = name(b.algo) + " at " + std::to_string(bytes) + " bytes: " + t.error;
-        break;
-      }
-      const std::string async = asyncError(b);
-      if (!async.empty()) {
-        t.ok = false;
-        t.error = async + " (the communicator is broken; " + name(b.algo) + " not tried again)";
-        b.dead = true;
-      }
-      if (!t.ok && !b.measured && b.last == tpcommUnsupported) {
-        // Cannot run here at all (e.g. the host transport on a P2P machine): say why once.
-        out->skipped.push_back(name(b.algo) + ": " + t.error);
-        fprintf(stderr, "tpcomm tune: skipping %s: %s\n", name(b.algo).c_str(), t.error.c_str());
-        b.dead = true;
-        continue;
-      }
-      long wrong = 0;
-      // NCCL is the baseline, not under test (it reduces in the datatype: its rounding differs).
-      if (t.ok && cfg.check && b.algo != tpcommAlgoNccl) {
-        wrong = countWrong(ranks, expected, cfg.dtype, count, &err);
-        if (!err.empty()) break;
-      }
-      fprintf(stderr, "[%3zu/%3zu] %9zu B  %-12s %10.2f us%s%s\n", step, total, bytes,
-              name(b.algo).c_str(), t.median_us, wrong ? "  WRONG RESULTS" : "",
-              t.ok ? "" : ("  n/a: " + t.error).c_str());
-      if (!t.ok) {
-        out->failures.push_back(name(b.algo) + " at " + std::to_string(bytes) +
-                                " bytes: " + t.error);
-      } else if (wrong) {
-        out->wrong += wrong;
-        out->failures.push_back(name(b.algo) + " at " + std::to_string(bytes) +
-                                " bytes: " + std::to_string(wrong) +
-                                " wrong elements (not used; please report this)");
-      } else {
-        b.measured = true;
-        out->samples.push_back({static_cast<int>(cfg.devlist.size()), bytes, b.algo, t.median_us});
-      }
     }
     if (!err.empty()) break;
   }
