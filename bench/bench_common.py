@@ -1,4 +1,4 @@
-"""What bench/compare.py and bench/verify_pass.py share: finding the tpcomm package, checking for
+"""What the bench/*.py scripts share: finding the tpcomm package, checking for
 torch and enough GPUs, and switching on torch symmetric memory across torch versions."""
 import os
 import sys

@@ -50,26 +50,17 @@ def loop_cost(fn, calls, sync):
     return (t1 - t0) * 1e6 / calls, start.elapsed_time(end) * 1000.0 / calls
 
 
-def worker(rank, world, gloo, args):
-    import ctypes
-
+def entry_points(rank, x, y, n, car, sync):
+    """label -> one eager call of each path measured; symmetric memory only where it works."""
     import torch
     import torch.distributed as dist
 
-    from tpcomm import _abi, _buffers, _loader
-    from tpcomm.torch import CustomAllreduce
+    from tpcomm import _abi, _loader
 
-    dtype = torch.bfloat16
-    n = args.bytes // 2
-    x = torch.zeros(n, dtype=dtype, device="cuda")
-    y = torch.empty_like(x)
-    sync = lambda: dist.barrier(group=gloo)  # noqa: E731
-    car = CustomAllreduce(gloo, torch.device("cuda", rank), max_size=args.bytes)
     comm = car.comm
     lib = _loader.lib()
     handle = comm._handle
     stream = torch.cuda.current_stream().cuda_stream
-
     entries = {
         "torch x.zero_() (one torch kernel)": lambda: x.zero_(),
         "tpcomm Communicator.all_reduce(x)": lambda: comm.all_reduce(x),
@@ -83,7 +74,7 @@ def worker(rank, world, gloo, args):
     }
     try:
         symm_mem, name = symm_mem_world()
-        buf = symm_mem.empty(n, dtype=dtype, device=f"cuda:{rank}")
+        buf = symm_mem.empty(n, dtype=x.dtype, device=f"cuda:{rank}")
         symm_mem.rendezvous(buf, name)
         buf.zero_()
         out = torch.empty_like(buf)
@@ -93,17 +84,19 @@ def worker(rank, world, gloo, args):
             lambda: torch.ops.symm_mem.one_shot_all_reduce_out(buf, "sum", name, out))
     except Exception as e:  # still report the rest
         print(f"rank {rank}: symmetric memory unavailable: {e}", flush=True)
+    return entries
 
-    loops = {}
-    for label, fn in entries.items():
-        host, gpu = loop_cost(fn, args.calls, sync)
-        loops[label] = {"host_us": host, "gpu_us": gpu}
-        if rank == 0:
-            print(f"  {label:48s} host {host:6.2f} us/call, GPU {gpu:6.2f} us/call", flush=True)
-    torch.cuda.synchronize()
-    sync()
 
-    # Pure-Python pieces of Communicator.all_reduce (nothing is launched).
+def python_pieces(x, comm):
+    """us per call of the pure-Python pieces of Communicator.all_reduce (nothing is launched)."""
+    import ctypes
+
+    import torch
+
+    from tpcomm import _buffers, _loader
+
+    lib = _loader.lib()
+    handle = comm._handle
     buf_desc, _ = _buffers.describe(x)
     pieces = {
         "_buffers.describe(x)": lambda: _buffers.describe(x),
@@ -122,10 +115,11 @@ def worker(rank, world, gloo, args):
     for label, fn in pieces.items():
         reps = 20000
         piece_us[label] = min(timeit.repeat(fn, number=reps, repeat=5)) * 1e6 / reps
+    return piece_us
 
-    # Both ranks profile (the calls are collective); rank 0's profile is reported.
-    torch.cuda.synchronize()
-    sync()
+
+def profile_custom_all_reduce(car, x):
+    """cProfile's top entries (by own time) over 2000 CustomAllreduce.custom_all_reduce(x)."""
     p = cProfile.Profile()
     p.enable()
     for _ in range(2000):
@@ -133,7 +127,37 @@ def worker(rank, world, gloo, args):
     p.disable()
     s = io.StringIO()
     pstats.Stats(p, stream=s).sort_stats("tottime").print_stats(14)
-    prof = s.getvalue()
+    return s.getvalue()
+
+
+def worker(rank, world, gloo, args):
+    import torch
+    import torch.distributed as dist
+
+    from tpcomm.torch import CustomAllreduce
+
+    dtype = torch.bfloat16
+    n = args.bytes // 2
+    x = torch.zeros(n, dtype=dtype, device="cuda")
+    y = torch.empty_like(x)
+    sync = lambda: dist.barrier(group=gloo)  # noqa: E731
+    car = CustomAllreduce(gloo, torch.device("cuda", rank), max_size=args.bytes)
+    entries = entry_points(rank, x, y, n, car, sync)
+
+    loops = {}
+    for label, fn in entries.items():
+        host, gpu = loop_cost(fn, args.calls, sync)
+        loops[label] = {"host_us": host, "gpu_us": gpu}
+        if rank == 0:
+            print(f"  {label:48s} host {host:6.2f} us/call, GPU {gpu:6.2f} us/call", flush=True)
+    torch.cuda.synchronize()
+    sync()
+    piece_us = python_pieces(x, car.comm)
+
+    # Both ranks profile (the calls are collective); rank 0's profile is reported.
+    torch.cuda.synchronize()
+    sync()
+    prof = profile_custom_all_reduce(car, x)
     torch.cuda.synchronize()
     sync()
     car.close()
