@@ -62,6 +62,102 @@ bool parse(int argc, char** argv, Opts* o) {
   return o->ranks >= 1 && o->hidden > 0 && !o->tokens.empty();
 }
 
+// Everything one run shares: the ranks' streams and send/recv buffers, their communicators and
+// the add+RMSNorm buffers.
+struct Run {
+  const Opts& o;
+  std::vector<int> devlist;
+  std::vector<Rank> ranks;
+  std::vector<tpcommComm_t> comms;
+  std::vector<Bufs> b;
+};
+
+// The residual starts as the input; gamma and the FP8 scale are fixed. Empty: success.
+std::string setupBufs(Run* run, size_t max_bytes) {
+  const Opts& o = run->o;
+  run->b.resize(o.ranks);
+  for (int r = 0; r < o.ranks; ++r) {
+    Bufs& b = run->b[r];
+    cudaSetDevice(run->devlist[r]);
+    const std::vector<uint8_t> x = tpcomm::test::makeInput(tpcommBfloat16, max_bytes / 2, 1, r);
+    const std::vector<uint8_t> g = tpcomm::test::makeInput(tpcommBfloat16, o.hidden, 2, 0);
+    const float scale = 0.05f;
+    if (cudaMalloc(&b.res, max_bytes) || cudaMalloc(&b.res_out, max_bytes) ||
+        cudaMalloc(&b.norm, max_bytes) || cudaMalloc(&b.gamma, o.hidden * 2) ||
+        cudaMalloc(&b.scale, 4) ||
+        cudaMemcpy(run->ranks[r].send, x.data(), max_bytes, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(b.res, x.data(), max_bytes, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(b.gamma, g.data(), o.hidden * 2, cudaMemcpyHostToDevice) ||
+        cudaMemcpy(b.scale, &scale, 4, cudaMemcpyHostToDevice))
+      return "cuda allocation or copy failed";
+  }
+  return "";
+}
+
+// The plain all-reduce of t rows, into the norm buffers.
+std::string enqueueAllReduce(Run& run, size_t t) {
+  const size_t count = t * run.o.hidden;
+  tpcommGroupStart();
+  for (int r = 0; r < run.o.ranks; ++r)
+    if (tpcommAllReduce(run.ranks[r].send, run.b[r].norm, count, tpcommBfloat16, tpcommSum,
+                        run.comms[r], run.ranks[r].stream) != tpcommSuccess)
+      return tpcommGroupEnd(), std::string(tpcommGetLastError());
+  tpcommGroupEnd();
+  return "";
+}
+
+// The unfused pair: the all-reduce, then the add+RMSNorm kernel on its own.
+std::string enqueuePair(Run& run, size_t t) {
+  const std::string e = enqueueAllReduce(run, t);
+  if (!e.empty()) return e;
+  const Opts& o = run.o;
+  for (int r = 0; r < o.ranks; ++r) {
+    const Bufs& b = run.b[r];
+    tpcomm::AddRmsNormArgs a{};
+    a.ar = b.norm;
+    a.residual_in = b.res;
+    a.residual_out = b.res_out;
+    a.norm_out = o.fp8 ? run.ranks[r].recv : b.norm;  // in place over the sums, as fused
+    a.gamma = b.gamma;
+    a.quant_scale = o.fp8 ? static_cast<const float*>(b.scale) : nullptr;
+    a.rows = t;
+    a.hidden = o.hidden;
+    a.dtype = tpcommBfloat16;
+    a.eps = 1e-6f;
+    cudaSetDevice(run.devlist[r]);
+    if (tpcomm::launchAddRmsNorm(a, run.ranks[r].stream) != tpcommSuccess)
+      return tpcommGetLastError();
+  }
+  return "";
+}
+
+// The fused all-reduce + add + RMSNorm.
+std::string enqueueFused(Run& run, size_t t, tpcommRmsNormParams_t* prm) {
+  const Opts& o = run.o;
+  tpcommGroupStart();
+  for (int r = 0; r < o.ranks; ++r) {
+    const Bufs& b = run.b[r];
+    prm->quantScale = o.fp8 ? static_cast<const float*>(b.scale) : nullptr;
+    if (tpcommAllReduceAddRmsNorm(
+            run.ranks[r].send, b.res, b.res_out, o.fp8 ? run.ranks[r].recv : b.norm, b.gamma, t,
+            o.hidden, tpcommBfloat16, prm, run.comms[r], run.ranks[r].stream) != tpcommSuccess)
+      return tpcommGroupEnd(), std::string(tpcommGetLastError());
+  }
+  tpcommGroupEnd();
+  return "";
+}
+
+// One token count's row, on stdout and (when js) as a JSON object.
+void printRow(FILE* js, size_t t, const double us[3], const char* variant, bool last) {
+  printf("%8zu %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", t, us[0], us[1], us[2], us[2] - us[0],
+         us[1] > 0 ? us[2] / us[1] : 0.0, variant);
+  if (js)
+    fprintf(js,
+            "  {\"tokens\": %zu, \"allreduce_us\": %.3f, \"pair_us\": %.3f, \"fused_us\": %.3f, "
+            "\"variant\": \"%s\"}%s\n",
+            t, us[0], us[1], us[2], variant, last ? "" : ",");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,32 +168,17 @@ int main(int argc, char** argv) {
     fprintf(stderr, "tpcomm-bench-fused: no CUDA device visible\n");
     return 1;
   }
-  std::vector<int> devlist;
-  for (int r = 0; r < o.ranks; ++r) devlist.push_back(r % ngpu);
+  Run run{o, {}, {}, {}, {}};
+  for (int r = 0; r < o.ranks; ++r) run.devlist.push_back(r % ngpu);
   const bool shared = o.ranks > ngpu;
   const size_t max_bytes = o.tokens.back() * o.hidden * 2;
-  std::vector<Rank> ranks;
-  std::string err = tpcomm::timing::setupRanks(devlist, max_bytes, &ranks);
-  std::vector<tpcommComm_t> comms(o.ranks);
+  std::string err = tpcomm::timing::setupRanks(run.devlist, max_bytes, &run.ranks);
+  run.comms.resize(o.ranks);
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   if (err.empty() &&
-      tpcommCommInitAll(comms.data(), o.ranks, devlist.data(), &cfg) != tpcommSuccess)
+      tpcommCommInitAll(run.comms.data(), o.ranks, run.devlist.data(), &cfg) != tpcommSuccess)
     err = tpcommGetLastError();
-  std::vector<Bufs> b(o.ranks);
-  for (int r = 0; err.empty() && r < o.ranks; ++r) {
-    cudaSetDevice(devlist[r]);
-    const std::vector<uint8_t> x = tpcomm::test::makeInput(tpcommBfloat16, max_bytes / 2, 1, r);
-    const std::vector<uint8_t> g = tpcomm::test::makeInput(tpcommBfloat16, o.hidden, 2, 0);
-    const float scale = 0.05f;
-    if (cudaMalloc(&b[r].res, max_bytes) || cudaMalloc(&b[r].res_out, max_bytes) ||
-        cudaMalloc(&b[r].norm, max_bytes) || cudaMalloc(&b[r].gamma, o.hidden * 2) ||
-        cudaMalloc(&b[r].scale, 4) ||
-        cudaMemcpy(ranks[r].send, x.data(), max_bytes, cudaMemcpyHostToDevice) ||
-        cudaMemcpy(b[r].res, x.data(), max_bytes, cudaMemcpyHostToDevice) ||
-        cudaMemcpy(b[r].gamma, g.data(), o.hidden * 2, cudaMemcpyHostToDevice) ||
-        cudaMemcpy(b[r].scale, &scale, 4, cudaMemcpyHostToDevice))
-      err = "cuda allocation or copy failed";
-  }
+  if (err.empty()) err = setupBufs(&run, max_bytes);
   if (!err.empty()) {
     fprintf(stderr, "tpcomm-bench-fused: %s\n", err.c_str());
     return 1;
@@ -115,56 +196,15 @@ int main(int argc, char** argv) {
             o.ranks, ngpu, o.hidden, o.fp8 ? "true" : "false");
   int rc = 0;
   for (size_t ti = 0; ti < o.tokens.size(); ++ti) {
-    const size_t t = o.tokens[ti], count = t * o.hidden;
+    const size_t t = o.tokens[ti];
     tpcommRmsNormParams_t prm = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
-    auto allreduce = [&]() -> std::string {
-      tpcommGroupStart();
-      for (int r = 0; r < o.ranks; ++r)
-        if (tpcommAllReduce(ranks[r].send, b[r].norm, count, tpcommBfloat16, tpcommSum, comms[r],
-                            ranks[r].stream) != tpcommSuccess)
-          return tpcommGroupEnd(), std::string(tpcommGetLastError());
-      tpcommGroupEnd();
-      return "";
-    };
-    auto pair = [&]() -> std::string {
-      const std::string e = allreduce();
-      if (!e.empty()) return e;
-      for (int r = 0; r < o.ranks; ++r) {
-        tpcomm::AddRmsNormArgs a{};
-        a.ar = b[r].norm;
-        a.residual_in = b[r].res;
-        a.residual_out = b[r].res_out;
-        a.norm_out = o.fp8 ? ranks[r].recv : b[r].norm;  // in place over the sums, as fused
-        a.gamma = b[r].gamma;
-        a.quant_scale = o.fp8 ? static_cast<const float*>(b[r].scale) : nullptr;
-        a.rows = t;
-        a.hidden = o.hidden;
-        a.dtype = tpcommBfloat16;
-        a.eps = 1e-6f;
-        cudaSetDevice(devlist[r]);
-        if (tpcomm::launchAddRmsNorm(a, ranks[r].stream) != tpcommSuccess)
-          return tpcommGetLastError();
-      }
-      return "";
-    };
-    auto fused = [&]() -> std::string {
-      tpcommGroupStart();
-      for (int r = 0; r < o.ranks; ++r) {
-        prm.quantScale = o.fp8 ? static_cast<const float*>(b[r].scale) : nullptr;
-        if (tpcommAllReduceAddRmsNorm(ranks[r].send, b[r].res, b[r].res_out,
-                                      o.fp8 ? ranks[r].recv : b[r].norm, b[r].gamma, t, o.hidden,
-                                      tpcommBfloat16, &prm, comms[r],
-                                      ranks[r].stream) != tpcommSuccess)
-          return tpcommGroupEnd(), std::string(tpcommGetLastError());
-      }
-      tpcommGroupEnd();
-      return "";
-    };
+    const tpcomm::timing::EnqueueAll fns[3] = {[&] { return enqueueAllReduce(run, t); },
+                                               [&] { return enqueuePair(run, t); },
+                                               [&] { return enqueueFused(run, t, &prm); }};
     double us[3] = {0, 0, 0};
-    const tpcomm::timing::EnqueueAll fns[3] = {allreduce, pair, fused};
     for (int k = 0; k < 3; ++k) {
       const tpcomm::timing::Timing tm =
-          tpcomm::timing::timeInGraph(ranks, fns[k], 3, o.iters, o.reps);
+          tpcomm::timing::timeInGraph(run.ranks, fns[k], 3, o.iters, o.reps);
       if (!tm.ok) {
         fprintf(stderr, "tpcomm-bench-fused: tokens %zu: %s\n", t, tm.error.c_str());
         rc = 1;
@@ -172,18 +212,11 @@ int main(int argc, char** argv) {
       us[k] = tm.median_us;
     }
     tpcommCallInfo_t info{};
-    tpcommCommGetLastCall(comms[0], &info);
-    printf("%8zu %10.2f %10.2f %10.2f %10.2f %10.2f  %s\n", t, us[0], us[1], us[2], us[2] - us[0],
-           us[1] > 0 ? us[2] / us[1] : 0.0, tpcommVariantName(info.variant));
-    if (js)
-      fprintf(js,
-              "  {\"tokens\": %zu, \"allreduce_us\": %.3f, \"pair_us\": %.3f, \"fused_us\": %.3f, "
-              "\"variant\": \"%s\"}%s\n",
-              t, us[0], us[1], us[2], tpcommVariantName(info.variant),
-              ti + 1 < o.tokens.size() ? "," : "");
+    tpcommCommGetLastCall(run.comms[0], &info);
+    printRow(js, t, us, tpcommVariantName(info.variant), ti + 1 == o.tokens.size());
   }
   if (js) fprintf(js, "]}\n"), fclose(js);
-  for (tpcommComm_t c : comms) tpcommCommDestroy(c);
-  tpcomm::timing::freeRanks(&ranks);
+  for (tpcommComm_t c : run.comms) tpcommCommDestroy(c);
+  tpcomm::timing::freeRanks(&run.ranks);
   return rc;
 }

@@ -27,6 +27,40 @@ namespace {
 
 using Proto = SentinelProto;
 
+// Step 1, reduce-scatter inside the island: segment j of my input into member j's RS area.
+template <typename T, typename SlotOf>
+__device__ __forceinline__ void pushToOwners(const DeviceComm& c, const ChunkStep& st,
+                                             const SlotOf& slotOf, const signed char* members,
+                                             const int& m, const int& me, const T* const& send,
+                                             const size_t& count, const size_t& stride,
+                                             const size_t& seg_cap, const uint32_t& flag) {
+  for (int p = 1; p < m; ++p) {
+    const int j = (me + p) % m;
+    const size_t end = min(st.o1, st.segLen(j));
+    pushRange<Proto, T>(c, send, st.base + j * st.seg, st.o0, end, stride, count,
+                        slotOf(members[j]) + me * seg_cap, flag);
+  }
+}
+
+// Step 4, all-gather receive: the other segments of the island, from their owners' pushes into
+// my AG area. False: timed out.
+template <typename T>
+__device__ __forceinline__ bool receiveFromOwners(CallSession& session, WaitCtx& wait,
+                                                  const ChunkStep& st, uint4* ag_area,
+                                                  const signed char* members, const int& m,
+                                                  const int& me, T* const& recv,
+                                                  const size_t& count, const size_t& stride,
+                                                  const size_t& seg_cap) {
+  for (int p = 1; p < m; ++p) {
+    const int j = (me + p) % m;
+    const size_t end = min(st.o1, st.segLen(j));
+    if (!session.template receive<Proto, T>(wait, ag_area + j * seg_cap, st.o0, end, stride, recv,
+                                            st.base + j * st.seg, count, members[j], st.epoch))
+      return false;
+  }
+  return true;
+}
+
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
@@ -57,13 +91,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     };
     uint4* mine = slotOf(c.rank);
 
-    // 1. Reduce-scatter inside the island: segment j of my input into member j's RS area.
-    for (int p = 1; p < m; ++p) {
-      const int j = (me + p) % m;
-      const size_t end = min(o1, st.segLen(j));
-      pushRange<Proto, T>(c, send, base + j * seg, o0, end, stride, count,
-                          slotOf(members[j]) + me * seg_cap, flag);
-    }
+    pushToOwners<T>(c, st, slotOf, members, m, me, send, count, stride, seg_cap, flag);  // 1.
 
     // 2. + 3. My segment: the island's partial sum, exchanged with the partner in fp32, summed
     // island 0 first, rounded once; written out and pushed to every island member's AG area.
@@ -104,14 +132,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     if (step + 1 == k.nsteps) pdlLaunchDependents();
 
-    // 4. All-gather receive: the other segments of the island, from their owners.
-    for (int p = 1; p < m; ++p) {
-      const int j = (me + p) % m;
-      const size_t end = min(o1, st.segLen(j));
-      if (!session.template receive<Proto, T>(wait, mine + ag + j * seg_cap, o0, end, stride, recv,
-                                              base + j * seg, count, members[j], st.epoch))
-        return;  // timed out
-    }
+    if (!receiveFromOwners<T>(session, wait, st, mine + ag, members, m, me, recv, count, stride,
+                              seg_cap))
+      return;  // 4. timed out
   }
   session.close(k.nsteps);
 }
