@@ -29,10 +29,6 @@ const CallPlan& planOf(tpcommComm* c, const CallArgs& call) {
   return c->cached;
 }
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
-}
-
 void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt, bool capturing) {
   const Decision& d = p.decision;
   recordCall(c,

@@ -6,12 +6,18 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <string>
 
 #include "comm/comm.h"
 #include "plan/planner.h"
 
 namespace tpcomm {
+
+// A buffer the 16-byte vector paths can take whole (the lean and fused kernels need it).
+inline bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
+}
 
 // An error a kernel left in the mapped word (a peer that never answered) poisons the communicator.
 tpcommResult_t checkAsync(const tpcommComm* c, const char* op);

@@ -12,6 +12,7 @@
 #include "comm/config.h"
 #include "comm/rank_info.h"
 #include "kernels/device_comm.h"
+#include "plan/fused_plan.h"
 #include "plan/planner.h"
 #include "transport/host_shm.h"
 #include "transport/p2p_staging.h"
@@ -62,5 +63,9 @@ struct tpcommComm {
   tpcomm::CallArgs cached_call;
   bool cached_valid = false;
   tpcomm::CallPlan cached;
+  // The same for tpcommAllReduceAddRmsNorm: its last plan, reused while the shapes repeat.
+  tpcomm::FusedCallArgs cached_fused_call;
+  tpcomm::FusedPlan cached_fused;
+  bool cached_fused_valid = false;
   std::map<size_t, bool> logged_fallback_sizes;
 };

@@ -18,8 +18,17 @@ namespace {
 
 constexpr const char* kOp = "tpcommAllReduceAddRmsNorm";
 
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
+// The plan of the last fused call, reused while the shapes repeat (the planner is a pure function
+// of them), so the hot path builds no strings: as planOf does for tpcommAllReduce.
+const FusedPlan& fusedPlanOf(tpcommComm* c, const FusedCallArgs& call) {
+  const FusedCallArgs& k = c->cached_fused_call;
+  if (!c->cached_fused_valid || call.rows != k.rows || call.hidden != k.hidden ||
+      call.dtype != k.dtype || call.aligned != k.aligned || call.fp8 != k.fp8) {
+    c->cached_fused = planFusedCall(factsOf(c), call);
+    c->cached_fused_call = call;
+    c->cached_fused_valid = true;
+  }
+  return c->cached_fused;
 }
 
 // The unfused path: the all-reduce into a buffer of the activation dtype (the norm's output, or,
@@ -79,8 +88,8 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
 
   const bool aligned = aligned16(input) && aligned16(residualIn) && aligned16(residualOut) &&
                        aligned16(normOut) && aligned16(gamma);
-  const FusedPlan fp = planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, aligned,
-                                                                  params->quantScale != nullptr});
+  const FusedPlan& fp = fusedPlanOf(
+      comm, FusedCallArgs{tokens, hidden, datatype, aligned, params->quantScale != nullptr});
   const Decision& d = fp.ar.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
