@@ -28,7 +28,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.tuned = c->tuned;
   f.slots = c->slots;
   f.knobs = c->knobs;
-  f.ranks_share_gpu = c->ranks_share_gpu;
+  f.grid_caps = &c->grid_caps;
   return f;
 }
 

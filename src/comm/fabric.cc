@@ -28,6 +28,15 @@ void fillIslands(const tpcommComm* c, DeviceComm* d) {
 tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   std::string reason;
   const Fabric agreed = agreeFabric(all, c->world, &c->ranks_share_gpu, &reason);
+  c->grid_caps = agreeGridCaps(all, c->world);
+  if (c->grid_caps.any())
+    TPCOMM_INFO(INIT,
+                "rank %d: %d ranks share a GPU: grids capped so that all of them are resident "
+                "(e.g. %s at 512 threads: %d blocks, %s: %d)",
+                c->rank, c->grid_caps.ranks_per_gpu, tpcommVariantName(tpcommVariantP2pOneShot),
+                c->grid_caps.capFor(tpcommVariantP2pOneShot, 512),
+                tpcommVariantName(tpcommVariantFusedP2pOneShot),
+                c->grid_caps.capFor(tpcommVariantFusedP2pOneShot, 512));
   if (!fabricForTransport(c->settings.transport, agreed, &c->fabric))
     return fail(tpcommUnsupported, "TPCOMM_TRANSPORT=p2p, but %s", reason.c_str());
   // Islands: the topology's two-island split where every rank's view shows one (two sockets or

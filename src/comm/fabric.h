@@ -1,5 +1,6 @@
-// How this rank reaches its peers: sets comm->fabric, ranks_share_gpu, the islands and two_islands
-// from the ranks' PCI bus ids and the machine's topology (src/topo), honouring TPCOMM_TRANSPORT.
+// How this rank reaches its peers: sets comm->fabric, ranks_share_gpu, the grid caps of ranks
+// sharing a GPU, the islands and two_islands from the ranks' PCI bus ids, occupancy and the
+// machine's topology (src/topo), honouring TPCOMM_TRANSPORT.
 #pragma once
 
 #include "comm/comm.h"

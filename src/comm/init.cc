@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "kernels/algo_launch.h"
 #include "kernels/image_check.h"
+#include "kernels/occupancy.h"
 
 namespace tpcomm {
 namespace {
@@ -57,6 +58,7 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->cc_minor = c->self.cc_minor;
   std::string key;
   buildMachineView(device, &c->self.view, &c->tuning, &key);
+  TPCOMM_CHECK(queryOccupancy(device, nranks, &c->self.view.occupancy));
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
   if (rank == 0 && nranks > 1) {
     // Whether the host transport is used is known only once every rank's GPU is known (End):

@@ -173,6 +173,28 @@ bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_ra
   return topo::twoIslands(t, rank_gpu, island_of_rank);
 }
 
+GridCaps agreeGridCaps(const RankInfo* all, int world) {
+  std::vector<std::string> buses;
+  std::vector<int> rank_gpu;
+  distinctGpus(all, world, &buses, &rank_gpu);
+  std::vector<GpuShare> gpus(buses.size());
+  for (int r = 0; r < world; ++r) {
+    GpuShare& g = gpus[static_cast<size_t>(rank_gpu[r])];
+    const VariantOccupancy& o = all[r].view.occupancy;
+    if (g.ranks++ == 0) {
+      g.occupancy = o;
+      continue;
+    }
+    g.occupancy.sms = std::min(g.occupancy.sms, o.sms);
+    g.occupancy.pdl = std::max(g.occupancy.pdl, o.pdl);
+    for (int v = 0; v < tpcommNumVariants; ++v)
+      for (int s = 0; s < kThreadSteps; ++s)
+        g.occupancy.blocks_per_sm[v][s] =
+            std::min(g.occupancy.blocks_per_sm[v][s], o.blocks_per_sm[v][s]);
+  }
+  return gridCapsOf(gpus);
+}
+
 bool agreeTuning(const RankInfo* all, int world) {
   for (int r = 0; r < world; ++r)
     if (all[r].view.tuning_hash == 0 || all[r].view.tuning_hash != all[0].view.tuning_hash)

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "kernels/device_comm.h"
+#include "kernels/occupancy.h"
+#include "plan/co_residency.h"
 #include "plan/policy.h"
 #include "plan/tuning_table.h"
 #include "tpcomm/tpcomm.h"
@@ -27,6 +29,7 @@ struct MachineView {
   uint32_t pad;
   uint64_t tuning_hash;  // of the tuning table this rank loaded; 0: none
   Gpu gpus[kMaxRanks];
+  VariantOccupancy occupancy;  // of this rank's GPU (init: queryOccupancy), for the grid caps
 };
 
 struct RankInfo;
@@ -44,6 +47,12 @@ Fabric agreeFabric(const RankInfo* all, int world, bool* ranks_share_gpu, std::s
 // Two islands (topo::twoIslands) from the paths in every rank's view, the worse of the two
 // directions of a pair; island_of_rank gets 0 or 1 per rank. Every rank computes the same.
 bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_rank);
+
+// The grid caps of ranks sharing GPUs (plan/co_residency.h): the ranks on each GPU (by bus id,
+// across processes too) and that GPU's occupancy, the least over its ranks' views (equal unless
+// their processes see the GPU differently, e.g. under different MPS limits). Every rank computes
+// the same from the same handles.
+GridCaps agreeGridCaps(const RankInfo* all, int world);
 
 // True when every rank loaded the same tuning table (non-zero equal hashes).
 bool agreeTuning(const RankInfo* all, int world);

@@ -14,7 +14,7 @@
 namespace tpcomm {
 
 constexpr uint32_t kInfoMagic = 0x7c0a4a4eu;
-constexpr uint32_t kInfoVersion = 1;
+constexpr uint32_t kInfoVersion = 2;  // 2: MachineView carries the GPU's occupancy
 
 struct RankInfo {
   uint32_t magic;

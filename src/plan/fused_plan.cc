@@ -7,7 +7,6 @@ namespace tpcomm {
 namespace {
 
 constexpr int kFusedThreads = 512;  // kThreadsPerBlock: a row's vectors, 32 threads at least
-constexpr size_t kSharedGpuFusedBlocks = 16;
 
 bool overPeerMemory(tpcommVariant_t v) {
   return v == tpcommVariantP2pOneShotLean || v == tpcommVariantP2pOneShot ||
@@ -60,20 +59,22 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     p.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
                      : (call.fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot);
     const size_t hv = call.hidden * es / kVecBytes;
-    // Ranks sharing a GPU need every rank's grid resident at once (a block waits for its peers'
-    // blocks): the fused kernel's one-pass path holds a row in registers, so few of its blocks fit
-    // an SM. Until grids are capped by occupancy for every kernel, a small cap keeps them all in.
-    const size_t cap_blocks = f.ranks_share_gpu ? kSharedGpuFusedBlocks : kDefaultMaxBlocks;
     const size_t max_blocks =
-        f.knobs.max_blocks > 0 ? std::min<size_t>(f.knobs.max_blocks, cap_blocks) : cap_blocks;
+        static_cast<size_t>(f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks);
     p.blocks = static_cast<int>(std::max<size_t>(1, std::min(call.rows, max_blocks)));
     p.threads = static_cast<int>(
         std::min<size_t>(kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+    // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
+    // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
+    const int fit = f.grid_caps ? f.grid_caps->capFor(p.variant, p.threads) : 0;
+    const bool capped = fit > 0 && p.blocks > fit;
+    if (capped) p.blocks = fit;
     p.region = cap / kVecBytes;
     p.pdl = f.knobs.pdl;
     p.reason =
         std::string("fused one-shot over ") + (host ? "host" : "peer") +
         format(" memory, the epilogue in the kernel (%zu bytes, one step of %zu)", bytes, cap);
+    if (capped) p.reason += coResidentNote(p.blocks, *f.grid_caps);
     return p;
   }
   p.variant = call.fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;

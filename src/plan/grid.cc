@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/occupancy.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
 
-GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k) {
+namespace {
+
+// The grid of at most `cap` blocks.
+GridPlan shapeGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k,
+                   int cap) {
   const size_t step_bytes = std::min(bytes, std::max<size_t>(chunk_bytes, 16));
   // Two-shot: a block owns a sub-range of every segment; a segment is 1/world of the step.
   // Island: the same, with world/2 segments (one per island member).
@@ -20,7 +25,6 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
   const bool bulk = algo == tpcommAlgoHostBulk;
   const int target = bulk ? k.bulk_block_bytes : ll ? k.host_block_bytes : k.block_bytes;
   const size_t per_block_target = static_cast<size_t>(std::max(target, 16));
-  const int cap = k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks;
   GridPlan g;
   g.blocks = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(cap),
@@ -39,6 +43,24 @@ GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const L
   threads = (threads + 31) / 32 * 32;
   g.threads = static_cast<int>(std::clamp<size_t>(threads, 32, static_cast<size_t>(k.max_threads)));
   g.push_eighths = std::clamp(k.push_eighths, 1, 7);
+  return g;
+}
+
+}  // namespace
+
+GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k,
+                  const int* resident_cap) {
+  GridPlan g = shapeGrid(algo, bytes, chunk_bytes, world, k,
+                         k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks);
+  if (!resident_cap) return g;
+  const auto fit = [resident_cap](int threads) {
+    return std::max(resident_cap[std::clamp(threads / 32 - 1, 0, kThreadSteps - 1)], 1);
+  };
+  // Each pass lowers the block count (the cap is at least 1), so this ends within a few passes.
+  while (g.blocks > fit(g.threads)) {
+    g = shapeGrid(algo, bytes, chunk_bytes, world, k, fit(g.threads));
+    g.co_resident_capped = true;
+  }
   return g;
 }
 

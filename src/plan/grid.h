@@ -22,11 +22,16 @@ struct GridPlan {
   int blocks = 1;
   int threads = 32;
   int push_batch = 1;
-  int push_eighths = 2;  // LaunchKnobs::push_eighths
+  int push_eighths = 2;             // LaunchKnobs::push_eighths
+  bool co_resident_capped = false;  // fewer blocks than asked: ranks share a GPU (co_residency.h)
 };
 
 // chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the
-// slot; two-shot and island: a chunk). world: ranks.
-GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k);
+// slot; two-shot and island: a chunk). world: ranks. resident_cap: where ranks share a GPU, the
+// most blocks a grid may have at each thread step (kThreadSteps entries, plan/co_residency.h);
+// it wins over the knobs, and since fewer blocks take more threads each (whose cap may be lower),
+// the grid is re-shaped until it fits. nullptr: no such cap.
+GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k,
+                  const int* resident_cap = nullptr);
 
 }  // namespace tpcomm

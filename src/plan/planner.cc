@@ -1,6 +1,7 @@
 #include "plan/planner.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace tpcomm {
 namespace {
@@ -61,7 +62,28 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
   return tpcommVariantNone;
 }
 
+// The co-residency cap of an algorithm's grid at each thread step: the least over the variants the
+// call may take (the general kernel, and the lean one where the lean check may pick it), so that
+// whichever runs fits. False when no cap applies.
+bool residentCap(const CommFacts& f, tpcommVariant_t general, tpcommVariant_t lean,
+                 int (&cap)[kThreadSteps]) {
+  if (!f.grid_caps || !f.grid_caps->any()) return false;
+  for (int s = 0; s < kThreadSteps; ++s) {
+    const int threads = 32 * (s + 1);
+    cap[s] = f.grid_caps->capFor(general, threads);
+    if (lean != tpcommVariantNone) cap[s] = std::min(cap[s], f.grid_caps->capFor(lean, threads));
+  }
+  return true;
+}
+
 }  // namespace
+
+std::string coResidentNote(int blocks, const GridCaps& caps) {
+  char buf[96];
+  snprintf(buf, sizeof(buf), "; capped at %d blocks: %d ranks share a GPU", blocks,
+           caps.ranks_per_gpu);
+  return buf;
+}
 
 bool fabricForTransport(int transport, Fabric agreed, Fabric* out) {
   *out = transport == 2 ? Fabric::kHost : agreed;
@@ -135,12 +157,17 @@ CallPlan planCall(const CommFacts& f, const CallArgs& call) {
   const size_t step = algo != tpcommAlgoHostOneShot ? p.chunk_vecs * kVecBytes
                       : sentinel                    ? f.slots.host_sentinel_step_bytes
                                                     : f.slots.host_step_bytes;
-  p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs);
+  const tpcommVariant_t lean =
+      lean_set && f.knobs.lean ? variantOf(algo, sentinel, true) : tpcommVariantNone;
+  int cap[kThreadSteps];
+  const bool capped = residentCap(f, p.variant, lean, cap);
+  p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, capped ? cap : nullptr);
+  if (p.grid.co_resident_capped) p.decision.reason += coResidentNote(p.grid.blocks, *f.grid_caps);
   p.pdl = f.knobs.pdl;
   p.aligned = call.aligned;
   p.geometry = oneShotGeometry(f, algo, sentinel, call.bytes, p.chunk_vecs, p.grid.blocks);
-  if (f.knobs.lean && lean_set && leanFits(p.geometry, p.grid.blocks, p.grid.threads, call))
-    p.variant = variantOf(algo, sentinel, true);
+  if (lean != tpcommVariantNone && leanFits(p.geometry, p.grid.blocks, p.grid.threads, call))
+    p.variant = lean;
   return p;
 }
 

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "kernels/algo_launch.h"
 #include "kernels/oneshot_layout.h"
+#include "plan/co_residency.h"
 #include "plan/grid.h"
 #include "plan/knobs.h"
 #include "plan/policy.h"
@@ -29,7 +31,9 @@ struct CommFacts {
   const SizeTable* tuned = nullptr;  // this machine's table (`tpcomm tune`), if agreed
   SlotCapacity slots;                // what one step of each slot layout holds
   LaunchKnobs knobs;                 // TPCOMM_KNOBS / config.launchKnobs, max_blocks, pdl
-  bool ranks_share_gpu = false;      // some ranks run on one GPU (their kernels must co-reside)
+  // Where ranks share a GPU, the most blocks every rank's grid may have so that all of them are
+  // resident at once (plan/co_residency.h, agreed at init); nullptr: every rank has its own GPU.
+  const GridCaps* grid_caps = nullptr;
 };
 
 struct CallArgs {
@@ -77,5 +81,9 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
 
 // Whether `variant` runs a tpcomm kernel (not None, not NCCL).
 bool isKernelVariant(tpcommVariant_t variant);
+
+// What a reason gains when the co-residency cap (CommFacts::grid_caps) cut a grid: "; capped at N
+// blocks: K ranks share a GPU".
+std::string coResidentNote(int blocks, const GridCaps& caps);
 
 }  // namespace tpcomm
