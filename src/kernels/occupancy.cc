@@ -29,7 +29,8 @@ tpcommResult_t queryOccupancy(int device, int world, VariantOccupancy* out) {
         if (!fn) continue;
         int n = 0;
         // No dynamic shared memory: every kernel's shared memory is static (launchKernel).
-        TPCOMM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, 32 * (step + 1), 0));
+        TPCOMM_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, 32 * (step + 1), 0));
         least = least < 0 ? n : std::min(least, n);
       }
       row[step] = static_cast<uint8_t>(std::clamp(least, 0, 255));

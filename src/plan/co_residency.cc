@@ -30,10 +30,9 @@ GridCaps gridCapsOf(const std::vector<GpuShare>& gpus) {
     caps.ranks_per_gpu = std::max(caps.ranks_per_gpu, g.ranks);
     for (int v = 0; v < tpcommNumVariants; ++v)
       for (int s = 0; s < kThreadSteps; ++s)
-        caps.blocks[v][s] =
-            std::min(caps.blocks[v][s],
-                     coResidentBlocks(g.occupancy.sms, g.occupancy.blocks_per_sm[v][s], g.ranks,
-                                      g.occupancy.pdl != 0));
+        caps.blocks[v][s] = std::min(
+            caps.blocks[v][s], coResidentBlocks(g.occupancy.sms, g.occupancy.blocks_per_sm[v][s],
+                                                g.ranks, g.occupancy.pdl != 0));
   }
   if (!caps.any()) caps = GridCaps{};
   return caps;

@@ -74,7 +74,7 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     p.reason =
         std::string("fused one-shot over ") + (host ? "host" : "peer") +
         format(" memory, the epilogue in the kernel (%zu bytes, one step of %zu)", bytes, cap);
-    if (capped) p.reason += coResidentNote(p.blocks, *f.grid_caps);
+    if (capped) p.reason += "; " + coResidentNote(p.blocks, *f.grid_caps);
     return p;
   }
   p.variant = call.fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;

@@ -80,7 +80,7 @@ bool residentCap(const CommFacts& f, tpcommVariant_t general, tpcommVariant_t le
 
 std::string coResidentNote(int blocks, const GridCaps& caps) {
   char buf[96];
-  snprintf(buf, sizeof(buf), "; capped at %d blocks: %d ranks share a GPU", blocks,
+  snprintf(buf, sizeof(buf), "capped at %d blocks: %d ranks share a GPU", blocks,
            caps.ranks_per_gpu);
   return buf;
 }
@@ -162,7 +162,8 @@ CallPlan planCall(const CommFacts& f, const CallArgs& call) {
   int cap[kThreadSteps];
   const bool capped = residentCap(f, p.variant, lean, cap);
   p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, capped ? cap : nullptr);
-  if (p.grid.co_resident_capped) p.decision.reason += coResidentNote(p.grid.blocks, *f.grid_caps);
+  if (p.grid.co_resident_capped)
+    p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
   p.pdl = f.knobs.pdl;
   p.aligned = call.aligned;
   p.geometry = oneShotGeometry(f, algo, sentinel, call.bytes, p.chunk_vecs, p.grid.blocks);

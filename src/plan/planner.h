@@ -82,8 +82,9 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
 // Whether `variant` runs a tpcomm kernel (not None, not NCCL).
 bool isKernelVariant(tpcommVariant_t variant);
 
-// What a reason gains when the co-residency cap (CommFacts::grid_caps) cut a grid: "; capped at N
-// blocks: K ranks share a GPU".
+// What a reason says when the co-residency cap (CommFacts::grid_caps) cut a grid: "capped at N
+// blocks: K ranks share a GPU". An all-reduce's reason starts with it (the policy's reasons can
+// fill tpcommCallInfo_t::reason on their own), a fused call's ends with it.
 std::string coResidentNote(int blocks, const GridCaps& caps);
 
 }  // namespace tpcomm

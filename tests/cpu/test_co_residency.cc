@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/call_common.h"
 #include "comm/comm.h"
 #include "comm/machine_view.h"
 #include "comm/rank_info.h"
@@ -24,7 +25,7 @@ namespace tpcomm {
 namespace {
 
 constexpr size_t KiB = 1024, MiB = 1024 * KiB;
-constexpr const char* kNote = "; capped at ";  // coResidentNote
+constexpr const char* kNote = "capped at ";  // coResidentNote
 
 // An H200-like GPU: 132 SMs, 2048 threads and 32 blocks per SM; the fused kernels hold a row in
 // registers (one block of 256+ threads per SM), the lean one-shot is lighter than the general one.
@@ -102,31 +103,31 @@ TEST(CoResidency, EveryPlannedGridFitsItsCap) {
         {Fabric::kHost, tpcommAlgoHostTwoShot},
         {Fabric::kHost, tpcommAlgoHostBulk}};
     for (const auto& [fabric, algo] : runs) {
-        CommFacts f = factsFor(world, fabric, algo);
-        f.nccl_available = false;
-        for (size_t bytes = 16; bytes <= 64 * MiB; bytes = bytes * 2 + 16) {
-          const CallPlan free = planCall(f, CallArgs{bytes, true});
-          CommFacts shared = f;
-          shared.grid_caps = &caps;
-          const CallPlan p = planCall(shared, CallArgs{bytes, true});
-          const std::string what = "world " + std::to_string(world) + " " + fabricName(fabric) +
-                                   " algo " + std::to_string(algo) + " " + std::to_string(bytes) +
-                                   " B: " + p.decision.reason;
-          ASSERT_EQ(p.decision.error, tpcommSuccess) << what;
-          if (!isKernelVariant(p.variant)) continue;
-          EXPECT_LE(p.grid.blocks, caps.capFor(p.variant, p.grid.threads)) << what;
-          const bool noted = p.decision.reason.find(kNote) != std::string::npos;
-          EXPECT_EQ(noted, p.grid.co_resident_capped) << what;
-          if (!p.grid.co_resident_capped) {
-            EXPECT_EQ(p.grid.blocks, free.grid.blocks) << what;
-            EXPECT_EQ(p.grid.threads, free.grid.threads) << what;
-            EXPECT_EQ(p.variant, free.variant) << what;
-            EXPECT_EQ(p.decision.reason, free.decision.reason) << what;
-          } else {
-            EXPECT_LT(p.grid.blocks, free.grid.blocks) << what;
-          }
+      CommFacts f = factsFor(world, fabric, algo);
+      f.nccl_available = false;
+      for (size_t bytes = 16; bytes <= 64 * MiB; bytes = bytes * 2 + 16) {
+        const CallPlan free = planCall(f, CallArgs{bytes, true});
+        CommFacts shared = f;
+        shared.grid_caps = &caps;
+        const CallPlan p = planCall(shared, CallArgs{bytes, true});
+        const std::string what = "world " + std::to_string(world) + " " + fabricName(fabric) +
+                                 " algo " + std::to_string(algo) + " " + std::to_string(bytes) +
+                                 " B: " + p.decision.reason;
+        ASSERT_EQ(p.decision.error, tpcommSuccess) << what;
+        if (!isKernelVariant(p.variant)) continue;
+        EXPECT_LE(p.grid.blocks, caps.capFor(p.variant, p.grid.threads)) << what;
+        const bool noted = p.decision.reason.find(kNote) != std::string::npos;
+        EXPECT_EQ(noted, p.grid.co_resident_capped) << what;
+        if (!p.grid.co_resident_capped) {
+          EXPECT_EQ(p.grid.blocks, free.grid.blocks) << what;
+          EXPECT_EQ(p.grid.threads, free.grid.threads) << what;
+          EXPECT_EQ(p.variant, free.variant) << what;
+          EXPECT_EQ(p.decision.reason, free.decision.reason) << what;
+        } else {
+          EXPECT_LT(p.grid.blocks, free.grid.blocks) << what;
         }
       }
+    }
   }
 }
 
@@ -139,8 +140,7 @@ TEST(CoResidency, KnobsCannotExceedTheCap) {
   CallPlan p = planCall(f, CallArgs{4 * MiB, true});
   EXPECT_EQ(p.grid.blocks, 66);
   EXPECT_EQ(p.grid.threads, 512);
-  EXPECT_NE(p.decision.reason.find("; capped at 66 blocks: 4 ranks share a GPU"),
-            std::string::npos)
+  EXPECT_EQ(p.decision.reason.rfind("capped at 66 blocks: 4 ranks share a GPU; ", 0), 0u)
       << p.decision.reason;
   // maxBlocks 1024 asks for 512 blocks of 128 threads: re-shaped down to 66 of 512.
   f.knobs.max_blocks = 1024;
@@ -234,8 +234,7 @@ TEST(CoResidency, RanksAgreeOnTheCapsFromTheirHandles) {
   const char* a = "0000:18:00.0";
   const char* b = "0000:2a:00.0";
   // World 3 on 2 GPUs, round robin: ranks 0 and 2 share GPU a.
-  std::vector<RankInfo> all = {rankOn(a, h200Like()), rankOn(b, h200Like()),
-                               rankOn(a, h200Like())};
+  std::vector<RankInfo> all = {rankOn(a, h200Like()), rankOn(b, h200Like()), rankOn(a, h200Like())};
   const GridCaps c = agreeGridCaps(all.data(), 3);
   EXPECT_TRUE(sameCaps(c, oneGpu(2))) << c.ranks_per_gpu;
   // Every GPU its own: nothing capped.
@@ -270,14 +269,36 @@ TEST(CoResidency, ExplainSaysTheGridWasCapped) {
   EXPECT_NE(std::string(info.reason).find("blocks: 4 ranks share a GPU"), std::string::npos)
       << info.reason;
   tpcommRmsNormParams_t prm = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
-  EXPECT_EQ(tpcommCommExplainAddRmsNorm(&c, 256, 4096, tpcommBfloat16, &prm, &info),
-            tpcommSuccess)
+  EXPECT_EQ(tpcommCommExplainAddRmsNorm(&c, 256, 4096, tpcommBfloat16, &prm, &info), tpcommSuccess)
       << tpcommGetLastError();
   EXPECT_EQ(info.blocks, 16);
   EXPECT_NE(std::string(info.reason).find("capped at 16 blocks: 4 ranks share a GPU"),
             std::string::npos)
       << info.reason;
+  // Over host memory at world 8, 64 MiB: the policy's reason (NCCL measured faster, but none)
+  // fills the struct's reason on its own; the cap is said first.
+  static char host_memory;  // the planner only asks whether the host transport exists
+  c.world = d.world = 8;
+  c.fabric = Fabric::kHost;
+  c.host_seg.dev = &host_memory;
+  d.host_slot_bytes = 4 * MiB;
+  d.out_slot_bytes = bulkSlotBytes(d.host_slot_bytes);
+  d.hs_slot_bytes = kHostSentinelSlotBytes;
+  c.slots = slotCapacity(d);
+  c.grid_caps = oneGpu(8);
+  EXPECT_EQ(tpcommCommExplain(&c, 32 * MiB, tpcommBfloat16, &info), tpcommSuccess)
+      << tpcommGetLastError();
+  EXPECT_LT(info.blocks, kDefaultMaxBlocks);
+  EXPECT_EQ(std::string(info.reason).rfind("capped at ", 0), 0u) << info.reason;
+  EXPECT_NE(std::string(info.reason).find(" blocks: 8 ranks share a GPU; "), std::string::npos)
+      << info.reason;
+  EXPECT_EQ(planCall(factsOf(&c), CallArgs{64 * MiB, true}).decision.reason.substr(0, 150),
+            std::string(info.reason).substr(0, 150));
   // The same communicator with a GPU per rank: today's grid.
+  c.host_seg.dev = nullptr;
+  c.fabric = Fabric::kNvlink;
+  c.world = d.world = 4;
+  c.slots = slotCapacity(d);
   c.grid_caps = GridCaps{};
   EXPECT_EQ(tpcommCommExplain(&c, 2 * MiB, tpcommBfloat16, &info), tpcommSuccess);
   EXPECT_EQ(info.blocks, kDefaultMaxBlocks);

@@ -29,7 +29,7 @@ nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.sm,clocks.mem
   >>"$OUT/topo.txt" 2>&1
 
 if [[ $WHAT == all || $WHAT == tests || $WHAT == quick ]]; then
-  step gtest 400 "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_output="json:$OUT/gtest.json"
+  step gtest 600 "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_output="json:$OUT/gtest.json"
 fi
 if [[ $WHAT == all || $WHAT == tests ]]; then
   step gtest_pdl_off 90 env TPCOMM_PDL=0 "$BUILD/tests/gpu/tpcomm_gpu_tests" \
