@@ -66,7 +66,7 @@ volatile uint32_t* inboxWord(tpcommComm_t dst, size_t slot, int src, size_t v, i
 // Waits until every word of that entry holds pushed data (never 0: pushes are canonicalised, and
 // stored inverted).
 bool landed(tpcommComm_t dst, size_t slot, int src, size_t v) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < end) {
     bool all = true;
     for (int w = 0; w < 4; ++w) all = all && *inboxWord(dst, slot, src, v, w) != 0u;
