@@ -57,10 +57,14 @@ std::vector<KnobVariant> knobVariants(const std::vector<std::string>& backends) 
             "oneshot_step_bytes=" + std::to_string(mb << 20) + ",push_batch=" + std::to_string(pb));
   }
   // host_oneshot with LL packets for every call (the sentinel protocol off), by bytes per block.
-  if (listed(backends, "host_oneshot"))
+  // And with a system-scope fence after every reader's clears (host_fence: docs/PROTOCOL.md, "The
+  // host sentinel's clears"), the cost of ordering them by the PTX model.
+  if (listed(backends, "host_oneshot")) {
     for (int bb : {1024, 4096})
       add("host_oneshot/ll/" + kib(bb), tpcommAlgoHostOneShot,
           "host_sentinel=0,host_block_bytes=" + std::to_string(bb));
+    add("host_oneshot/fence", tpcommAlgoHostOneShot, "host_fence=1");
+  }
   // The defaults without programmatic dependent launch, and with the general one-shot kernel
   // where the lean one would run.
   add("auto/nopdl", tpcommAlgoAuto, "pdl=0");

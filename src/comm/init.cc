@@ -110,6 +110,7 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   c->knobs.max_blocks = c->settings.max_blocks;
   c->knobs.pdl = c->knobs.pdl && c->settings.pdl && c->cc_major >= 9;
   d.push_batch = 1;  // set per launch from the grid plan
+  d.host_fence = c->knobs.host_fence ? 1 : 0;
   TPCOMM_INFO(INIT,
               "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot step %zu bytes, "
               "two-shot chunk %zu bytes",

@@ -95,6 +95,7 @@ __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int se
     for (int r = 0; r < kW; ++r)
       if (r < nsrc && r != self && o + u * stride < o_end)
         Proto::clear(slot + (r * src_stride + o + u * stride) * K);
+  afterReads<Proto>(c);
   return true;
 }
 
@@ -157,6 +158,7 @@ __device__ __forceinline__ bool receiveRange(const DeviceComm& c, uint4* src, si
       Proto::clear(src + (o + u * stride) * K);
     }
   }
+  afterReads<Proto>(c);
   return true;
 }
 

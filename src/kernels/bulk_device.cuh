@@ -15,7 +15,8 @@ namespace tpcomm {
 
 struct BulkProto {
   static constexpr int kEntry = 1;
-  static constexpr unsigned kBackoffNs = 0;  // entries are never polled (arrived is always true)
+  static constexpr unsigned kBackoffNs = 0;    // entries are never polled (arrived is always true)
+  static constexpr bool kFencedReads = false;  // its flags are a release and an acquire already
   struct Raw {
     uint4 a;
   };

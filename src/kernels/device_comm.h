@@ -96,6 +96,7 @@ struct DeviceComm {
   int partner;
   signed char island_members[2][kMaxRanks / 2];
   int push_eighths;  // split one-shot: eighths of a block's threads that push (set per launch)
+  int host_fence;    // LaunchKnobs::host_fence: host-memory readers fence after their clears
 };
 
 }  // namespace tpcomm

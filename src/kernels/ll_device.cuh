@@ -17,6 +17,9 @@ struct LLProto {
   // crowd out the very writes they wait for, so a missed poll sleeps (doubling up to 1 us; the
   // variants tried: docs/BENCHMARKS.md).
   static constexpr unsigned kBackoffNs = 64;
+  // An LL call between two host sentinel calls carries their clear-before-push chain
+  // (docs/PROTOCOL.md, "The host sentinel's clears").
+  static constexpr bool kFencedReads = true;
   struct Raw {
     uint4 a, b;
   };

@@ -8,6 +8,7 @@
 // A protocol provides:
 //   kEntry        16-byte entries per 16-byte data vector in a slot
 //   kBackoffNs    pause after a missed poll (0: spin, the entries are local)
+//   kFencedReads  its readers fence after their clears when the host_fence knob is set
 //   Raw           what one poll of an entry returns
 //   load(e), arrived<T>(raw, flag), data(raw)   poll an entry, test it, take its data
 //   put(e, v, flag), clear(e)                   write an entry, reset it after reading
@@ -34,6 +35,18 @@ __device__ __forceinline__ void pollPause(unsigned& ns) {
 // memory.
 __device__ __forceinline__ uint32_t stepFlag(unsigned long long step) {
   return static_cast<uint32_t>(step % 0xFFFFFFFFull) + 1u;
+}
+
+// Called by a thread after it has read (and cleared) a range of entries. With the host_fence
+// knob, readers of host memory issue fence.sc.sys here: one fence after this thread's clears and
+// one after its reads of the peers' pushes, which the PTX model needs to order a clear before the
+// peer's push four steps later (docs/PROTOCOL.md, "The host sentinel's clears"). A warp-wide
+// instruction at the end of the thread's reads, after its last wait.
+template <typename Proto>
+__device__ __forceinline__ void afterReads(const DeviceComm& c) {
+  if constexpr (Proto::kFencedReads) {
+    if (c.host_fence) __threadfence_system();  // fence.sc.sys
+  }
 }
 
 // Vectors per source region of a slot (one-shot) and per area entry (two-shot).

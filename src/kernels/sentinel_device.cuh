@@ -12,6 +12,7 @@ namespace tpcomm {
 struct SentinelProto {
   static constexpr int kEntry = 1;           // 16-byte entries per data vector
   static constexpr unsigned kBackoffNs = 0;  // polls local memory: spin
+  static constexpr bool kFencedReads = false;
   struct Raw {
     uint4 a;
   };
@@ -34,10 +35,13 @@ struct SentinelProto {
 // empty state (the sentinel, inverted) is all zeros: what a new segment holds (ftruncate), so no
 // page of it is touched before the transport is used. The reads poll across PCIe, so a missed
 // poll pauses as LL's do. Single-step calls only (the host decides): a reader's clears of one
-// call then precede its pushes of every later call by a kernel boundary, which is what keeps a
-// peer's data of four steps later from landing before the clear (docs/PROTOCOL.md).
+// call then precede its pushes of every later call by a kernel boundary. Over PCIe that keeps a
+// peer's data of four steps later from landing before the clear only through the ordering of one
+// GPU's posted writes, unless the host_fence knob adds the fences the PTX model needs; a clear
+// that lands late is a timeout, never wrong data (docs/PROTOCOL.md, "The host sentinel's clears").
 struct HostSentinelProto : SentinelProto {
   static constexpr unsigned kBackoffNs = 64;
+  static constexpr bool kFencedReads = true;
   __device__ static uint4 invert(const uint4& v) { return make_uint4(~v.x, ~v.y, ~v.z, ~v.w); }
   __device__ static Raw load(const uint4* e) { return Raw{invert(loadVolatile(e))}; }
   __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVolatile16(e, invert(v)); }

@@ -23,6 +23,11 @@ struct LaunchKnobs {
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
   bool lean = true;      // single-step one-shot calls that fit it take the lean kernel
   bool host_sentinel = true;  // host_oneshot calls of one sentinel step take that protocol, not LL
+  // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
+  // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
+  // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). Off until
+  // measured: the fence sits on the path between back-to-back calls.
+  bool host_fence = false;
 };
 
 // Why a set of knobs cannot be used ("" if it can), naming the first field out of range.

@@ -45,11 +45,22 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
         "$BUILD/tests/gpu/tpcomm_gpu_tests" \
         --gtest_filter='Correctness.SentinelPayloadAndNegativeZero:Stats.*:Failure.BadArguments*'
     done
-    # The LL protocol's half-split entries over host memory, blocks straddling ranks' regions,
-    # and the host one-shot switching between the sentinel protocol and LL by size.
+    # The LL protocol's half-split entries over host memory, blocks straddling ranks' regions.
     step sanitizer_ll_memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
       --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
-      --gtest_filter='Correctness.HostLLBlocksAcrossRegions:Correctness.HostSentinelAndLLAlternate'
+      --gtest_filter='Correctness.HostLLBlocksAcrossRegions'
+    # The host sentinel protocol (docs/PROTOCOL.md, "The host sentinel's clears"): the host
+    # one-shot switching between it and LL by size (lean and general kernels), and a late clear
+    # turned into a timeout (the timeout and abort path); then the same calls with the fence
+    # after the clears (host_fence=1).
+    for tool in memcheck racecheck synccheck; do
+      step "sanitizer_host_sentinel_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+        --gtest_filter='Correctness.HostSentinelAndLLAlternate:HostSentinel.LateClearIsATimeoutNotData'
+    done
+    step sanitizer_host_fence_memcheck 120 env TPCOMM_KNOBS=host_fence=1 compute-sanitizer \
+      --tool memcheck --error-exitcode 9 --report-api-errors no \
+      "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_filter='Correctness.HostSentinelAndLLAlternate'
 
     # The chunked kernels (two-shot, island; src/kernels/chunk_layout.h): every size of the
     # matrix through a 3-block two-shot, and the island kernel at world 4 (ranks sharing GPUs).
