@@ -2,7 +2,8 @@
 ranks, the markdown table, issue 5's targets and the plot."""
 
 LABELS = {"nccl": "NCCL (torch.distributed)", "symm": "torch symm-mem one-shot",
-          "tpcomm": "tpcomm", "none": "no all-reduce (compute only)"}
+          "tpcomm": "tpcomm", "none": "no all-reduce (compute only)",
+          "tpcomm_fused": "tpcomm fused AR + add + RMSNorm"}
 
 
 # ---------------------------------------------------------------- break-even (pure math)
@@ -97,6 +98,22 @@ def targets(rows):
                     "faster": r["forward_us"] < n["forward_us"],
                     "ok": n["allreduce_us"] > 0 and r["allreduce_us"] <= 0.25 * n["allreduce_us"]
                     and r["forward_us"] < n["forward_us"]})
+    return out
+
+
+def fused_targets(rows, args):
+    """Issue 22: the forward with tpcomm's fused all-reduce + add + RMSNorm is faster than with
+    the unfused tpcomm sequence (all-reduce, add, RMSNorm), at every k. A forward makes
+    2 x layers - 1 fused calls (the last all-reduce has no norm after it)."""
+    by = {(r["backend"], r["k"]): r for r in rows}
+    out = []
+    for (b, k), r in sorted(by.items(), key=lambda kv: kv[0][1]):
+        u = by.get(("tpcomm", k))
+        if b != "tpcomm_fused" or not u or "forward_us" not in r or "forward_us" not in u:
+            continue
+        saved = u["forward_us"] - r["forward_us"]
+        out.append({"k": k, "fused_us": r["forward_us"], "unfused_us": u["forward_us"],
+                    "saved_us_per_call": saved / (2 * args.layers - 1), "faster": saved > 0})
     return out
 
 
