@@ -16,6 +16,8 @@ FP8_TOL = dict(rtol=0.13, atol=2 ** -9)  # one e4m3 step (3 mantissa bits), subn
 
 
 def fused_worker(rank, world, gloo):
+    import time
+
     import tpcomm
     import tpcomm.torch as tt
     from tpcomm import testing
@@ -27,6 +29,13 @@ def fused_worker(rank, world, gloo):
     ids = [tt.register_communicator(c) for c in comms]
     streams = [torch.cuda.Stream(0), torch.cuda.Stream(0)]
     report = []
+    t0 = time.monotonic()
+
+    def phase(name):
+        nonlocal t0
+        torch.cuda.synchronize()
+        report.append(f"{name}: {time.monotonic() - t0:.1f} s")
+        t0 = time.monotonic()
 
     def both(call):
         """call(r) -> result for both ranks, each on its own stream, after the inputs made on
@@ -99,6 +108,8 @@ def fused_worker(rank, world, gloo):
                 with pytest.raises(tpcomm.TpcommUnsupportedError, match="separate residualOut"):
                     quant_in_place(r)
 
+    phase("eager")
+
     # CUDA graphs: each rank's calls captured on its stream, replayed with new data.
     t, h, dtype = 4, 7168, torch.bfloat16
     xs, res, w, _ = inputs(t, h, dtype)
@@ -131,6 +142,7 @@ def fused_worker(rank, world, gloo):
         first_out, first_res = firsts[0]
         check(outs, first_out.float() * 2, first_res, w, f"graph replay {seed}, second call")
     del graphs
+    phase("CUDA graphs")
 
     # torch.compile (inductor), one graph for both communicators (comm_id is a SymInt).
     def layer(x, residual, weight, comm_id):
@@ -143,6 +155,7 @@ def fused_worker(rank, world, gloo):
     # compiled (comm_id is symbolic): no compilation while a kernel waits.
     outs = both(lambda r: compiled(xs[r], res, w, ids[r]))
     check(outs, sums * 2, res, w, "torch.compile")
+    phase("torch.compile (inductor, compilation included)")
 
     for c in comms:
         assert c.async_error() is None
