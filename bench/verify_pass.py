@@ -13,6 +13,10 @@ one CUDA graph per verify width k = 1, 4, 8, 16, 64 tokens, with four all-reduce
   tpcomm  tpcomm.Communicator.all_reduce, in place
   none    no all-reduce at all: the compute-only time, so that
           all-reduce time per forward = forward(backend) - forward(none).
+--fused adds
+  tpcomm_fused  where the layer runs all-reduce -> residual add -> RMSNorm, one fused call
+          (torch.ops.tpcomm.fused_allreduce_rmsnorm), timed next to tpcomm's unfused sequence:
+          the report says whether the fused forward is faster at every k (issue 22).
 For each k every backend's forward is captured first, then all are timed interleaved
 (repetition r runs each graph once, in an order rotated by r; median over --reps): the
 all-reduce time is a difference of two forwards a few percent apart, and timing the backends one
@@ -41,9 +45,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # siblings, however loaded
 from bench_common import import_tpcomm, torch_with_gpus  # noqa: E402
-from verify_pass_model import BACKENDS, bytes_per_rank, shapes  # noqa: E402,F401
-from verify_pass_report import (break_even, expected_tokens, plot, summarize,  # noqa: E402,F401
-                                table, targets)
+from verify_pass_model import (BACKENDS, DEFAULT_BACKENDS, bytes_per_rank,  # noqa: E402,F401
+                               shapes)
+from verify_pass_report import (break_even, expected_tokens, fused_targets,  # noqa: E402,F401
+                                plot, summarize, table, targets)
 from verify_pass_worker import worker  # noqa: E402
 
 
@@ -58,7 +63,11 @@ def parse_args(argv=None):
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--context", type=int, default=2048, help="KV-cache tokens attended (0: none)")
     p.add_argument("--k", default="1,4,8,16,64", help="verify widths (tokens per forward)")
-    p.add_argument("--backends", default=",".join(BACKENDS), help="subset of " + ",".join(BACKENDS))
+    p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
+                   help="subset of " + ",".join(BACKENDS))
+    p.add_argument("--fused", action="store_true",
+                   help="also time tpcomm_fused (the fused all-reduce + add + RMSNorm) against "
+                        "tpcomm's unfused sequence")
     p.add_argument("--shared-weights", action="store_true",
                    help="all layers share one layer's weights (fits small GPUs; same shapes)")
     p.add_argument("--reps", type=int, default=10, help="timed repetitions; the median is reported")
@@ -77,6 +86,8 @@ def parse_args(argv=None):
     for b in args.backends:
         if b not in BACKENDS:
             p.error(f"unknown backend {b!r}; choose from {', '.join(BACKENDS)}")
+    if args.fused:  # the fused sequence and the unfused one it is measured against
+        args.backends += [b for b in ("tpcomm", "tpcomm_fused") if b not in args.backends]
     if args.hidden % (args.nprocs * args.head_dim):
         p.error(f"--hidden {args.hidden} must split into {args.nprocs} ranks of whole "
                 f"{args.head_dim}-wide heads")
@@ -107,8 +118,9 @@ def main(argv=None):
     rows = summarize(per_rank, args)
     text = table(rows, args)
     verdicts = targets(rows)
+    fused = fused_targets(rows, args)
     report = {"args": vars(args), "rows": rows, "ranks": [r["info"] for r in per_rank],
-              "targets": verdicts, "bytes_per_rank": need,
+              "targets": verdicts, "fused_targets": fused, "bytes_per_rank": need,
               "model": {"breakeven": "chain speculation, i.i.d. acceptance a: "
                                      "E(a) = (1 - a^k)/(1 - a) = [T(k) + (k-1) c T(1)] / T(1)",
                         "draft_cost_c": args.draft_cost}}
@@ -127,6 +139,10 @@ def main(argv=None):
         ratio = "n/a" if v["ar_ratio"] is None else f"{v['ar_ratio']:.2f}"
         print(f"target k={v['k']:3d}: tpcomm all-reduce / NCCL = {ratio} (bar 0.25), forward "
               f"{'faster' if v['faster'] else 'NOT faster'} -> {'ok' if v['ok'] else 'MISSED'}")
+    for v in fused:
+        print(f"fused k={v['k']:3d}: forward {v['fused_us']:.0f} us fused vs {v['unfused_us']:.0f} "
+              f"unfused ({v['saved_us_per_call']:+.2f} us per call) -> "
+              f"{'ok' if v['faster'] else 'NOT faster'}")
     print(f"wrote {args.out}/verify_pass.json, verify_pass.md, verify_pass.png")
     return 0
 

@@ -7,7 +7,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_common, however loaded
 from bench_common import symm_mem_world  # noqa: E402
 
-BACKENDS = ("nccl", "symm", "tpcomm", "none")
+BACKENDS = ("nccl", "symm", "tpcomm", "none", "tpcomm_fused")
+DEFAULT_BACKENDS = BACKENDS[:4]  # tpcomm_fused with --fused
+EPS = 1e-6  # RMSNorm's epsilon, the same in the fused and the unfused sequence
 
 
 def shapes(args):
@@ -63,18 +65,29 @@ class Stack:
         return o.squeeze(0).transpose(0, 1).reshape(n, -1) + v
 
     def forward(self, x, reduce):
+        """reduce(site, produce) all-reduces a partial; a reduce with an `add_norm` attribute
+        (the fused backend) also does x + all-reduce -> RMSNorm in one call where the layer
+        has that sequence: add_norm(site, produce, x, gamma) -> (normed, new x)."""
         import torch
         import torch.nn.functional as F
 
         h_dim = self.args.hidden
+        add_norm = getattr(reduce, "add_norm", None)
+
+        def epilogue(site, produce, x, last=False):
+            if add_norm is not None and not last:
+                return add_norm(site, produce, x, self.norm)
+            x = x + reduce(site, produce)
+            return (None if last else F.rms_norm(x, (h_dim,), self.norm, EPS)), x
+
+        h = F.rms_norm(x, (h_dim,), self.norm, EPS)
         for l, w in enumerate(self.layers):
-            h = F.rms_norm(x, (h_dim,), self.norm)
             a = self.attention(h @ w["w_qkv"], l)
-            x = x + reduce(2 * l, lambda out, a=a, w=w: torch.matmul(a, w["w_o"], out=out))
-            h = F.rms_norm(x, (h_dim,), self.norm)
+            h, x = epilogue(2 * l, lambda out, a=a, w=w: torch.matmul(a, w["w_o"], out=out), x)
             g, u = (h @ w["w_gu"]).chunk(2, dim=-1)
             m = F.silu(g) * u
-            x = x + reduce(2 * l + 1, lambda out, m=m, w=w: torch.matmul(m, w["w_d"], out=out))
+            h, x = epilogue(2 * l + 1, lambda out, m=m, w=w: torch.matmul(m, w["w_d"], out=out),
+                            x, last=l == len(self.layers) - 1)
         return x
 
 
@@ -105,6 +118,20 @@ def make_reduce(name, rank, gloo, args, comm):
         return in_place(dist.all_reduce)
     if name == "tpcomm":
         return in_place(comm.all_reduce)
+    if name == "tpcomm_fused":
+        import tpcomm.torch
+
+        comm_id = tpcomm.torch.register_communicator(comm)
+
+        def fused(k):
+            reduce = in_place(comm.all_reduce)(k)  # the last layer's MLP output: no norm follows
+
+            def add_norm(site, produce, x, gamma):
+                return torch.ops.tpcomm.fused_allreduce_rmsnorm(fresh(site, produce, k), x, gamma,
+                                                                EPS, 0, None, comm_id)
+            reduce.add_norm = add_norm
+            return reduce
+        return fused
     if name == "symm":
         symm_mem, group_name = symm_mem_world()
         kmax = max(args.k)

@@ -2,7 +2,8 @@
 ranks, the markdown table, issue 5's targets and the plot."""
 
 LABELS = {"nccl": "NCCL (torch.distributed)", "symm": "torch symm-mem one-shot",
-          "tpcomm": "tpcomm", "none": "no all-reduce (compute only)"}
+          "tpcomm": "tpcomm", "none": "no all-reduce (compute only)",
+          "tpcomm_fused": "tpcomm fused AR + add + RMSNorm"}
 
 
 # ---------------------------------------------------------------- break-even (pure math)
@@ -83,20 +84,37 @@ def table(rows, args):
     return "\n".join(lines)
 
 
+def _pairs(rows, backend, base, key):
+    """(k, backend's row, base's row) for every k where both rows have `key`, by k."""
+    by = {(r["backend"], r["k"]): r for r in rows}
+    for (b, k), r in sorted(by.items(), key=lambda kv: kv[0][1]):
+        other = by.get((base, k))
+        if b == backend and other and key in r and key in other:
+            yield k, r, other
+
+
 def targets(rows):
     """Issue 5: tpcomm's all-reduce time per forward <= 0.25x NCCL's, and a faster forward, at
     every k."""
-    by = {(r["backend"], r["k"]): r for r in rows}
     out = []
-    for (b, k), r in sorted(by.items(), key=lambda kv: kv[0][1]):
-        n = by.get(("nccl", k))
-        if b != "tpcomm" or not n or "allreduce_us" not in r or "allreduce_us" not in n:
-            continue
+    for k, r, n in _pairs(rows, "tpcomm", "nccl", "allreduce_us"):
         out.append({"k": k, "ar_ratio": r["allreduce_us"] / n["allreduce_us"]
                     if n["allreduce_us"] > 0 else None,
                     "faster": r["forward_us"] < n["forward_us"],
                     "ok": n["allreduce_us"] > 0 and r["allreduce_us"] <= 0.25 * n["allreduce_us"]
                     and r["forward_us"] < n["forward_us"]})
+    return out
+
+
+def fused_targets(rows, args):
+    """Issue 22: the forward with tpcomm's fused all-reduce + add + RMSNorm is faster than with
+    the unfused tpcomm sequence (all-reduce, add, RMSNorm), at every k. A forward makes
+    2 x layers - 1 fused calls (the last all-reduce has no norm after it)."""
+    out = []
+    for k, r, u in _pairs(rows, "tpcomm_fused", "tpcomm", "forward_us"):
+        saved = u["forward_us"] - r["forward_us"]
+        out.append({"k": k, "fused_us": r["forward_us"], "unfused_us": u["forward_us"],
+                    "saved_us_per_call": saved / (2 * args.layers - 1), "faster": saved > 0})
     return out
 
 

@@ -12,7 +12,8 @@ from verify_pass_model import Stack, bytes_per_rank, make_reduce  # noqa: E402
 
 
 # Substrings of each backend's all-reduce kernel names (CUPTI's demangled names).
-AR_KERNELS = {"tpcomm": ("tpcomm::",), "nccl": ("ncclDevKernel", "ncclKernel"),
+AR_KERNELS = {"tpcomm": ("tpcomm::",), "tpcomm_fused": ("tpcomm::",),
+              "nccl": ("ncclDevKernel", "ncclKernel"),
               "symm": ("one_shot_all_reduce",)}
 
 
@@ -144,7 +145,8 @@ def worker(rank, world, gloo, args):
         f"{args.intermediate}, context {args.context}, {bytes_per_rank(args) / 2**30:.1f} GiB "
         "per rank")
     stack = Stack(args, rank, device)
-    comm = tpcomm.Communicator.from_process_group(gloo, rank) if "tpcomm" in args.backends else None
+    uses_tpcomm = {"tpcomm", "tpcomm_fused"} & set(args.backends)
+    comm = tpcomm.Communicator.from_process_group(gloo, rank) if uses_tpcomm else None
     reducers = {b: make_reduce(b, rank, gloo, args, comm) for b in args.backends}
     sync = lambda: dist.barrier(group=gloo)  # noqa: E731
     torch.manual_seed(args.seed)  # the same activations on every rank (TP replicates them)

@@ -169,3 +169,52 @@ def test_time_graphs_interleaves_and_rotates(monkeypatch):
     log.clear()
     assert testing.time_graph(graphs["b"], iters=10, reps=3, replays=2) == pytest.approx(200.0)
     assert log == ["b"] * 7
+
+
+def test_verify_pass_fused_option_adds_both_sequences_and_judges_every_k():
+    m = load("verify_pass")
+    assert "tpcomm_fused" not in m.parse_args(["--out", "x"]).backends
+    a = m.parse_args(["--out", "x", "--fused", "--backends", "nccl,none", "--layers", "3"])
+    assert a.backends == ["nccl", "none", "tpcomm", "tpcomm_fused"]
+    rows = [{"backend": b, "k": k, "forward_us": t} for k in (1, 4)
+            for b, t in (("tpcomm", 1000.0), ("tpcomm_fused", 990.0 if k == 1 else 1010.0))]
+    f1, f4 = m.fused_targets(rows, a)
+    assert f1["faster"] and f1["saved_us_per_call"] == pytest.approx(10.0 / 5)  # 2 x 3 - 1 calls
+    assert not f4["faster"] and f4["unfused_us"] == 1000.0
+
+
+def test_verify_pass_fused_seam_replaces_each_add_and_norm_but_the_last():
+    """Stack.forward on the CPU: a reduce with add_norm gets every all-reduce that a residual add
+    and an RMSNorm follow (2 x layers - 1), the last one goes through reduce, and the result is
+    the unfused sequence's when add_norm computes the same."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    model = load("verify_pass_model")
+    a = load("verify_pass").parse_args(["--out", "x", "--layers", "3", "--hidden", "256",
+                                        "--intermediate", "512", "--context", "0"])
+    stack = model.Stack(a, 0, torch.device("cpu"))
+    calls = []
+
+    def reduce(site, produce):  # one rank: the all-reduce of a partial is the partial
+        out = torch.empty(2, a.hidden, dtype=torch.bfloat16)
+        produce(out)
+        calls.append(("reduce", site))
+        return out
+
+    def fused_reduce(site, produce):
+        return reduce(site, produce)
+
+    def add_norm(site, produce, x, gamma):
+        calls.append(("add_norm", site))
+        x = x + fused_reduce(site, produce)
+        return F.rms_norm(x, (a.hidden,), gamma, model.EPS), x
+
+    fused_reduce.add_norm = add_norm
+    x = torch.randn(2, a.hidden).to(torch.bfloat16)
+    plain = stack.forward(x, reduce)
+    calls.clear()
+    fused = stack.forward(x, fused_reduce)
+    assert torch.equal(plain, fused)
+    assert [c for c in calls if c[0] == "add_norm"] == [("add_norm", s) for s in range(5)]
+    assert calls[-1] == ("reduce", 5)

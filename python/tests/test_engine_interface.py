@@ -69,12 +69,15 @@ USES = [
     Use("sglang/srt/distributed/parallel_state.py:752", "should_custom_ar", (X,), declined=False),
     Use("sglang/srt/distributed/parallel_state.py:1047", "custom_all_reduce", (X,)),
     Use("sglang/srt/distributed/parallel_state.py:849", "_IS_CAPTURING", ATTR, declined=False),
+    Use("sglang/srt/distributed/parallel_state.py:826", "fused_allreduce_rmsnorm",
+        (X, X, X, 1e-6)),
     Use("sglang/multimodal_gen/runtime/distributed/group_coordinator.py:887", "close", ()),
 ]
 
 # SGLang calls these only when hasattr() finds them (parallel_state.py:824-936, 1154-1354), so
-# absent means "not handled". Having one would route calls into it: add it only with a kernel.
-PROBED_WHEN_PRESENT = ["fused_allreduce_rmsnorm", "custom_fused_ar_rms", "fused_ar_rms",
+# absent means "not handled". Having one would route calls into it: add it only with a kernel
+# (fused_allreduce_rmsnorm has one: it is in USES, and test_fused_engine_method.py checks it).
+PROBED_WHEN_PRESENT = ["custom_fused_ar_rms", "fused_ar_rms",
                        "custom_fused_ar_rms_per_group_quant", "reduce_scatter", "should_custom_ag",
                        "all_gather_reg", "all_gather_unreg"]
 
@@ -89,7 +92,17 @@ def _torch_stand_in():
             self.type, _, idx = str(kind).partition(":")
             self.index = int(idx) if idx else index
 
+    class CustomOp:  # torch.library.custom_op's result, as far as _torch_ops uses it
+        def __init__(self, fn):
+            self.fn = fn
+
+        def register_fake(self, fn):
+            return fn
+
     torch.device = device
+    torch.Tensor = object
+    torch.float8_e4m3fn = "float8_e4m3fn"
+    torch.library = types.SimpleNamespace(custom_op=lambda name, mutates_args: CustomOp)
     torch.distributed = types.ModuleType("torch.distributed")
     return torch
 
@@ -112,9 +125,10 @@ def ca_class(monkeypatch):
     if stand_in is not None:  # forget the module built over the stand-in
         import tpcomm
 
-        sys.modules.pop("tpcomm.torch", None)
-        if getattr(tpcomm, "torch", None) is module:
-            delattr(tpcomm, "torch")
+        for name in ("tpcomm.torch", "tpcomm._torch_ops"):
+            sys.modules.pop(name, None)
+            if getattr(tpcomm, name.split(".")[1], None) is not None:
+                delattr(tpcomm, name.split(".")[1])
 
 
 def _disabled(cls):

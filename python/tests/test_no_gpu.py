@@ -123,3 +123,23 @@ def test_console_entry_point_execs_the_cli(library_or_skip):
     code = "import sys; from tpcomm.cli import main; sys.argv = ['tpcomm', 'version']; main()"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("tpcomm "), r.stdout + r.stderr
+
+
+def test_fused_calls_reach_the_library_and_carry_its_words(library_or_skip):
+    """Communicator.all_reduce_add_rmsnorm_raw / explain_add_rmsnorm call the C functions with
+    their prototypes (a handle that is no communicator: the library says so by name, before it
+    touches any pointer); a closed one is refused in Python."""
+    import ctypes
+
+    comm = tpcomm.Communicator.__new__(tpcomm.Communicator)
+    comm._handle, comm.rank, comm.device = ctypes.c_void_p(0x1000), 0, 0
+    with pytest.raises(tpcomm.TpcommInvalidUsageError,
+                       match="tpcommAllReduceAddRmsNorm: comm 0x1000 is not a live communicator"):
+        comm.all_reduce_add_rmsnorm_raw(16, 32, 48, 64, 80, 1, 8, "bfloat16", eps=1e-5,
+                                        weight_offset=1, quant_scale=96, stream=0)
+    with pytest.raises(tpcomm.TpcommInvalidUsageError,
+                       match="tpcommCommExplainAddRmsNorm: comm 0x1000 is not a live"):
+        comm.explain_add_rmsnorm(1, 8, fp8=True)
+    comm._handle = None
+    with pytest.raises(tpcomm.TpcommInvalidUsageError, match="the communicator is closed"):
+        comm.all_reduce_add_rmsnorm_raw(16, 32, 48, 64, 80, 1, 8, "bfloat16")

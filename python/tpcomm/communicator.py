@@ -180,6 +180,45 @@ class Communicator:
             int(sendptr), int(recvptr), int(count), _buffers.dtype_code(dtype), _abi.SUM,
             self._live(), _buffers.stream_handle(stream)), "tpcommAllReduce")
 
+    # ---- the fused layer epilogue ----
+    def all_reduce_add_rmsnorm_raw(self, input: int, residual_in: int, residual_out: int,
+                                   norm_out: int, gamma: int, tokens: int, hidden: int,
+                                   dtype: DType, eps: float = 1e-6, weight_offset: int = 0,
+                                   quant_scale: int = 0, stream: Any = 0) -> None:
+        """tpcommAllReduceAddRmsNorm on raw device pointers (include/tpcomm/tpcomm.h has the
+        semantics and the in-place forms): residual_out = residual_in + sum of input over ranks,
+        norm_out = RMSNorm(residual_out) * (weight_offset + gamma), or FP8 e4m3 bytes scaled by
+        the float at device address `quant_scale` (0: no FP8). tpcomm.torch has it for tensors,
+        as torch.library ops."""
+        self._add_rmsnorm(input, residual_in, residual_out, norm_out, gamma, tokens, hidden,
+                          _buffers.dtype_code(dtype), eps, weight_offset, quant_scale,
+                          _buffers.stream_handle(stream))
+
+    def _add_rmsnorm(self, input, residual_in, residual_out, norm_out, gamma, tokens, hidden,
+                     dtype_code, eps, weight_offset, quant_scale, stream):
+        params = _abi.RmsNormParams(_abi.RMSNORM_PARAMS_VERSION, float(eps), int(weight_offset),
+                                    quant_scale or None)
+        check(_loader.lib().tpcommAllReduceAddRmsNorm(
+            input, residual_in, residual_out, norm_out, gamma, int(tokens), int(hidden),
+            dtype_code, ctypes.byref(params), self._live(), stream), "tpcommAllReduceAddRmsNorm")
+
+    def _add_rmsnorm_torch_stream(self, *args):
+        """_add_rmsnorm on torch's current stream (tpcomm.torch's ops, tensors already checked)."""
+        self._add_rmsnorm(*args, self._torch_stream())
+
+    def explain_add_rmsnorm(self, tokens: int, hidden: int, dtype: DType = "bfloat16",
+                            fp8: bool = False) -> Dict[str, Any]:
+        """What tpcommAllReduceAddRmsNorm would run for `tokens` x `hidden` (16-byte aligned
+        buffers): the fused one-shot variant (fused_*) or the all-reduce then the epilogue kernel
+        (add_rmsnorm*), with the reason. Raises the error the call would raise."""
+        params = _abi.RmsNormParams(_abi.RMSNORM_PARAMS_VERSION, 1e-6, 0,
+                                    1 if fp8 else None)  # only tested against NULL, never read
+        info = _abi.CallInfo()
+        check(_loader.lib().tpcommCommExplainAddRmsNorm(
+            self._live(), int(tokens), int(hidden), _buffers.dtype_code(dtype),
+            ctypes.byref(params), ctypes.byref(info)), "tpcommCommExplainAddRmsNorm")
+        return _abi.call_info_dict(info)
+
     # ---- what ran ----
     def stats(self) -> Dict[str, Any]:
         """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n, 'ptx_jit_calls': n}.

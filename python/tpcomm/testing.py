@@ -148,3 +148,20 @@ def time_graph(graph, iters, reps, replays=1, sync=None):
     """Median over `reps` of the time (us) per captured call: each repetition replays `graph`
     (holding `iters` calls) `replays` times back to back (time_graphs with one graph)."""
     return time_graphs({"graph": graph}, iters, reps, replays, sync)["graph"]
+
+
+def add_rmsnorm_reference(sums, residual, weight, eps, weight_offset=0, quant_scale=None):
+    """tpcommAllReduceAddRmsNorm's epilogue in fp32 math from `sums`, the sum over ranks of the
+    inputs (fp32, or already rounded to the dtype as the unfused path does): (out, residual_out).
+    out is the activation dtype, or float8_e4m3fn (saturated) when quant_scale is given."""
+    import torch
+
+    dtype = residual.dtype
+    residual_out = (sums.float() + residual.float()).to(dtype)
+    r = residual_out.float()
+    norm = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + eps) * (weight.float() + weight_offset)
+    if quant_scale is None:
+        return norm.to(dtype), residual_out
+    fp8_max = torch.finfo(torch.float8_e4m3fn).max
+    return (norm / quant_scale.float()).clamp(-fp8_max, fp8_max).to(torch.float8_e4m3fn), \
+        residual_out

@@ -8,21 +8,28 @@ What differs from the engines' own class, on purpose:
     capture() has nothing to register and graph replays need no bookkeeping;
   - never silent: when it cannot run, `disabled` is True and `disabled_reason` says why, and the
     reason is logged at WARNING (the engine then uses NCCL, as it would without us).
+
+Importing this module registers the fused all-reduce + add + RMSNorm ops (torch.ops.tpcomm.*,
+_torch_ops.py); register_communicator(comm) gives the comm_id they take.
 """
 import contextlib
 import logging
-from typing import Any, Dict, Iterator, Optional, Set, Union
+from typing import Any, Dict, Iterator, Optional, Set, Tuple, Union
 
 import torch
 import torch.distributed as dist
 
-from . import _buffers
+from . import _buffers, _torch_ops
 from .communicator import Communicator
 from .errors import TpcommError, TpcommInvalidUsageError
 
 logger = logging.getLogger("tpcomm")
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+# The comm_id the torch.ops.tpcomm.fused_allreduce_rmsnorm* ops take for a Communicator.
+register_communicator = _torch_ops.register
+unregister_communicator = _torch_ops.unregister
 
 
 class CustomAllreduce:
@@ -50,9 +57,10 @@ class CustomAllreduce:
         self.max_size = int(max_size)
         self.group = group
         self.comm: Optional[Communicator] = None
+        self.comm_id: Optional[int] = None  # the fused ops' handle on self.comm
         self._IS_CAPTURING = False  # the engines' attribute name, kept for code that reads it
         self._captured_before = 0
-        self._declined_logged: Set[str] = set()
+        self._declined_logged: Set[Tuple[str, str]] = set()
         self.device = _as_device(device)
         self._device_index = self.device.index if self.device.type == "cuda" else None
         self.rank = dist.get_rank(group)
@@ -68,6 +76,7 @@ class CustomAllreduce:
         except TpcommError as e:  # every rank sees an error (creation agrees on success)
             self._disable(f"the tpcomm communicator could not be created: {e}")
             return
+        self.comm_id = register_communicator(self.comm)
         self.disabled = False
         logger.info("tpcomm CustomAllreduce: rank %d/%d on %s, inputs up to %d bytes",
                     self.rank, self.world_size, self.device, self.max_size)
@@ -116,6 +125,52 @@ class CustomAllreduce:
         self.comm.all_reduce(inp, out=out)
         return out
 
+    def fused_allreduce_rmsnorm(self, input_: "torch.Tensor", residual_inp_: "torch.Tensor",
+                                weight_: "torch.Tensor", eps: float
+                                ) -> Optional[Tuple["torch.Tensor", "torch.Tensor"]]:
+        """SGLang's hook (0.5.23, srt/distributed/parallel_state.py:811-836,
+        GroupCoordinator.fused_allreduce_rmsnorm, reached through
+        tensor_model_parallel_fused_allreduce_rmsnorm): (norm_out, residual_out), two new tensors
+        with residual_out = residual_inp_ + sum of input_ over ranks and norm_out =
+        RMSNorm(residual_out) * weight_, the inputs left unchanged (as FlashInfer's fused kernel
+        SGLang uses on CUDA: srt/layers/flashinfer_comm_fusion.py:902-923). None means "not
+        handled": SGLang then runs the all-reduce and the norm itself. SGLang passes Gemma's
+        1 + weight precomputed, so no weight offset here. A tpcomm error is logged at WARNING
+        and raised (SGLang catches it and falls back; the log keeps that visible)."""
+        reason = self._fused_declines(input_, residual_inp_, weight_)
+        if reason is not None:
+            self._log_declined("fused_allreduce_rmsnorm", reason)
+            return None
+        try:
+            if torch.compiler.is_compiling():  # the op: torch.compile traces it
+                return torch.ops.tpcomm.fused_allreduce_rmsnorm(
+                    input_, residual_inp_, weight_, float(eps), 0, None, self.comm_id)
+            return _torch_ops.functional(input_, residual_inp_, weight_, float(eps), 0, None,
+                                         self.comm_id)
+        except TpcommError as e:
+            logger.warning("tpcomm CustomAllreduce.fused_allreduce_rmsnorm on rank %d failed: %s",
+                           self.rank, e)
+            raise
+
+    def _fused_declines(self, inp, residual, weight) -> Optional[str]:
+        """Why fused_allreduce_rmsnorm would not serve these tensors, or None."""
+        if self.disabled or self.comm_id is None:
+            return "this rank's custom all-reduce is disabled"
+        if _buffers.torch_dtype_code(inp.dtype) is None:
+            return f"dtype {inp.dtype} is not float16, bfloat16 or float32"
+        if inp.dim() < 1 or residual.shape != inp.shape or weight.shape != inp.shape[-1:] \
+                or residual.dtype != inp.dtype or weight.dtype != inp.dtype:
+            return "input, residual and weight are not [T, H], [T, H], [H] of one dtype"
+        if not (inp.is_contiguous() and residual.is_contiguous() and weight.is_contiguous()):
+            return "a tensor is not contiguous"
+        if not 0 < inp.numel() * inp.element_size() <= self.max_size:
+            return f"the input is empty or above max_size ({self.max_size} bytes)"
+        if inp.shape[-1] > _torch_ops.MAX_HIDDEN:
+            return f"hidden {inp.shape[-1]} is above {_torch_ops.MAX_HIDDEN}"
+        if any(t.device != self.device for t in (inp, residual, weight)):
+            return f"a tensor is not on {self.device}"
+        return None
+
     # vLLM's CudaCommunicator.custom_all_gather / custom_reduce_scatter call these on every
     # sequence-parallel gather/scatter (and DeepSeek-V4.1's logits gather) and take their own
     # NCCL path on None. tpcomm has no all-gather or reduce-scatter kernels yet, so it declines
@@ -138,11 +193,11 @@ class CustomAllreduce:
         self._log_declined("custom_reduce_scatter")
         return None
 
-    def _log_declined(self, op: str) -> None:
-        if op not in self._declined_logged:
-            self._declined_logged.add(op)
-            logger.info("tpcomm CustomAllreduce: %s is not served by tpcomm; the engine uses its "
-                        "own path (logged once)", op)
+    def _log_declined(self, op: str, why: str = "tpcomm has no kernel for it") -> None:
+        if (op, why) not in self._declined_logged:
+            self._declined_logged.add((op, why))
+            logger.info("tpcomm CustomAllreduce: %s is not served by tpcomm (%s); the engine uses "
+                        "its own path (logged once per reason)", op, why)
 
     @contextlib.contextmanager
     def capture(self) -> Iterator[None]:
@@ -171,6 +226,9 @@ class CustomAllreduce:
     def close(self) -> None:
         """Frees the communicator. Idempotent. Not done at garbage collection: graphs captured
         with it must be gone first, which only the engine knows."""
+        if self.comm_id is not None:
+            unregister_communicator(self.comm_id)
+            self.comm_id = None
         if self.comm is not None:
             self.comm.close()
         self.disabled = True
