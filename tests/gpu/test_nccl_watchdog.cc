@@ -52,18 +52,33 @@ tpcommResult_t watchedSpin(NcclWatch& w, cudaStream_t s, const MappedFlag& f, co
   return w.finish(s, start, what);
 }
 
+// A stream on GPU 0, the flag, and a watch whose "abort" counts itself and releases the kernel.
+struct Rig {
+  cudaStream_t stream = nullptr;
+  MappedFlag flag;
+  std::atomic<int> aborts{0};
+  NcclWatch watch;
+  explicit Rig(int timeout_ms)
+      : watch(0, timeout_ms, [this] {
+          aborts++;
+          flag.set();
+        }) {
+    cudaSetDevice(0);
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  }
+  ~Rig() {
+    watch.stop();
+    cudaStreamDestroy(stream);
+  }
+};
+
 TEST(NcclWatchdog, HungCallIsAbortedWithinTheTimeout) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   constexpr int kTimeoutMs = 200;
-  cudaSetDevice(0);
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  MappedFlag flag;
-  std::atomic<int> aborts{0};
-  NcclWatch w(0, kTimeoutMs, [&] {
-    aborts++;
-    flag.set();
-  });
+  Rig rig(kTimeoutMs);
+  NcclWatch& w = rig.watch;
+  MappedFlag& flag = rig.flag;
+  const cudaStream_t s = rig.stream;
   const auto t0 = Clock::now();
   ASSERT_EQ(watchedSpin(w, s, flag, "fake NCCL call"), tpcommSuccess) << tpcommGetLastError();
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
@@ -71,7 +86,7 @@ TEST(NcclWatchdog, HungCallIsAbortedWithinTheTimeout) {
   printf("[ nccl watchdog ] hung stand-in released after %.1f ms (timeout %d ms)\n", ms,
          kTimeoutMs);
   w.stop();
-  EXPECT_EQ(aborts.load(), 1);
+  EXPECT_EQ(rig.aborts.load(), 1);
   EXPECT_TRUE(w.hung());
   EXPECT_TRUE(w.ended());
   EXPECT_GE(ms, kTimeoutMs);
@@ -79,21 +94,15 @@ TEST(NcclWatchdog, HungCallIsAbortedWithinTheTimeout) {
   EXPECT_NE(w.report().find("fake NCCL call"), std::string::npos) << w.report();
   // A refused launch once hung: nothing more goes to the aborted communicator.
   EXPECT_EQ(watchedSpin(w, s, flag, "after"), tpcommTimeout);
-  cudaStreamDestroy(s);
 }
 
 TEST(NcclWatchdog, CallsThatFinishAreNeverAborted) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   constexpr int kTimeoutMs = 100;
-  cudaSetDevice(0);
-  cudaStream_t s = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  MappedFlag flag;
-  std::atomic<int> aborts{0};
-  NcclWatch w(0, kTimeoutMs, [&] {
-    aborts++;
-    flag.set();
-  });
+  Rig rig(kTimeoutMs);
+  NcclWatch& w = rig.watch;
+  MappedFlag& flag = rig.flag;
+  const cudaStream_t s = rig.stream;
   // Five calls of half the timeout each: 2.5 timeouts in all, each within it.
   const auto t0 = Clock::now();
   for (int i = 0; i < 5; ++i) {
@@ -105,9 +114,8 @@ TEST(NcclWatchdog, CallsThatFinishAreNeverAborted) {
   }
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   printf("[ nccl watchdog ] 5 calls of %d ms: %.1f ms, no abort\n", kTimeoutMs / 2, ms);
-  EXPECT_EQ(aborts.load(), 0);
+  EXPECT_EQ(rig.aborts.load(), 0);
   EXPECT_FALSE(w.hung());
-  cudaStreamDestroy(s);
 }
 
 // The communicator's side: once its watch fired, every call fails at once with tpcommTimeout and
