@@ -43,7 +43,7 @@ typedef enum {
   tpcommInvalidUsage = 5,       /* a valid call at the wrong time (e.g. a destroyed communicator) */
   tpcommRemoteError = 6,        /* a peer failed or disagrees (version, world size, unique id) */
   tpcommInProgress = 7,         /* reserved for non-blocking init */
-  tpcommTimeout = 8,            /* a peer did not answer within the deadline (see timeoutMs) */
+  tpcommTimeout = 8,            /* a wait saw no progress for timeoutMs (a peer did not answer) */
   tpcommNoDevice = 9,           /* no usable CUDA device or driver */
   tpcommNoKernelImage = 10,     /* this build has no kernel image for the device's architecture */
   tpcommUnsupported = 11,       /* the request is valid but no algorithm can serve it here */
@@ -114,7 +114,8 @@ typedef struct {
   unsigned int magic;   /* TPCOMM_CONFIG_MAGIC */
   unsigned int version; /* TPCOMM_CONFIG_VERSION */
   size_t bufferBytes;   /* staging bytes per slot (4 slots per rank); 0: TPCOMM_BUFFER_BYTES */
-  int timeoutMs;        /* deadline of every wait, ms; 0: TPCOMM_TIMEOUT_MS (default 5000) */
+  int timeoutMs;        /* ms a wait may see no progress (an NCCL-served eager call may run)
+                           before tpcommTimeout; 0: TPCOMM_TIMEOUT_MS (default 5000) */
   int strict;           /* -1: TPCOMM_STRICT; 0 allow fallbacks; 1 any fallback is an error */
   int algo;             /* -1: TPCOMM_ALGO; else a tpcommAlgo_t forced for every call */
   int ncclMode;         /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */

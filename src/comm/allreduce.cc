@@ -61,7 +61,8 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
     return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
                 d.reason.c_str());
   if (p.variant == tpcommVariantNccl) {
-    TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s));
+    TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s,
+                                       cap != cudaStreamCaptureStatusNone));
   } else {
     const LaunchArgs a{
         p.variant, p.grid.blocks, p.grid.threads, p.grid.push_batch, p.grid.push_eighths,

@@ -117,6 +117,8 @@ tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncE
     return fail(tpcommInvalidArgument, "tpcommCommGetAsyncError: asyncError is NULL");
   const HostError* e = comm->staging.host_error;
   *asyncError = e ? static_cast<tpcommResult_t>(e->code) : tpcommSuccess;
+  if (*asyncError == tpcommSuccess && comm->nccl_watch && comm->nccl_watch->hung())
+    *asyncError = tpcommTimeout;
   return tpcommSuccess;
 }
 

@@ -8,6 +8,11 @@
 namespace tpcomm {
 
 tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
+  if (c->nccl_watch && c->nccl_watch->hung())
+    return fail(tpcommTimeout,
+                "%s: rank %d's communicator is broken: an earlier %s. Destroy the communicator "
+                "(and check its peers)",
+                op, c->rank, c->nccl_watch->report().c_str());
   const HostError* e = c->staging.host_error;
   if (!e || e->code == 0) return tpcommSuccess;
   return fail(static_cast<tpcommResult_t>(e->code),

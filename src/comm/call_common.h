@@ -19,7 +19,8 @@ inline bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
 }
 
-// An error a kernel left in the mapped word (a peer that never answered) poisons the communicator.
+// An error a kernel left in the mapped word (a peer that never answered), or an NCCL-served call
+// that never finished (comm/nccl_watchdog.h), poisons the communicator.
 tpcommResult_t checkAsync(const tpcommComm* c, const char* op);
 
 CommFacts factsOf(const tpcommComm* c);

@@ -10,6 +10,7 @@
 
 #include "comm/bootstrap.h"
 #include "comm/config.h"
+#include "comm/nccl_watchdog.h"
 #include "comm/rank_info.h"
 #include "kernels/device_comm.h"
 #include "plan/fused_plan.h"
@@ -54,6 +55,8 @@ struct tpcommComm {
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;
+  // Bounds the NCCL-served calls (comm/nccl_watchdog.h); made on the first eager one.
+  std::unique_ptr<tpcomm::NcclWatch> nccl_watch;
 
   tpcommStats_t stats{};
   bool ptx_jit = false;        // kernels run from JIT-compiled PTX (kernels/image_check.h)

@@ -1,10 +1,13 @@
 #include "comm/nccl_fallback.h"
 
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "kernels/algo_launch.h"
 #include "transport/nccl_loader.h"
 
 namespace tpcomm {
@@ -13,6 +16,27 @@ namespace {
 tpcommResult_t ncclCheck(const NcclApi* api, ncclResult_t r, const char* what) {
   if (r == ncclSuccess) return tpcommSuccess;
   return fail(tpcommNcclError, "%s failed: %s", what, api->getErrorString(r));
+}
+
+// Calls launched inside this thread's open NCCL group, whose end events wait for its end.
+struct GroupedCall {
+  NcclWatch* watch;
+  cudaStream_t stream;
+  cudaEvent_t start;
+  std::string what;
+};
+thread_local int t_group_depth = 0;
+thread_local std::vector<GroupedCall> t_grouped;
+
+NcclWatch& watchOf(tpcommComm* c, const NcclApi* api) {
+  if (!c->nccl_watch) {
+    // Only a communicator tpcomm created may be aborted by tpcomm.
+    std::function<void()> end_call;
+    if (c->nccl_owned) end_call = [api, nc = c->nccl] { api->commAbort(nc); };
+    c->nccl_watch =
+        std::make_unique<NcclWatch>(c->device, c->settings.timeout_ms, std::move(end_call));
+  }
+  return *c->nccl_watch;
 }
 
 }  // namespace
@@ -80,28 +104,62 @@ tpcommResult_t ncclFallbackInitAll(tpcommComm** comms, int n, const int* devs) {
 }
 
 void ncclFallbackDestroy(tpcommComm* c) {
-  if (c->nccl && c->nccl_owned) {
+  bool aborted = false;
+  if (c->nccl_watch) {
+    c->nccl_watch->stop();  // no abort can start after this
+    aborted = c->nccl_watch->ended();
+    c->nccl_watch.reset();
+  }
+  if (c->nccl && c->nccl_owned && !aborted) {
     if (const NcclApi* api = ncclApi(nullptr)) api->commDestroy(c->nccl);
   }
   c->nccl = nullptr;
 }
 
 tpcommResult_t ncclFallbackAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
-                                     tpcommDataType_t dtype, cudaStream_t stream) {
+                                     tpcommDataType_t dtype, cudaStream_t stream, bool capturing) {
   const NcclApi* api = ncclApi(nullptr);
   if (!api || !c->nccl) return fail(tpcommInternalError, "NCCL fallback used without NCCL");
   // tpcommDataType_t values are NCCL's (see tpcomm.h).
-  return ncclCheck(api,
-                   api->allReduce(send, recv, count, static_cast<ncclDataType_t>(dtype), ncclSum,
-                                  c->nccl, stream),
-                   "ncclAllReduce");
+  auto launch = [&] {
+    return ncclCheck(api,
+                     api->allReduce(send, recv, count, static_cast<ncclDataType_t>(dtype), ncclSum,
+                                    c->nccl, stream),
+                     "ncclAllReduce");
+  };
+  // A replay of a captured call is invisible to the host: graphs are not watched (README).
+  if (capturing) return launch();
+  NcclWatch& w = watchOf(c, api);
+  cudaEvent_t start = nullptr;
+  TPCOMM_CHECK(w.begin(stream, launch, &start));
+  std::string what = "tpcommAllReduce of " + std::to_string(count * dtypeSize(dtype)) +
+                     " bytes served by NCCL on rank " + std::to_string(c->rank);
+  if (t_group_depth > 0) {
+    t_grouped.push_back(GroupedCall{&w, stream, start, std::move(what)});
+    return tpcommSuccess;
+  }
+  return w.finish(stream, start, std::move(what));
 }
 
 tpcommResult_t ncclGroup(bool start) {
   const NcclApi* api = ncclApi(nullptr);
   if (!api) return tpcommSuccess;
-  return ncclCheck(api, start ? api->groupStart() : api->groupEnd(),
-                   start ? "ncclGroupStart" : "ncclGroupEnd");
+  if (start) {
+    TPCOMM_CHECK(ncclCheck(api, api->groupStart(), "ncclGroupStart"));
+    ++t_group_depth;
+    return tpcommSuccess;
+  }
+  tpcommResult_t res = ncclCheck(api, api->groupEnd(), "ncclGroupEnd");
+  if (t_group_depth > 0 && --t_group_depth == 0) {
+    // Even after a failed group end: an end event with nothing before it completes at once.
+    std::vector<GroupedCall> calls = std::move(t_grouped);
+    t_grouped.clear();
+    for (GroupedCall& g : calls) {
+      const tpcommResult_t r = g.watch->finish(g.stream, g.start, std::move(g.what));
+      if (res == tpcommSuccess) res = r;
+    }
+  }
+  return res;
 }
 
 }  // namespace tpcomm

@@ -3,7 +3,7 @@
 // range. Batches of vectors per thread, so that several loads are in flight before the first use:
 // a thread that loads, stores, loads again pays one memory latency per vector; a batch pays one.
 // Kernels reach these through their call's session (session_device.cuh), which supplies the step's
-// flag and the call's deadline.
+// flag and the waits' state (each wait's deadline).
 #pragma once
 
 #include "kernels/proto_device.cuh"

@@ -9,8 +9,8 @@
 //     stepFlag(epoch + s) (the chunked algorithms take both from chunkStep, chunk_layout.h,
 //     which the CPU tests walk).
 //   * Bounded waits and abort: open* fails when an earlier timeout aborted the communicator, and
-//     every wait runs against the call's deadline (wait_device.cuh), giving up with the rest of
-//     the call once it has passed.
+//     every wait gives up once it has seen no progress for the timeout (wait_device.cuh); a
+//     thread that gave up skips the rest of its waits.
 // CallSession holds the epoch and the waits, for every algorithm; OneShotSession<Proto, kW>
 // adds the one-shot's addressing over a push protocol (every rank's slot), and BulkSession
 // (bulk_device.cuh) the same over the bulk protocol (outboxes and flags); the one-shot kernel is
@@ -18,9 +18,10 @@
 //
 // Where each parameter is loaded is part of the contract: the one-shot sessions load theirs in
 // the constructor, which kernels run before griddepcontrol.wait, so the constant-cache misses of
-// their first touch overlap the previous kernel; CallSession loads the epoch's and the deadline's
-// parameters when it opens, as the chunked and lean kernels want. scripts/sass_diff.sh shows what
-// a change here does to the code.
+// their first touch overlap the previous kernel; CallSession loads the epoch's parameters when it
+// opens, as the chunked and lean kernels want. The timeout is loaded only by a wait's first
+// deadline check (keepWaiting), off the fast path. scripts/sass_diff.sh shows what a change here
+// does to the code.
 #pragma once
 
 #include "kernels/batch_device.cuh"
@@ -59,9 +60,9 @@ struct CallSession {
     return true;
   }
   __device__ __forceinline__ void arrive() { advances = arriveEpoch(c); }
-  // The call's deadline, which every wait below takes (and marks when the thread gives up). A
-  // kernel's own object rather than the session's: where a wait loop takes its address, the
-  // compiler keeps the object holding it in memory longer, which changes the kernels' code.
+  // The waits' state (each wait's deadline, and whether the thread gave up), which every wait
+  // below takes. The kernel's own object, not the session's: where a wait loop takes its address,
+  // the compiler keeps the object holding it in memory longer, which changes the kernels' code.
   __device__ __forceinline__ WaitCtx startWaits() const { return makeWaitCtx(c); }
   // At the kernel's end, in every thread that did not give up: the last block advances the epoch.
   __device__ __forceinline__ void close(unsigned long long steps) {
@@ -127,20 +128,16 @@ struct CallSession {
 
 // What the one-shot's sessions share: the parameters they load before griddepcontrol.wait (the
 // derived constructor loads them, in the order the kernel's code depends on), the block-wide
-// epoch read, the deadline, and a step's flag and slot offset.
+// epoch read, and a step's flag and slot offset.
 struct OneShotCallSession : CallSession {
   size_t slot_bytes;
   RankState* state;
-  unsigned long long timeout_ns;
 
   __device__ explicit OneShotCallSession(const DeviceComm& comm) : CallSession(comm) {}
   // Block-wide: reads the epoch. False if the communicator was aborted.
   __device__ __forceinline__ bool open() {
     epoch = readEpoch(state);
     return epoch != ~0ull;
-  }
-  __device__ __forceinline__ WaitCtx startWaits() const {
-    return WaitCtx{globalTimerNs() + timeout_ns, false};
   }
   // Step s's flag and its slot's byte offset (in every rank's slots or outbox).
   __device__ __forceinline__ uint32_t flag(size_t s) const { return stepFlag(epoch + s); }
@@ -149,10 +146,7 @@ struct OneShotCallSession : CallSession {
   }
 
  protected:
-  __device__ __forceinline__ void loadWaitParams(const DeviceComm& comm) {
-    state = comm.state;
-    timeout_ns = comm.timeout_ns;
-  }
+  __device__ __forceinline__ void loadWaitParams(const DeviceComm& comm) { state = comm.state; }
 };
 
 // The one-shot over a push protocol (sentinel, host sentinel, LL): a rank writes its region of

@@ -1,7 +1,16 @@
-// Bounded waits. Every spin on a peer's data has a deadline read from %globaltimer; a peer that
-// never arrives turns into tpcommTimeout in the communicator's mapped error word and an abort flag
-// that makes later kernels return at once. The kernel itself always exits normally (no __trap: the
-// CUDA context must survive so the host can read the error and tear down cleanly).
+// Bounded waits. Every spin on a peer's data gives up once that wait has seen no progress for the
+// communicator's timeout (read from %globaltimer); a peer that never arrives turns into
+// tpcommTimeout in the communicator's mapped error word and an abort flag that makes later kernels
+// return at once. The kernel itself always exits normally (no __trap: the CUDA context must
+// survive so the host can read the error and tear down cleanly).
+//
+// The deadline is per wait, not per call, so a long call that keeps moving (64 MiB over host
+// memory, a peer that starts late after its GEMMs and then streams) never times out. Each wait
+// loop starts its own `spins` at 0; keepWaiting looks at the clock only every 256 spins, and the
+// first look of a wait (spins == 256) starts that wait's deadline. A wait satisfied within 256
+// spins therefore never reads the clock, and nothing is read at the kernel's start. Where one loop
+// waits for several entries at once (every source of a vector, a run of entries), progress is the
+// whole wait finishing.
 #pragma once
 
 #include "kernels/device_comm.h"
@@ -16,14 +25,15 @@ __device__ __forceinline__ unsigned long long globalTimerNs() {
   return t;
 }
 
-// What one thread knows about the call it is running: when it must give up, and whether it has.
+// What one thread knows about its waits: when the current one must give up (set at its first
+// check), and whether the thread has given up (then every later wait returns at once).
 struct WaitCtx {
   unsigned long long deadline;
   bool failed;
 };
 
-__device__ __forceinline__ WaitCtx makeWaitCtx(const DeviceComm& c) {
-  return WaitCtx{globalTimerNs() + c.timeout_ns, false};
+__device__ __forceinline__ WaitCtx makeWaitCtx(const DeviceComm& /*c*/) {
+  return WaitCtx{0ull, false};
 }
 
 static __device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer,
@@ -37,16 +47,26 @@ static __device__ __noinline__ void reportTimeout(const DeviceComm& c, int peer,
   __threadfence_system();
 }
 
-// Called in a spin loop: every 256 spins checks the abort flag and the deadline. Returns false
-// (and marks ctx failed, reporting a timeout naming `peer`) when the thread must stop waiting.
+// Called in a spin loop, `spins` starting at 0 for each wait: every 256 spins checks the abort
+// flag and this wait's deadline (started at its first check). Returns false (and marks ctx
+// failed, reporting a timeout naming `peer`) when the thread must stop waiting.
 __device__ __forceinline__ bool keepWaiting(WaitCtx& ctx, unsigned& spins, const DeviceComm& c,
                                             int peer, unsigned long long step) {
   if ((++spins & 255u) != 0) return true;
   if (*reinterpret_cast<volatile unsigned int*>(&c.state->abort) != 0u) {
     ctx.failed = true;
-  } else if (globalTimerNs() > ctx.deadline) {
-    reportTimeout(c, peer, step);
-    ctx.failed = true;
+    return false;
+  }
+  const unsigned long long now = globalTimerNs();
+  if (spins == 256u) {
+    ctx.deadline = now + c.timeout_ns;
+  } else {
+    // Held below 2^32 so that a wait longer than 2^32 spins never looks like a first check again.
+    spins = 512u;
+    if (now > ctx.deadline) {
+      reportTimeout(c, peer, step);
+      ctx.failed = true;
+    }
   }
   return !ctx.failed;
 }

@@ -39,6 +39,7 @@ const NcclApi* ncclApi(std::string* why) {
          bind(lib, "ncclCommInitRank", &api.commInitRank, &error) &&
          bind(lib, "ncclCommInitAll", &api.commInitAll, &error) &&
          bind(lib, "ncclCommDestroy", &api.commDestroy, &error) &&
+         bind(lib, "ncclCommAbort", &api.commAbort, &error) &&
          bind(lib, "ncclAllReduce", &api.allReduce, &error) &&
          bind(lib, "ncclGroupStart", &api.groupStart, &error) &&
          bind(lib, "ncclGroupEnd", &api.groupEnd, &error) &&

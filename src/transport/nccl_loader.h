@@ -14,6 +14,7 @@ struct NcclApi {
   ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int);
   ncclResult_t (*commInitAll)(ncclComm_t*, int, const int*);
   ncclResult_t (*commDestroy)(ncclComm_t);
+  ncclResult_t (*commAbort)(ncclComm_t);  // ends a hung call (comm/nccl_watchdog.h)
   ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                             cudaStream_t);
   ncclResult_t (*groupStart)();
