@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/bootstrap.h"
+#include "comm/buffer_check.h"
 #include "comm/config.h"
 #include "comm/rank_info.h"
 #include "kernels/device_comm.h"
@@ -68,4 +69,5 @@ struct tpcommComm {
   tpcomm::FusedPlan cached_fused;
   bool cached_fused_valid = false;
   std::map<size_t, bool> logged_fallback_sizes;
+  tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
 };
