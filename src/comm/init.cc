@@ -119,6 +119,7 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
 
 void destroyComm(tpcommComm* c) {
   if (!c) return;
+  unregisterComm(c);      // refused from here on, while it is torn down
   c->rendezvous.reset();  // frees the unique id's name: a new communicator may use it again
   if (c->device >= 0) {
     cudaSetDevice(c->device);
