@@ -134,6 +134,9 @@ typedef struct {
         0, NULL                                                                                    \
   }
 
+/* A communicator. After tpcommCommDestroy (or a failed init) its handle is refused with
+ * tpcommInvalidUsage "destroyed communicator" for the rest of the process: no later communicator
+ * is placed at a destroyed one's address, so a stale handle never reaches a newer communicator. */
 typedef struct tpcommComm* tpcommComm_t;
 
 #define TPCOMM_UNIQUE_ID_BYTES 128
@@ -199,7 +202,11 @@ TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResul
 
 /* Sum over all ranks, bit-identical on every rank. In place when sendbuff == recvbuff. Any count,
  * any element-aligned pointers, any stream of the communicator's device, and CUDA graph capture
- * with no registration of the user's buffers. */
+ * with no registration of the user's buffers. The buffers are memory of the communicator's GPU,
+ * pinned host memory mapped for it (cudaMallocHost; at the link's speed) or managed memory;
+ * pageable host memory (malloc, the stack), another GPU's memory and a stream of another GPU
+ * (capturing or not) are refused with tpcommInvalidArgument before anything is launched. A buffer
+ * is checked the first time the communicator sees it and remembered (README, "Buffers"). */
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);
@@ -282,13 +289,15 @@ TPCOMM_API const char* tpcommAlgoName(
 TPCOMM_API const char* tpcommVariantName(int variant);
 
 /* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with
- * 16-byte aligned buffers, without running it ("doctor", tests). */
+ * 16-byte aligned buffers, without running it ("doctor", tests). A datatype or a count whose byte
+ * size does not fit in size_t is tpcommInvalidArgument, as for tpcommAllReduce. */
 TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info);
 
 /* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes (16-byte aligned
  * buffers assumed): the variant (a fused one, or tpcommVariantAddRmsNorm[Fp8] after the
- * all-reduce's own variant, named in the reason), the grid and why. params may be NULL (no FP8). */
+ * all-reduce's own variant, named in the reason), the grid and why. params may be NULL (no FP8).
+ * Shapes are checked as tpcommAllReduceAddRmsNorm checks them (hidden 1..65536, size fits). */
 TPCOMM_API tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t tokens,
                                                       size_t hidden, tpcommDataType_t datatype,
                                                       const tpcommRmsNormParams_t* params,

@@ -54,6 +54,8 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   TPCOMM_CHECK(checkStream(comm, s, "tpcommAllReduce", &cap));
+  TPCOMM_CHECK(checkCallBuffers(comm, "tpcommAllReduce", cap,
+                                {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}}));
 
   const CallPlan& p = planOf(comm, CallArgs{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
   const Decision& d = p.decision;
@@ -78,10 +80,8 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommExplain"));
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplain: info is NULL");
-  if (dtypeIndex(datatype) < 0)
-    return fail(tpcommInvalidArgument, "tpcommCommExplain: datatype %d is not supported",
-                static_cast<int>(datatype));
-  const size_t bytes = count * dtypeSize(datatype);
+  size_t bytes = 0;
+  TPCOMM_CHECK(payloadBytes("tpcommCommExplain", count, static_cast<int>(datatype), &bytes));
   // As for 16-byte aligned buffers (what torch and the engines allocate).
   const CallPlan p = planCall(factsOf(comm), CallArgs{bytes, true});
   const Decision& d = p.decision;

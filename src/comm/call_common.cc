@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "comm/stream_device.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -41,16 +42,27 @@ tpcommResult_t checkStream(const tpcommComm* c, cudaStream_t s, const char* op,
                            cudaStreamCaptureStatus* cap) {
   *cap = cudaStreamCaptureStatusNone;
   TPCOMM_CUDA_CHECK(cudaStreamIsCapturing(s, cap));
-  const bool default_stream = s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
-  if (*cap == cudaStreamCaptureStatusNone && !default_stream) {
-    int stream_dev = -1;
-    TPCOMM_CUDA_CHECK(cudaStreamGetDevice(s, &stream_dev));
-    if (stream_dev != c->device)
-      return fail(tpcommInvalidArgument,
-                  "%s: the stream belongs to GPU %d, but rank %d's communicator is on GPU %d", op,
-                  stream_dev, c->rank, c->device);
+  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread)
+    return tpcommSuccess;  // the current device's, which DeviceGuard made the communicator's
+  const bool capturing = *cap != cudaStreamCaptureStatusNone;
+  int stream_dev = -1;
+  {
+    RelaxedCaptureMode relaxed(capturing);
+    TPCOMM_CHECK(streamDevice(s, &stream_dev, op));
   }
+  if (stream_dev != c->device)
+    return fail(
+        tpcommInvalidArgument,
+        "%s: the stream belongs to GPU %d, but rank %d's communicator is on GPU %d%s", op,
+        stream_dev, c->rank, c->device,
+        capturing ? " (refused before any launch: the stream's capture is still valid)" : "");
   return tpcommSuccess;
+}
+
+tpcommResult_t checkCallBuffers(tpcommComm* c, const char* op, cudaStreamCaptureStatus cap,
+                                std::initializer_list<BufferArg> bufs) {
+  return checkBuffers(&c->checked_buffers, c->device, c->rank, op,
+                      cap != cudaStreamCaptureStatusNone, bufs);
 }
 
 void recordCall(tpcommComm* c, const CallRecord& r, bool capturing) {

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "comm/comm.h"
@@ -25,11 +26,16 @@ tpcommResult_t checkAsync(const tpcommComm* c, const char* op);
 
 CommFacts factsOf(const tpcommComm* c);
 
-// The stream must be on the communicator's GPU. *cap: whether it is capturing a graph.
-// cudaStreamGetDevice is refused while a stream captures, so captured calls rely on the launch
-// itself, which fails on a stream of another device and thereby invalidates the capture.
+// The stream must be on the communicator's GPU, capturing or not (comm/stream_device.h: a stream
+// of another GPU is refused before the launch could invalidate the caller's capture). *cap:
+// whether it is capturing a graph.
 tpcommResult_t checkStream(const tpcommComm* c, cudaStream_t s, const char* op,
                            cudaStreamCaptureStatus* cap);
+
+// The call's buffers are memory the communicator's GPU may use (comm/buffer_check.h); cap as
+// checkStream gave it. Optional buffers are passed as nullptr and skipped.
+tpcommResult_t checkCallBuffers(tpcommComm* c, const char* op, cudaStreamCaptureStatus cap,
+                                std::initializer_list<BufferArg> bufs);
 
 // Counts and remembers one call: its algorithm (stats.calls), variant, bytes, the grid, and why.
 struct CallRecord {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm/bootstrap.h"
+#include "comm/buffer_check.h"
 #include "comm/config.h"
 #include "comm/nccl_watchdog.h"
 #include "comm/rank_info.h"
@@ -72,4 +73,5 @@ struct tpcommComm {
   tpcomm::FusedPlan cached_fused;
   bool cached_fused_valid = false;
   std::map<size_t, bool> logged_fallback_sizes;
+  tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
 };

@@ -85,6 +85,13 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   TPCOMM_CHECK(checkStream(comm, s, kOp, &cap));
+  TPCOMM_CHECK(checkCallBuffers(comm, kOp, cap,
+                                {{input, "input"},
+                                 {residualIn, "residualIn"},
+                                 {residualOut, "residualOut"},
+                                 {normOut, "normOut"},
+                                 {gamma, "gamma"},
+                                 {params->quantScale, "params->quantScale"}}));
 
   const bool aligned = aligned16(input) && aligned16(residualIn) && aligned16(residualOut) &&
                        aligned16(normOut) && aligned16(gamma);
@@ -131,21 +138,16 @@ extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t 
                                                       tpcommCallInfo_t* info) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommExplainAddRmsNorm"));
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplainAddRmsNorm: info is NULL");
-  if (dtypeIndex(datatype) < 0)
-    return fail(tpcommInvalidArgument, "tpcommCommExplainAddRmsNorm: datatype %d is not supported",
-                static_cast<int>(datatype));
-  if (hidden == 0 || hidden > kMaxRmsNormHidden || tokens > SIZE_MAX / hidden / 4)
-    return fail(tpcommInvalidArgument,
-                "tpcommCommExplainAddRmsNorm: %zu tokens x %zu: hidden must be 1..%zu and the "
-                "size must fit",
-                tokens, hidden, kMaxRmsNormHidden);
+  size_t bytes = 0;
+  TPCOMM_CHECK(fusedPayloadBytes("tpcommCommExplainAddRmsNorm", tokens, hidden,
+                                 static_cast<int>(datatype), &bytes));
   const bool fp8 = params && params->quantScale;
   const FusedPlan fp =
       planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, true, fp8});
   *info = tpcommCallInfo_t{};
   info->algo = fp.ar.decision.error == tpcommSuccess ? fp.ar.decision.algo : tpcommAlgoAuto;
   info->variant = fp.variant;
-  info->bytes = tokens * hidden * dtypeSize(datatype);
+  info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);
   info->blocks = isFusedVariant(fp.variant)       ? fp.blocks
                  : isKernelVariant(fp.ar.variant) ? fp.ar.grid.blocks

@@ -122,7 +122,7 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
 
 void destroyComm(tpcommComm* c) {
   if (!c) return;
-  unregisterComm(c);
+  unregisterComm(c);      // refused from here on, while it is torn down
   c->rendezvous.reset();  // frees the unique id's name: a new communicator may use it again
   if (c->device >= 0) {
     cudaSetDevice(c->device);
@@ -133,14 +133,13 @@ void destroyComm(tpcommComm* c) {
   ncclFallbackDestroy(c);
   stagingDestroy(&c->staging);
   cudaGetLastError();
-  delete c;
+  retireComm(c);  // its address is never given to another communicator (comm/registry.h)
 }
 
 // Creates the comm object and registers it; on failure of `body`, destroys it.
 template <typename Body>
 tpcommResult_t withNewComm(tpcommComm** out, Body body) {
-  auto* c = new tpcommComm();
-  registerComm(c);
+  tpcommComm* c = createComm();
   const tpcommResult_t r = body(c);
   if (r != tpcommSuccess) {
     destroyComm(c);

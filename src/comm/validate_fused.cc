@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "comm/validate.h"
 #include "common/error.h"
 
 namespace tpcomm {
@@ -33,6 +34,20 @@ tpcommResult_t apart(const void* a, const char* an, size_t na, const void* b, co
 
 }  // namespace
 
+tpcommResult_t fusedPayloadBytes(const char* op, size_t tokens, size_t hidden, int datatype,
+                                 size_t* bytes) {
+  if (hidden == 0 || hidden > kMaxRmsNormHidden)
+    return fail(tpcommInvalidArgument, "%s: hidden is %zu; it must be 1..%zu", op, hidden,
+                kMaxRmsNormHidden);
+  size_t row = 0;
+  TPCOMM_CHECK(payloadBytes(op, hidden, datatype, &row));
+  if (tokens > SIZE_MAX / row)
+    return fail(tpcommInvalidArgument, "%s: %zu tokens x %zu overflows the byte size", op, tokens,
+                hidden);
+  *bytes = tokens * row;
+  return tpcommSuccess;
+}
+
 tpcommResult_t validateFusedArgs(const FusedCallBuffers& a, int cc_major, int cc_minor,
                                  size_t* bytes) {
   const struct {
@@ -62,27 +77,9 @@ tpcommResult_t validateFusedArgs(const FusedCallBuffers& a, int cc_major, int cc
   if (p->weightOffset != 0 && p->weightOffset != 1)
     return fail(tpcommInvalidArgument, "%s: params->weightOffset is %d (0: gamma, 1: 1 + gamma)",
                 kOp, p->weightOffset);
-  size_t es = 0;
-  switch (a.datatype) {
-    case tpcommFloat32:
-      es = 4;
-      break;
-    case tpcommFloat16:
-    case tpcommBfloat16:
-      es = 2;
-      break;
-    default:
-      return fail(tpcommInvalidArgument,
-                  "%s: datatype %d is not supported (tpcommFloat32=%d, "
-                  "tpcommFloat16=%d, tpcommBfloat16=%d)",
-                  kOp, a.datatype, tpcommFloat32, tpcommFloat16, tpcommBfloat16);
-  }
-  if (a.hidden == 0 || a.hidden > kMaxRmsNormHidden)
-    return fail(tpcommInvalidArgument, "%s: hidden is %zu; it must be 1..%zu", kOp, a.hidden,
-                kMaxRmsNormHidden);
-  if (a.tokens > SIZE_MAX / a.hidden / es)
-    return fail(tpcommInvalidArgument, "%s: %zu tokens x %zu overflows the byte size", kOp,
-                a.tokens, a.hidden);
+  size_t n = 0;
+  TPCOMM_CHECK(fusedPayloadBytes(kOp, a.tokens, a.hidden, a.datatype, &n));
+  const size_t es = elementBytes(a.datatype);
   if (p->quantScale && (cc_major < 8 || (cc_major == 8 && cc_minor < 9)))
     return fail(tpcommUnsupported,
                 "%s: FP8 e4m3 output (params->quantScale) needs compute "
@@ -97,7 +94,7 @@ tpcommResult_t validateFusedArgs(const FusedCallBuffers& a, int cc_major, int cc
                 "%s: normOut %p is not aligned to the %zu-byte element "
                 "size",
                 kOp, a.norm_out, es);
-  const size_t n = a.tokens * a.hidden * es, nq = p->quantScale ? a.tokens * a.hidden : n;
+  const size_t nq = p->quantScale ? a.tokens * a.hidden : n;
   TPCOMM_CHECK(sameOrApart(a.residual_in, "residualIn", a.residual_out, "residualOut", n));
   if (!p->quantScale)
     TPCOMM_CHECK(sameOrApart(a.input, "input", a.norm_out, "normOut", n));
