@@ -1,6 +1,7 @@
 // The small C entry points: versions, errors, names, communicator queries, statistics, groups.
 #include <cstddef>
 
+#include "comm/call_common.h"
 #include "comm/comm.h"
 #include "comm/nccl_fallback.h"
 #include "comm/registry.h"
@@ -117,6 +118,8 @@ tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncE
     return fail(tpcommInvalidArgument, "tpcommCommGetAsyncError: asyncError is NULL");
   const HostError* e = comm->staging.host_error;
   *asyncError = e ? static_cast<tpcommResult_t>(e->code) : tpcommSuccess;
+  // The reason (which peer, or both calls of a mismatch) goes to tpcommGetLastError.
+  if (*asyncError != tpcommSuccess) (void)checkAsync(comm, "tpcommCommGetAsyncError");
   return tpcommSuccess;
 }
 
