@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // all-reduce, or another shape, is an error on both sides.
   constexpr CallKind kKind = kQuant ? kCallFusedFp8 : kCallFused;
   const bool checker = isPrintChecker();
-  if (checker && !aborted) session.announce<Proto>(session.print<T>(kKind, p.rows * H));
+  if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kKind, p.rows * H));
   if (!aborted) pushRows<Proto, T, kW>(p, peer, slot_off, rank, world, hv);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) return;

@@ -134,7 +134,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // The call's fingerprint: out before the first push, the peers' checked before the first wait
   // for data (print_device.cuh).
   const bool checker = isPrintChecker();
-  if (checker) session.template announce<Proto>(session.template print<T>(kCallAllReduce, count));
+  if (checker)
+    session.template announce<Proto, kW>(session.template print<T>(kCallAllReduce, count));
   WaitCtx wait = session.startWaits();
   auto checkPeers = [&] {
     if (checker)

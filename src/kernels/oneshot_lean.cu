@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t slot_off = (session.epoch % kNumSlots) * slot_bytes;
   // The call's fingerprint goes out before the data (print_device.cuh).
   const bool checker = isPrintChecker();
-  if (checker && !aborted) session.announce<Proto>(session.print<T>(kCallAllReduce, count));
+  if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
   if (has && !aborted) {
     const uint4 y = canon<T>(x);
 #pragma unroll

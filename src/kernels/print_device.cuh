@@ -10,6 +10,7 @@
 #pragma once
 
 #include "kernels/call_print.h"
+#include "kernels/oneshot_layout.h"  // ringRank
 #include "kernels/proto_device.cuh"
 #include "kernels/wait_device.cuh"
 
@@ -75,24 +76,30 @@ static __device__ __noinline__ void reportMismatch(const DeviceComm& c, int peer
 }
 
 // The checker's own record, written at [epoch % kNumSlots][my rank] of every peer's array: one
-// 16-byte store each, volatile so host memory gets it whole.
-template <typename Proto>
+// 16-byte store each, volatile so host memory gets it whole. kW: the kernel's world-size class
+// (>= world), so the loop unrolls to the peers there can be.
+template <typename Proto, int kW>
 __device__ __forceinline__ void announceCall(const DeviceComm& c, unsigned long long epoch,
                                              const PrintWords& rec) {
   const uint4 v = toVec(rec);
   char* const* prints = Proto::prints(c);
-  for (int r = 0; r < c.world; ++r)
-    if (r != c.rank) storeVolatile16(printEntry(prints[r], epoch, c.rank), v);
+#pragma unroll
+  for (int p = 1; p < kW; ++p)
+    if (p < c.world)
+      storeVolatile16(printEntry(prints[ringRank(c.rank, p, c.world)], epoch, c.rank), v);
 }
 
 // Reads every peer's record of the call at `epoch` from this rank's array and compares it with
 // `mine`. False (reported: a mismatch, or the deadline passed with a record missing) when the
-// call must give up. Out of line: the kernels' hot paths only call it.
+// call must give up. Inline, in the checker's branch: a call here made the kernels keep their
+// live values in local memory across it (seen in the lean kernel's SASS); the reporters, on the
+// failure paths only, stay out of line.
 template <typename Proto>
-static __device__ __noinline__ bool checkPeerCalls(const DeviceComm& c, unsigned long long epoch,
-                                                   PrintWords mine, unsigned long long deadline) {
+__device__ __forceinline__ bool checkPeerCalls(const DeviceComm& c, unsigned long long epoch,
+                                               PrintWords mine, unsigned long long deadline) {
   WaitCtx ctx{deadline, false};
   char* base = Proto::prints(c)[c.rank];
+#pragma unroll 1
   for (int r = 0; r < c.world; ++r) {
     if (r == c.rank) continue;
     const uint4* e = printEntry(base, epoch, r);

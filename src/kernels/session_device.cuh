@@ -77,9 +77,9 @@ struct CallSession {
   __device__ __forceinline__ PrintWords print(CallKind kind, size_t count) const {
     return packPrint(epoch, count, DtypeIndex<T>::value, kind);
   }
-  template <typename Proto>
+  template <typename Proto, int kW>
   __device__ __forceinline__ void announce(const PrintWords& call) const {
-    announceCall<Proto>(c, epoch, call);
+    announceCall<Proto, kW>(c, epoch, call);
   }
   template <typename Proto>
   __device__ __forceinline__ void checkPeers(WaitCtx& wait, const PrintWords& call) const {

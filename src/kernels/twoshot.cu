@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // The call's fingerprint: out before the first push, the peers' checked before the first wait
   // for data (print_device.cuh).
   const bool checker = isPrintChecker();
-  if (checker) session.announce<Proto>(session.print<T>(kCallAllReduce, count));
+  if (checker) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st =
         chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
