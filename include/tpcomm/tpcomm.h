@@ -195,7 +195,8 @@ TPCOMM_API tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank);
 TPCOMM_API tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device);
 
 /* An error a kernel reported after its call returned (e.g. a peer that stopped answering:
- * tpcommTimeout). Once set, every later call on the communicator fails with it. */
+ * tpcommTimeout; ranks whose calls disagreed in count, datatype or kind: tpcommInvalidUsage).
+ * Once set, every later call on the communicator fails with it; tpcommGetLastError says why. */
 TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError);
 
 /* ---- collectives ---- */

@@ -1,6 +1,7 @@
 // The small C entry points: versions, errors, names, communicator queries, statistics, groups.
 #include <cstddef>
 
+#include "comm/call_common.h"
 #include "comm/comm.h"
 #include "comm/nccl_fallback.h"
 #include "comm/registry.h"
@@ -119,6 +120,8 @@ tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncE
   *asyncError = e ? static_cast<tpcommResult_t>(e->code) : tpcommSuccess;
   if (*asyncError == tpcommSuccess && comm->nccl_watch && comm->nccl_watch->hung())
     *asyncError = tpcommTimeout;
+  // The reason (which peer, or both calls of a mismatch) goes to tpcommGetLastError.
+  if (*asyncError != tpcommSuccess) (void)checkAsync(comm, "tpcommCommGetAsyncError");
   return tpcommSuccess;
 }
 

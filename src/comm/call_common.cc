@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "comm/async_error.h"
 #include "comm/stream_device.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -16,10 +17,9 @@ tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
                 op, c->rank, c->nccl_watch->report().c_str());
   const HostError* e = c->staging.host_error;
   if (!e || e->code == 0) return tpcommSuccess;
-  return fail(static_cast<tpcommResult_t>(e->code),
-              "%s: rank %d's communicator is broken: an earlier call waited %d ms for rank %d "
-              "(step %d) and gave up. Destroy the communicator (and check that peer)",
-              op, c->rank, c->settings.timeout_ms, e->peer, e->step);
+  const AsyncError a = readAsyncError(*e);
+  return fail(static_cast<tpcommResult_t>(a.code), "%s",
+              asyncErrorMessage(op, c->rank, c->settings.timeout_ms, a).c_str());
 }
 
 CommFacts factsOf(const tpcommComm* c) {

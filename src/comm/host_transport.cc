@@ -26,6 +26,7 @@ tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
   for (int p = 0; p < c->world; ++p)
     c->dev.hsbufs[p] = hostSentinelInbox(c->host_seg, c->world, p, slot);
   c->dev.hs_slot_bytes = kHostSentinelSlotBytes;
+  for (int p = 0; p < c->world; ++p) c->dev.hprints[p] = hostPrints(c->host_seg, c->world, p, slot);
   TPCOMM_INFO(SHM, "rank %d: host-memory transport, %zu bytes per inbox slot", c->rank, slot);
   return tpcommSuccess;
 }

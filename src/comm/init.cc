@@ -102,6 +102,9 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
       c->ipc_mapped.push_back(d.bufs[p]);
     }
   }
+  // Every rank's call fingerprints follow its slots (stagingCreate; slot_bytes is agreed).
+  for (int p = 0; p < c->world; ++p)
+    d.prints[p] = d.bufs[p] ? d.bufs[p] + kNumSlots * d.slot_bytes : nullptr;
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
   TPCOMM_CHECK(setupHostTransport(c, all));
   fillIslands(c, &d);

@@ -30,6 +30,7 @@ struct BulkProto {
   __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVec16(e, v); }
   __device__ static void clear(uint4*) {}
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.out_slot_bytes; }
+  __device__ static char* const* prints(const DeviceComm& c) { return c.hprints; }
   // Rank r's flag of slot `slot` and block `block`.
   __device__ static uint32_t* flag(const DeviceComm& c, int r, size_t slot, unsigned block) {
     char* flags = c.hout + static_cast<size_t>(r) * c.out_stride + kNumSlots * c.out_slot_bytes;

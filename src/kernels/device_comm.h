@@ -49,12 +49,40 @@ struct alignas(16) RankState {
   unsigned int abort;        // set by a kernel that timed out: later kernels exit at once
 };
 
-// Written by a kernel that gave up waiting, read by the host (mapped pinned memory).
+// Call fingerprints (print_device.cuh, docs/PROTOCOL.md "Calls that disagree"): every kernel's
+// checker thread writes a 16-byte record of its call into every peer's print array, in the same
+// memory as the protocol's slots, at [epoch % kNumSlots][its rank], and compares every peer's
+// record with its own. What a record says a call was:
+enum CallKind : int {
+  kCallNone = 0,  // never written (zeroed memory)
+  kCallAllReduce = 1,
+  kCallFused = 2,     // all-reduce + add + RMSNorm
+  kCallFusedFp8 = 3,  // the same, the norm quantised to FP8 e4m3
+};
+constexpr size_t kPrintBytes = static_cast<size_t>(kNumSlots) * kMaxRanks * kVecBytes;
+
+// What a fingerprint says about a call (its record unpacked), as the host reports it.
+struct CallPrint {
+  unsigned long long count;  // elements (fused: rows x hidden)
+  int dtype;                 // dtypeIndex: 0 fp32, 1 fp16, 2 bf16
+  int kind;                  // CallKind
+};
+
+// Written by a kernel that gave up waiting or saw a peer's call disagree with its own, read by
+// the host (mapped pinned memory).
 struct HostError {
-  volatile int code;  // 0 or a tpcommResult_t (tpcommTimeout)
+  volatile int code;  // 0 or a tpcommResult_t (tpcommTimeout, tpcommInvalidUsage: a mismatch)
   volatile int peer;  // the rank whose data never came
   volatile int step;  // the step epoch it waited in
-  volatile int pad;
+  // Set with a timeout whose peer's call fingerprint never came: the peer never started a
+  // tpcomm kernel for that call.
+  volatile int never_started;
+  // A mismatch (code tpcommInvalidUsage), written only by its reporter (reportMismatch), so a
+  // timeout reported at the same time cannot mix its peer into these.
+  volatile int mismatch_peer;
+  volatile int mismatch_step;
+  volatile CallPrint mine;    // this rank's call
+  volatile CallPrint theirs;  // mismatch_peer's
 };
 
 struct DeviceComm {
@@ -97,6 +125,11 @@ struct DeviceComm {
   signed char island_members[2][kMaxRanks / 2];
   int push_eighths;  // split one-shot: eighths of a block's threads that push (set per launch)
   int host_fence;    // LaunchKnobs::host_fence: host-memory readers fence after their clears
+  // Every rank's call fingerprint array (kPrintBytes, device_comm.h above): after its staging
+  // slots in its device memory (prints: the peer-memory protocols) and in the host segment
+  // (hprints: the host protocols). Null where that transport is not set up.
+  char* prints[kMaxRanks];
+  char* hprints[kMaxRanks];
 };
 
 }  // namespace tpcomm

@@ -188,11 +188,17 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.openThread();
   const bool aborted = session.aborted();
   const size_t slot_off = (session.epoch % kNumSlots) * Proto::slotBytes(c);
+  // The call's fingerprint goes out before the data (print_device.cuh): a fused call against an
+  // all-reduce, or another shape, is an error on both sides.
+  constexpr CallKind kKind = kQuant ? kCallFusedFp8 : kCallFused;
+  const bool checker = isPrintChecker();
+  if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kKind, p.rows * H));
   if (!aborted) pushRows<Proto, T, kW>(p, peer, slot_off, rank, world, hv);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) return;
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
+  if (checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, p.rows * H));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
   for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),

@@ -81,6 +81,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   pdlWait();
   if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
   WaitCtx wait = session.startWaits();
+  // The call's fingerprint: out before the first push, the peers' checked before the first wait
+  // for data (print_device.cuh).
+  const bool checker = isPrintChecker();
+  if (checker) session.announce<Proto, kMaxRanks>(session.print<T>(kCallAllReduce, count));
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st =
         chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
@@ -92,6 +96,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     uint4* mine = slotOf(c.rank);
 
     pushToOwners<T>(c, st, slotOf, members, m, me, send, count, stride, seg_cap, flag);  // 1.
+    if (step == 0 && checker)
+      session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
 
     // 2. + 3. My segment: the island's partial sum, exchanged with the partner in fp32, summed
     // island 0 first, rounded once; written out and pushed to every island member's AG area.

@@ -43,6 +43,7 @@ struct LLProto {
   __device__ static void clear(uint4*) {}
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hbufs; }
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.host_slot_bytes; }
+  __device__ static char* const* prints(const DeviceComm& c) { return c.hprints; }
 };
 
 }  // namespace tpcomm

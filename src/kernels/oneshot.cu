@@ -131,7 +131,16 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (pusher) loadBatch<T>(send, first0 + threadIdx.x, np, last0, count, aligned, pb, x);
   if (!session.open()) return;  // communicator aborted by an earlier timeout
   trace.mark(kTraceEpoch);
+  // The call's fingerprint: out before the first push, the peers' checked before the first wait
+  // for data (print_device.cuh).
+  const bool checker = isPrintChecker();
+  if (checker)
+    session.template announce<Proto, kW>(session.template print<T>(kCallAllReduce, count));
   WaitCtx wait = session.startWaits();
+  auto checkPeers = [&] {
+    if (checker)
+      session.template checkPeers<Proto>(wait, session.template print<T>(kCallAllReduce, count));
+  };
   auto push = [&](size_t s) {
     pushStep<T>(session, share, s, send, count, aligned, pb, np, rank, world, region, x);
   };
@@ -145,6 +154,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     push(0);
     trace.mark(kTracePushed);
     session.arrive();
+    checkPeers();  // a failed check fails this thread's reduce below
     for (size_t s = 0; s < nsteps; ++s) {
       if (s + 1 < nsteps) push(s + 1);
       if (s + 1 == nsteps) pdlLaunchDependents();  // after the last push
@@ -159,6 +169,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       push(j);
       namedBarrierArrive(kBarPushedFirst + j % 4, blockDim.x);
       if (j == 0) session.arrive();
+      if (j == 0) checkPeers();  // before step 1's pushes; a mismatch aborts the reducers
     }
     pdlLaunchDependents();
   } else {

@@ -58,6 +58,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool aborted = session.aborted();
   trace.mark(kTraceEpoch);
   const size_t slot_off = (session.epoch % kNumSlots) * slot_bytes;
+  // The call's fingerprint goes out before the data (print_device.cuh).
+  const bool checker = isPrintChecker();
+  if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
   if (has && !aborted) {
     const uint4 y = canon<T>(x);
 #pragma unroll
@@ -72,6 +75,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (!session.arriveBlock(aborted)) return;
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
+  if (checker) session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
   if (has) {
     uint4 y[1];
     uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);

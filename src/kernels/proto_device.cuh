@@ -13,6 +13,7 @@
 //   load(e), arrived<T>(raw, flag), data(raw)   poll an entry, test it, take its data
 //   put(e, v, flag), clear(e)                   write an entry, reset it after reading
 //   bufs(c), slotBytes(c)                       every rank's slots as seen from here; slot size
+//   prints(c)                                   every rank's call fingerprints (print_device.cuh)
 // This header holds what all of them share: the step's flag, the poll pause, the slot geometry.
 #pragma once
 

@@ -26,6 +26,7 @@ struct SentinelProto {
   __device__ static void clear(uint4* e) { storeVec16(e, sentinelVec()); }
   __device__ static char* const* bufs(const DeviceComm& c) { return c.bufs; }
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.slot_bytes; }
+  __device__ static char* const* prints(const DeviceComm& c) { return c.prints; }
 };
 
 // The sentinel protocol with its slots in pinned host memory (separate inboxes): a rank's vectors
@@ -48,6 +49,7 @@ struct HostSentinelProto : SentinelProto {
   __device__ static void clear(uint4* e) { storeVolatile16(e, make_uint4(0u, 0u, 0u, 0u)); }
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hsbufs; }
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.hs_slot_bytes; }
+  __device__ static char* const* prints(const DeviceComm& c) { return c.hprints; }
 };
 
 }  // namespace tpcomm

@@ -26,6 +26,7 @@
 
 #include "kernels/batch_device.cuh"
 #include "kernels/epoch_device.cuh"
+#include "kernels/print_device.cuh"
 #include "kernels/proto_device.cuh"
 #include "kernels/wait_device.cuh"
 
@@ -67,6 +68,23 @@ struct CallSession {
   // At the kernel's end, in every thread that did not give up: the last block advances the epoch.
   __device__ __forceinline__ void close(unsigned long long steps) {
     if (advances) advanceEpoch(c, epoch, steps);
+  }
+
+  // ---- the call's fingerprint (print_device.cuh), in the checker thread (isPrintChecker) ----
+  // Kernels announce it once they have the epoch, before their first push, and check the peers'
+  // before their first wait for data (so a call whose geometry differs is caught, not waited
+  // out). A failed check marks the thread's waits failed: the kernel then leaves as on a timeout.
+  template <typename T>
+  __device__ __forceinline__ PrintWords print(CallKind kind, size_t count) const {
+    return packPrint(epoch, count, DtypeIndex<T>::value, kind);
+  }
+  template <typename Proto, int kW>
+  __device__ __forceinline__ void announce(const PrintWords& call) const {
+    announceCall<Proto, kW>(c, epoch, call);
+  }
+  template <typename Proto>
+  __device__ __forceinline__ void checkPeers(WaitCtx& wait, const PrintWords& call) const {
+    if (!checkPeerCalls<Proto>(c, epoch, call, wait.deadline)) wait.failed = true;
   }
 
   // ---- waits over a protocol's entries (batch_device.cuh has the loops' contracts) ----

@@ -33,6 +33,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   pdlWait();
   if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
   WaitCtx wait = session.startWaits();
+  // The call's fingerprint: out before the first push, the peers' checked before the first wait
+  // for data (print_device.cuh).
+  const bool checker = isPrintChecker();
+  if (checker) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st =
         chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
@@ -48,6 +52,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       pushRange<Proto, T>(c, send, base + d * seg, o0, end, stride, count,
                           dst + c.rank * seg_cap * K, flag);
     }
+    if (step == 0 && checker)
+      session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
 
     // 2. Reduce my segment in rank order; write it out and push it to every peer's AG area.
     const size_t own_end = min(o1, st.segLen(c.rank));

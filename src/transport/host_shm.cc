@@ -174,7 +174,8 @@ void ShmName::unlinkNow() {
 size_t hostSegmentBytes(int world, size_t slot_bytes) {
   return kHostHeaderBytes + static_cast<size_t>(world) * (kNumSlots * slot_bytes) +
          static_cast<size_t>(world) * bulkOutboxBytes(slot_bytes) +
-         static_cast<size_t>(world) * kNumSlots * kHostSentinelSlotBytes;
+         static_cast<size_t>(world) * kNumSlots * kHostSentinelSlotBytes +
+         static_cast<size_t>(world) * kPrintBytes;
 }
 
 tpcommResult_t hostSegmentName(std::string* name) {
@@ -279,6 +280,10 @@ char* hostOutbox(const HostSegment& seg, int world, int rank, size_t slot_bytes)
 char* hostSentinelInbox(const HostSegment& seg, int world, int rank, size_t slot_bytes) {
   return hostOutbox(seg, world, world, slot_bytes) +
          static_cast<size_t>(rank) * kNumSlots * kHostSentinelSlotBytes;
+}
+
+char* hostPrints(const HostSegment& seg, int world, int rank, size_t slot_bytes) {
+  return hostSentinelInbox(seg, world, world, slot_bytes) + static_cast<size_t>(rank) * kPrintBytes;
 }
 
 }  // namespace tpcomm

@@ -69,5 +69,7 @@ char* hostInbox(const HostSegment& seg, int rank, size_t slot_bytes);
 char* hostOutbox(const HostSegment& seg, int world, int rank, size_t slot_bytes);
 // Rank r's sentinel inbox (kNumSlots slots of kHostSentinelSlotBytes), after every outbox.
 char* hostSentinelInbox(const HostSegment& seg, int world, int rank, size_t slot_bytes);
+// Rank r's call fingerprints (kPrintBytes, zeros: no record), after every sentinel inbox.
+char* hostPrints(const HostSegment& seg, int world, int rank, size_t slot_bytes);
 
 }  // namespace tpcomm

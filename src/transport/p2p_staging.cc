@@ -1,5 +1,6 @@
 #include "transport/p2p_staging.h"
 
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -15,15 +16,16 @@ tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s) {
   s->slot_bytes = slot_bytes;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   const size_t total = kNumSlots * slot_bytes;
-  TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->buf), total));
+  TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes));
   TPCOMM_CUDA_CHECK(cudaMemset(s->buf, kSentinelByte, total));
+  s->prints = s->buf + total;
+  TPCOMM_CUDA_CHECK(cudaMemset(s->prints, 0, kPrintBytes));
   TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->state), sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaMemset(s->state, 0, sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s->host_error), sizeof(HostError),
                                   cudaHostAllocMapped));
-  s->host_error->code = 0;
+  memset(static_cast<void*>(const_cast<HostError*>(s->host_error)), 0, sizeof(HostError));
   s->host_error->peer = -1;
-  s->host_error->step = 0;
   TPCOMM_CUDA_CHECK(
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->host_error_dev), s->host_error, 0));
   TPCOMM_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets are done before any peer writes

@@ -16,6 +16,9 @@ namespace tpcomm {
 struct Staging {
   int device = -1;
   char* buf = nullptr;  // kNumSlots * slot_bytes, all bytes kSentinelByte when idle
+  // The call fingerprints (kPrintBytes, zeroed: no record), right after the slots in the same
+  // allocation, so peers reach them through the one IPC mapping of buf.
+  char* prints = nullptr;
   size_t slot_bytes = 0;
   RankState* state = nullptr;           // device memory
   HostError* host_error = nullptr;      // pinned, mapped
