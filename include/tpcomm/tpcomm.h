@@ -191,14 +191,24 @@ TPCOMM_API tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank);
 TPCOMM_API tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device);
 
 /* An error a kernel reported after its call returned (e.g. a peer that stopped answering:
- * tpcommTimeout). Once set, every later call on the communicator fails with it. */
+ * tpcommTimeout; two calls of the communicator that ran at once: tpcommInvalidUsage). Once set,
+ * every later call on the communicator fails with it. */
 TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError);
 
 /* ---- collectives ---- */
 
 /* Sum over all ranks, bit-identical on every rank. In place when sendbuff == recvbuff. Any count,
  * any element-aligned pointers, any stream of the communicator's device, and CUDA graph capture
- * with no registration of the user's buffers. */
+ * with no registration of the user's buffers.
+ * Calls of one communicator run in the order they were issued, whatever the stream: a call on
+ * another stream than the previous one waits for it (inside one capture too, forked streams
+ * included). Refused (tpcommInvalidUsage): a call into a second graph capture while another one
+ * holding this communicator's calls is still open; an eager call on another stream while the
+ * previous eager call's stream is capturing. tpcomm cannot see graph launches: graphs holding
+ * calls of one communicator must not run concurrently with each other or with its eager calls on
+ * another stream (the kernels report such a mix as tpcommInvalidUsage where they can see it). A
+ * stream that carried a call must outlive the next call on another stream. The same holds for
+ * tpcommAllReduceAddRmsNorm. */
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);

@@ -10,6 +10,13 @@ namespace tpcomm {
 tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
   const HostError* e = c->staging.host_error;
   if (!e || e->code == 0) return tpcommSuccess;
+  if (e->code == tpcommInvalidUsage)  // kernels/epoch_device.cuh, reportConcurrentCalls
+    return fail(tpcommInvalidUsage,
+                "%s: rank %d's communicator is broken: two of its calls ran at the same time (CUDA "
+                "graphs holding its calls launched concurrently on two streams, or with its eager "
+                "calls on another stream), so both read the same slots. Destroy the communicator, "
+                "and launch such graphs one after another",
+                op, c->rank);
   return fail(static_cast<tpcommResult_t>(e->code),
               "%s: rank %d's communicator is broken: an earlier call waited %d ms for rank %d "
               "(step %d) and gave up. Destroy the communicator (and check that peer)",

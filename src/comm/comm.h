@@ -11,6 +11,7 @@
 #include "comm/bootstrap.h"
 #include "comm/config.h"
 #include "comm/rank_info.h"
+#include "comm/stream_order.h"
 #include "kernels/device_comm.h"
 #include "plan/fused_plan.h"
 #include "plan/planner.h"
@@ -68,4 +69,5 @@ struct tpcommComm {
   tpcomm::FusedPlan cached_fused;
   bool cached_fused_valid = false;
   std::map<size_t, bool> logged_fallback_sizes;
+  tpcomm::StreamOrder order;  // the streams of the last calls (comm/stream_order.h)
 };
