@@ -195,8 +195,9 @@ TPCOMM_API tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank);
 TPCOMM_API tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device);
 
 /* An error a kernel reported after its call returned (e.g. a peer that stopped answering:
- * tpcommTimeout; ranks whose calls disagreed in count, datatype or kind: tpcommInvalidUsage).
- * Once set, every later call on the communicator fails with it; tpcommGetLastError says why. */
+ * tpcommTimeout; ranks whose calls disagreed in count, datatype or kind, or two calls of the
+ * communicator that ran at once: tpcommInvalidUsage). Once set, every later call on the
+ * communicator fails with it; tpcommGetLastError says why. */
 TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError);
 
 /* ---- collectives ---- */
@@ -207,7 +208,16 @@ TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResul
  * pinned host memory mapped for it (cudaMallocHost; at the link's speed) or managed memory;
  * pageable host memory (malloc, the stack), another GPU's memory and a stream of another GPU
  * (capturing or not) are refused with tpcommInvalidArgument before anything is launched. A buffer
- * is checked the first time the communicator sees it and remembered (README, "Buffers"). */
+ * is checked the first time the communicator sees it and remembered (README, "Buffers").
+ * Calls of one communicator run in the order they were issued, whatever the stream: a call on
+ * another stream than the previous one waits for it (inside one capture too, forked streams
+ * included). Refused (tpcommInvalidUsage): a call into a second graph capture while another one
+ * holding this communicator's calls is still open; an eager call on another stream while the
+ * previous eager call's stream is capturing. tpcomm cannot see graph launches: graphs holding
+ * calls of one communicator must not run concurrently with each other or with its eager calls on
+ * another stream (the kernels report such a mix as tpcommInvalidUsage where they can see it). A
+ * stream that carried a call must outlive the next call on another stream. The same holds for
+ * tpcommAllReduceAddRmsNorm. */
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);

@@ -62,6 +62,8 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   if (d.error != tpcommSuccess)
     return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
                 d.reason.c_str());
+  // Before NCCL too: the order holds across tpcomm's kernels and NCCL's alike.
+  TPCOMM_CHECK(orderCall(&comm->order, s, cap, "tpcommAllReduce", comm->rank));
   if (p.variant == tpcommVariantNccl) {
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s,
                                        cap != cudaStreamCaptureStatusNone));

@@ -55,6 +55,7 @@ AsyncError readAsyncError(const HostError& e) {
   a.mismatch_step = e.mismatch_step;
   a.mine = readPrint(e.mine);
   a.theirs = readPrint(e.theirs);
+  a.concurrent = e.concurrent;
   return a;
 }
 
@@ -63,6 +64,13 @@ std::string describeCall(const CallPrint& p) {
 }
 
 std::string asyncErrorMessage(const char* op, int rank, int timeout_ms, const AsyncError& e) {
+  if (e.code == tpcommInvalidUsage && e.concurrent != 0)
+    return format(
+        "%s: rank %d's communicator is broken: two of its calls ran at the same time (CUDA graphs "
+        "holding its calls launched concurrently on two streams, or with its eager calls on "
+        "another stream), so both read the same slots. Destroy the communicator, and launch such "
+        "graphs one after another",
+        op, rank);
   if (e.code == tpcommInvalidUsage)
     return format(
         "%s: rank %d's communicator is broken: the ranks disagreed on a call: rank %d called %s, "

@@ -19,6 +19,7 @@ struct AsyncError {
   int mismatch_step = 0;
   CallPrint mine{};
   CallPrint theirs{};
+  int concurrent = 0;  // two calls of the communicator ran at once (not a mismatch)
 };
 
 AsyncError readAsyncError(const HostError& e);

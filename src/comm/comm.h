@@ -13,6 +13,7 @@
 #include "comm/config.h"
 #include "comm/nccl_watchdog.h"
 #include "comm/rank_info.h"
+#include "comm/stream_order.h"
 #include "kernels/device_comm.h"
 #include "plan/fused_plan.h"
 #include "plan/planner.h"
@@ -74,4 +75,5 @@ struct tpcommComm {
   bool cached_fused_valid = false;
   std::map<size_t, bool> logged_fallback_sizes;
   tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
+  tpcomm::StreamOrder order;  // the streams of the last calls (comm/stream_order.h)
 };

@@ -100,6 +100,9 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   const Decision& d = fp.ar.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
+  // The unfused pair then finds this stream in tpcommAllReduce's order, and its epilogue kernel
+  // follows it on the same stream.
+  TPCOMM_CHECK(orderCall(&comm->order, s, cap, kOp, comm->rank));
   if (isFusedVariant(fp.variant)) {
     FusedLaunch f{};
     f.p = FusedParams{input,

@@ -73,6 +73,7 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
 // Maps the peers (IPC, or the direct pointers of an in-process communicator) and fills c->dev.
 tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direct) {
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
+  TPCOMM_CHECK(streamOrderCreate(&c->order));
   TPCOMM_CHECK(detectFabric(c, all));
   DeviceComm& d = c->dev;
   d = DeviceComm{};
@@ -135,6 +136,7 @@ void destroyComm(tpcommComm* c) {
   hostSegmentRelease(&c->host_seg);  // rank 0's: also removes the name
   ncclFallbackDestroy(c);
   stagingDestroy(&c->staging);
+  streamOrderDestroy(&c->order);
   cudaGetLastError();
   retireComm(c);  // its address is never given to another communicator (comm/registry.h)
 }

@@ -83,6 +83,9 @@ struct HostError {
   volatile int mismatch_step;
   volatile CallPrint mine;    // this rank's call
   volatile CallPrint theirs;  // mismatch_peer's
+  // Set (before the code) by a kernel that saw another kernel of this communicator running at
+  // the same time (epoch_device.cuh, reportConcurrentCalls): tpcommInvalidUsage, not a mismatch.
+  volatile int concurrent;
 };
 
 struct DeviceComm {

@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "kernels/device_comm.h"
+#include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
 
@@ -68,12 +69,31 @@ __device__ __forceinline__ unsigned long long readEpochThread(const RankState* s
   return (arrive_abort >> 32) != 0u ? ~0ull : epoch;
 }
 
+// Two kernels of one communicator running at once (graphs replayed concurrently on two streams:
+// the host orders every other mix, comm/stream_order.h) read the same epoch and fill the same
+// slots. Like a timeout: the communicator is aborted, and the host reads tpcommInvalidUsage.
+static __device__ __forceinline__ void reportConcurrentCalls(const DeviceComm& c) {
+  atomicExch(&c.state->abort, 1u);
+  c.host_error->concurrent = 1;
+  if (atomicCAS(const_cast<int*>(&c.host_error->code), 0, static_cast<int>(tpcommInvalidUsage)) ==
+      0)
+    c.host_error->peer = c.rank;
+  __threadfence_system();
+}
+
 // Counts the block in (thread 0, relaxed atomic, no fence: it must not wait for the block's remote
 // stores). True in the thread of the last block to arrive, which later calls advanceEpoch.
+// The count is reset by a kernel's last block to arrive, at its end, and the next kernel on the
+// stream arrives only after that one completed, so a count of gridDim.x or more means another
+// kernel's blocks arrived too. A best-effort net: it sees two kernels whose arrivals all come
+// before either resets (as when both wait for a peer), and a one-block kernel counts nothing (its
+// path stays as lean as it is), so neither sees the other there.
 __device__ __forceinline__ bool arriveEpoch(const DeviceComm& c) {
   if (threadIdx.x != 0) return false;
   if (gridDim.x == 1) return true;
-  return atomicAdd(&c.state->arrive, 1u) == gridDim.x - 1;
+  const unsigned n = atomicAdd(&c.state->arrive, 1u);
+  if (n >= gridDim.x) reportConcurrentCalls(c);
+  return n == gridDim.x - 1;
 }
 
 // Called at the end of the kernel by the thread arriveEpoch chose: every block has read the epoch.

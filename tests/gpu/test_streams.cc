@@ -1,0 +1,368 @@
+// Two streams, one communicator (src/comm/stream_order.h): calls run in the order they were
+// issued whatever the stream. Each rank alternates its calls between two non-blocking streams
+// with no sync (the two ranks in different patterns), eagerly and in one capture forked over both
+// streams; every output is checked bit for bit against the host's sum. Mixes tpcomm cannot order
+// are refused with tpcommInvalidUsage, and two graphs of one communicator replayed at once are
+// reported by the kernels (kernels/epoch_device.cuh). Without the ordering, the calls on the two
+// streams run at once, read the same epoch and fill the same slots: wrong sums or timeouts.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "tests/gpu/harness.h"
+
+namespace tpcomm::test {
+namespace {
+
+// bf16 counts: the lean one-shot (512: 1 KiB; 32768), the general one-shot with a partial last
+// vector (4097, 131075) and a multi-step call (1572867: 3 MiB); two-shot when forced.
+const size_t kCounts[] = {512, 4097, 32768, 131075, 1572867};
+constexpr int kTimeoutMs = 5000;  // bounds the old code's hangs
+
+// Small integers (|x| <= 8): every sum of two ranks is exact in bf16, so the reference is exact
+// and a value from another call's slot shows (16 of 17 values differ).
+std::vector<uint8_t> intInput(size_t count, uint64_t seed, int rank) {
+  std::vector<uint8_t> out(count * 2);
+  for (size_t i = 0; i < count; ++i)
+    fromDouble(tpcommBfloat16, static_cast<double>(mix(seed * 977 + rank * 131 + i) % 17) - 8.0,
+               out.data() + i * 2);
+  return out;
+}
+
+// Every call's own input and output (no call reuses another's memory), on every rank.
+struct Calls {
+  int n = 0;
+  std::vector<size_t> count, offset;  // elements
+  size_t total = 0;
+  std::vector<std::vector<std::vector<uint8_t>>> in;  // [call][rank]
+  std::vector<char*> send, recv;                      // per rank
+};
+
+std::unique_ptr<Calls> makeCalls(const Group& g, int n, uint64_t seed) {
+  auto c = std::make_unique<Calls>();
+  c->n = n;
+  for (int i = 0; i < n; ++i) {
+    c->count.push_back(kCounts[i % 5]);
+    c->offset.push_back(c->total);
+    c->total += (c->count.back() + 63) / 64 * 64;  // every buffer 128-byte aligned
+  }
+  c->in.resize(n);
+  c->send.assign(g.world, nullptr);
+  c->recv.assign(g.world, nullptr);
+  for (int r = 0; r < g.world; ++r) {
+    cudaSetDevice(g.devs[r]);
+    if (cudaMalloc(&c->send[r], c->total * 2) != cudaSuccess ||
+        cudaMalloc(&c->recv[r], c->total * 2) != cudaSuccess)
+      return nullptr;
+    for (int i = 0; i < n; ++i) {
+      c->in[i].push_back(intInput(c->count[i], seed + i, r));
+      cudaMemcpy(c->send[r] + c->offset[i] * 2, c->in[i][r].data(), c->count[i] * 2,
+                 cudaMemcpyHostToDevice);
+    }
+  }
+  return c;
+}
+
+void freeCalls(const Group& g, Calls* c) {
+  for (int r = 0; r < g.world; ++r) {
+    cudaSetDevice(g.devs[r]);
+    cudaFree(c->send[r]);
+    cudaFree(c->recv[r]);
+  }
+}
+
+// Outputs of calls [from, to) that differ from the exact sum, in bits: the number of wrong calls
+// (and the first).
+int wrongCalls(const Group& g, const Calls& c, std::string* first, int from = 0, int to = -1) {
+  int wrong = 0;
+  std::vector<uint8_t> got;
+  for (int i = from; i < (to < 0 ? c.n : to); ++i) {
+    const std::vector<uint8_t> ref = reference(tpcommBfloat16, c.count[i], c.in[i]);
+    got.resize(ref.size());
+    for (int r = 0; r < g.world; ++r) {
+      cudaSetDevice(g.devs[r]);
+      cudaMemcpy(got.data(), c.recv[r] + c.offset[i] * 2, got.size(), cudaMemcpyDeviceToHost);
+      if (memcmp(got.data(), ref.data(), ref.size()) != 0) {
+        if (wrong++ == 0)
+          *first = "call " + std::to_string(i) + " (" + std::to_string(c.count[i]) +
+                   " elements) on rank " + std::to_string(r);
+        break;
+      }
+    }
+  }
+  return wrong;
+}
+
+// The second non-blocking stream of every rank (the harness gives each rank one).
+struct SecondStreams {
+  const Group& g;
+  std::vector<cudaStream_t> s;
+  explicit SecondStreams(const Group& grp) : g(grp), s(grp.world, nullptr) {
+    for (int r = 0; r < g.world; ++r) {
+      cudaSetDevice(g.devs[r]);
+      cudaStreamCreateWithFlags(&s[r], cudaStreamNonBlocking);
+    }
+  }
+  ~SecondStreams() {
+    for (int r = 0; r < g.world; ++r) {
+      cudaSetDevice(g.devs[r]);
+      cudaStreamDestroy(s[r]);
+    }
+  }
+};
+
+// Rank 0 switches streams at every call, rank 1 every second call: the ranks need not agree.
+cudaStream_t streamOf(const Group& g, const SecondStreams& two, int r, int i) {
+  const bool second = r == 0 ? i % 2 == 1 : (i / 2) % 2 == 1;
+  return second ? two.s[r] : g.streams[r];
+}
+
+// Call i of rank r, on stream s.
+tpcommResult_t issue(const Group& g, const Calls& c, int r, int i, cudaStream_t s) {
+  return tpcommAllReduce(c.send[r] + c.offset[i] * 2, c.recv[r] + c.offset[i] * 2, c.count[i],
+                         tpcommBfloat16, tpcommSum, g.comms[r], s);
+}
+
+tpcommResult_t syncAll(const Group& g, const SecondStreams& two, std::string* err) {
+  for (int r = 0; r < g.world; ++r) {
+    cudaSetDevice(g.devs[r]);
+    if (cudaStreamSynchronize(g.streams[r]) != cudaSuccess ||
+        cudaStreamSynchronize(two.s[r]) != cudaSuccess) {
+      *err = cudaGetErrorString(cudaGetLastError());
+      return tpcommUnhandledCudaError;
+    }
+    tpcommResult_t async = tpcommSuccess;
+    tpcommCommGetAsyncError(g.comms[r], &async);
+    if (async != tpcommSuccess) {
+      *err = "async error " + std::to_string(async) + " on rank " + std::to_string(r);
+      return async;
+    }
+  }
+  return tpcommSuccess;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+class InterleavedStreams : public ::testing::TestWithParam<int> {};
+
+// 200 eager calls per rank, alternating streams, no host sync until the end.
+TEST_P(InterleavedStreams, EveryCallExact) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int algo = GetParam(), world = 2, ncalls = 200;
+  const tpcommConfig_t cfg = configFor(algo, 0, kTimeoutMs);
+  std::string err;
+  auto g = makeGroup(world, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  auto c = makeCalls(*g, ncalls, 100 + algo);
+  ASSERT_TRUE(c) << "cuda allocation failed";
+  SecondStreams two(*g);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    cudaMemset(c->recv[r], 0xCD, c->total * 2);
+  }
+  cudaDeviceSynchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < ncalls; ++i) {
+    tpcommGroupStart();
+    for (int r = 0; r < world; ++r)
+      ASSERT_EQ(issue(*g, *c, r, i, streamOf(*g, two, r, i)), tpcommSuccess)
+          << tpcommGetLastError();
+    tpcommGroupEnd();
+  }
+  ASSERT_EQ(syncAll(*g, two, &err), tpcommSuccess) << err;
+  const double secs = secondsSince(t0);
+  std::string first;
+  const int wrong = wrongCalls(*g, *c, &first);
+  uint64_t v[tpcommNumVariants] = {};
+  tpcommCommGetVariantStats(g->comms[0], v, tpcommNumVariants);
+  std::string ran;
+  for (int k = 0; k < tpcommNumVariants; ++k)
+    if (v[k]) ran += std::string(" ") + tpcommVariantName(k) + "=" + std::to_string(v[k]);
+  printf("[streams] %s: %d calls per rank over 2 streams in %.3f s, %d wrong; ran:%s\n",
+         tpcommAlgoName(algo), ncalls, secs, wrong, ran.c_str());
+  EXPECT_EQ(wrong, 0) << "first wrong: " << first;
+  freeCalls(*g, c.get());
+}
+
+INSTANTIATE_TEST_SUITE_P(Algo, InterleavedStreams,
+                         ::testing::Values(tpcommAlgoAuto, tpcommAlgoTwoShot,
+                                           tpcommAlgoHostOneShot),
+                         [](const ::testing::TestParamInfo<int>& p) {
+                           return std::string(tpcommAlgoName(p.param));
+                         });
+
+// One capture per rank forked over both streams, calls alternating between them; the graph is
+// replayed 5 times, outputs poisoned before each replay and checked after it.
+TEST(StreamsCapture, ForkedCaptureReplaysExact) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = 2, ncalls = 40, replays = 5;
+  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, kTimeoutMs);
+  std::string err;
+  auto g = makeGroup(world, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  auto c = makeCalls(*g, ncalls, 500);
+  ASSERT_TRUE(c) << "cuda allocation failed";
+  SecondStreams two(*g);
+  std::vector<cudaEvent_t> fork(world), join(world);
+  std::vector<cudaGraphExec_t> exec(world);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    cudaEventCreateWithFlags(&fork[r], cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&join[r], cudaEventDisableTiming);
+    ASSERT_EQ(cudaStreamBeginCapture(g->streams[r], cudaStreamCaptureModeGlobal), cudaSuccess);
+    cudaEventRecord(fork[r], g->streams[r]);
+    cudaStreamWaitEvent(two.s[r], fork[r], 0);
+  }
+  for (int i = 0; i < ncalls; ++i)
+    for (int r = 0; r < world; ++r)
+      ASSERT_EQ(issue(*g, *c, r, i, streamOf(*g, two, r, i)), tpcommSuccess)
+          << tpcommGetLastError();
+  std::vector<cudaGraph_t> graphs(world);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    cudaEventRecord(join[r], two.s[r]);
+    cudaStreamWaitEvent(g->streams[r], join[r], 0);
+    ASSERT_EQ(cudaStreamEndCapture(g->streams[r], &graphs[r]), cudaSuccess);
+  }
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graphs[r], 0), cudaSuccess);
+    cudaGraphDestroy(graphs[r]);
+  }
+  int wrong = 0;
+  std::string first;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < replays; ++rep) {
+    for (int r = 0; r < world; ++r) {
+      cudaSetDevice(g->devs[r]);
+      cudaMemsetAsync(c->recv[r], 0xCD, c->total * 2, g->streams[r]);
+      ASSERT_EQ(cudaGraphLaunch(exec[r], g->streams[r]), cudaSuccess);
+    }
+    ASSERT_EQ(syncAll(*g, two, &err), tpcommSuccess) << "replay " << rep << ": " << err;
+    wrong += wrongCalls(*g, *c, &first);
+  }
+  printf(
+      "[streams] forked capture: %d calls per rank over 2 streams, %d replays in %.3f s, %d "
+      "wrong call outputs\n",
+      ncalls, replays, secondsSince(t0), wrong);
+  EXPECT_EQ(wrong, 0) << "first wrong: " << first;
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    cudaGraphExecDestroy(exec[r]);
+    cudaEventDestroy(fork[r]);
+    cudaEventDestroy(join[r]);
+  }
+  freeCalls(*g, c.get());
+}
+
+// The mixes tpcomm cannot order are refused, with a message that says why, and leave the
+// communicator usable: a second capture taking a call while the first is still open, and an
+// eager call on another stream while the last eager call's stream is capturing.
+TEST(StreamsCapture, UnorderableMixesRefused) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = 2;
+  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, kTimeoutMs);
+  std::string err;
+  auto g = makeGroup(world, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  auto c = makeCalls(*g, 3, 900);
+  ASSERT_TRUE(c) << "cuda allocation failed";
+  SecondStreams two(*g);
+  cudaStream_t a = g->streams[0], b = two.s[0];
+  cudaSetDevice(g->devs[0]);
+
+  ASSERT_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  ASSERT_EQ(issue(*g, *c, 0, 0, a), tpcommSuccess) << tpcommGetLastError();
+  ASSERT_EQ(cudaStreamBeginCapture(b, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  EXPECT_EQ(issue(*g, *c, 0, 0, b), tpcommInvalidUsage);
+  const std::string open_msg = tpcommGetLastError();
+  printf("[streams] refused: %s\n", open_msg.c_str());
+  EXPECT_NE(open_msg.find("still open"), std::string::npos) << open_msg;
+  cudaGraph_t gb = nullptr, ga = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(b, &gb), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(a, &ga), cudaSuccess);
+  cudaGraphDestroy(gb);
+  cudaGraphDestroy(ga);  // never launched: rank 1 has no matching call
+
+  // One eager call on both ranks (rank 0 on a), then a capture on a.
+  tpcommGroupStart();
+  for (int r = 0; r < world; ++r)
+    ASSERT_EQ(issue(*g, *c, r, 1, g->streams[r]), tpcommSuccess) << tpcommGetLastError();
+  tpcommGroupEnd();
+  cudaSetDevice(g->devs[0]);
+  ASSERT_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  EXPECT_EQ(issue(*g, *c, 0, 2, b), tpcommInvalidUsage);
+  const std::string capturing_msg = tpcommGetLastError();
+  printf("[streams] refused: %s\n", capturing_msg.c_str());
+  EXPECT_NE(capturing_msg.find("capturing a graph now"), std::string::npos) << capturing_msg;
+  ASSERT_EQ(cudaStreamEndCapture(a, &ga), cudaSuccess);
+  cudaGraphDestroy(ga);
+
+  // Once that capture ended, the same call on b is ordered after the one on a, and is exact.
+  tpcommGroupStart();
+  for (int r = 0; r < world; ++r)
+    ASSERT_EQ(issue(*g, *c, r, 2, r == 0 ? b : g->streams[r]), tpcommSuccess)
+        << tpcommGetLastError();
+  tpcommGroupEnd();
+  ASSERT_EQ(syncAll(*g, two, &err), tpcommSuccess) << err;
+  std::string first;
+  const int wrong = wrongCalls(*g, *c, &first, 1, 3);  // call 0 was only captured, never run
+  EXPECT_EQ(wrong, 0) << first;
+  freeCalls(*g, c.get());
+}
+
+// Two graphs holding one multi-block call each, replayed at once on rank 0's two streams (rank 1
+// does nothing, so both kernels wait and their arrivals overlap): the kernels report
+// tpcommInvalidUsage at once, where without the check both wait for rank 1 until the timeout.
+TEST(StreamsCapture, ConcurrentReplaysReported) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = 2;
+  const size_t count = 4u << 20;  // 8 MiB of bf16: a multi-block one-shot
+  const tpcommConfig_t cfg = configFor(tpcommAlgoOneShot, 0, kTimeoutMs);
+  std::string err;
+  auto g = makeGroup(world, &cfg, count * 2, &err);
+  ASSERT_TRUE(g) << err;
+  tpcommCallInfo_t info;
+  ASSERT_EQ(tpcommCommExplain(g->comms[0], count, tpcommBfloat16, &info), tpcommSuccess);
+  ASSERT_GT(info.blocks, 1) << "the check needs a multi-block call";
+  SecondStreams two(*g);
+  cudaSetDevice(g->devs[0]);
+  cudaGraphExec_t exec[2];
+  const cudaStream_t s[2] = {g->streams[0], two.s[0]};
+  for (int k = 0; k < 2; ++k) {  // one capture after the other: both are accepted
+    ASSERT_EQ(cudaStreamBeginCapture(s[k], cudaStreamCaptureModeRelaxed), cudaSuccess);
+    ASSERT_EQ(tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum, g->comms[0],
+                              s[k]),
+              tpcommSuccess)
+        << tpcommGetLastError();
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(s[k], &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[k], graph, 0), cudaSuccess);
+    cudaGraphDestroy(graph);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(cudaGraphLaunch(exec[0], s[0]), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec[1], s[1]), cudaSuccess);
+  cudaStreamSynchronize(s[0]);
+  cudaStreamSynchronize(s[1]);
+  const double secs = secondsSince(t0);
+  tpcommResult_t async = tpcommSuccess;
+  tpcommCommGetAsyncError(g->comms[0], &async);
+  printf("[streams] two graphs of %d blocks replayed at once: async error %d after %.3f s\n",
+         info.blocks, static_cast<int>(async), secs);
+  EXPECT_EQ(async, tpcommInvalidUsage);
+  EXPECT_LT(secs, kTimeoutMs / 1000.0 / 2) << "reported only by the timeout";
+  EXPECT_EQ(
+      tpcommAllReduce(g->send[0], g->recv[0], count, tpcommBfloat16, tpcommSum, g->comms[0], s[0]),
+      tpcommInvalidUsage);
+  const std::string msg = tpcommGetLastError();
+  EXPECT_NE(msg.find("ran at the same time"), std::string::npos) << msg;
+  for (auto& e : exec) cudaGraphExecDestroy(e);
+}
+
+}  // namespace
+}  // namespace tpcomm::test
