@@ -74,6 +74,7 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
         recvbuff,  count,         datatype};
     TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
   }
+  TPCOMM_CHECK(afterCall(&comm->order, s, cap));
   record(comm, p, bytes, datatype, cap != cudaStreamCaptureStatusNone);
   return tpcommSuccess;
 }

@@ -122,6 +122,7 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
     f.threads = fp.threads;
     f.pdl = fp.pdl;
     TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
+    TPCOMM_CHECK(afterCall(&comm->order, s, cap));
     recordCall(comm,
                CallRecord{d.algo, fp.variant, d.fallback, bytes, datatype, fp.blocks, &fp.reason,
                           "allreduce+rmsnorm"},

@@ -5,17 +5,16 @@
 namespace tpcomm {
 
 bool streamToProbe(const StreamOrder& o, const StreamUse& now, cudaStream_t* which) {
-  const bool eager = !now.capturing && o.eager_seen && now.stream != o.eager_stream;
   const bool capture = now.capturing && o.capture_seen && now.capture != o.capture;
-  *which = eager ? o.eager_stream : o.capture_stream;
-  return eager || capture;
+  *which = o.capture_stream;
+  return capture;
 }
 
 OrderStep orderStep(const StreamOrder& o, const StreamUse& now, const StreamUse& probed) {
   if (!now.capturing) {
+    // The event was recorded right after that call (afterCall), whatever its stream does now.
     if (!o.eager_seen || now.stream == o.eager_stream) return OrderStep::kNothing;
-    // A record there would be captured into that graph, not stand for the eager call before.
-    return probed.capturing ? OrderStep::kRefuseEagerStreamCapturing : OrderStep::kWaitEager;
+    return OrderStep::kWaitEager;
   }
   if (o.capture_seen && now.capture == o.capture)
     return now.stream == o.capture_stream ? OrderStep::kNothing : OrderStep::kWaitInCapture;
@@ -72,6 +71,11 @@ tpcommResult_t waitFor(cudaStream_t later, cudaStream_t earlier, cudaEvent_t e) 
 
 }  // namespace
 
+tpcommResult_t afterCall(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap) {
+  if (cap == cudaStreamCaptureStatusNone) TPCOMM_CUDA_CHECK(cudaEventRecord(o->eager_event, s));
+  return tpcommSuccess;
+}
+
 tpcommResult_t orderCallSlow(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap,
                              const char* op, int rank) {
   // An invalidated capture: the launch itself fails and says why; nothing to remember.
@@ -85,18 +89,11 @@ tpcommResult_t orderCallSlow(StreamOrder* o, cudaStream_t s, cudaStreamCaptureSt
     case OrderStep::kNothing:
       break;
     case OrderStep::kWaitEager:
-      TPCOMM_CHECK(waitFor(s, o->eager_stream, o->eager_event));
+      TPCOMM_CUDA_CHECK(cudaStreamWaitEvent(s, o->eager_event, 0));
       break;
     case OrderStep::kWaitInCapture:
       TPCOMM_CHECK(waitFor(s, o->capture_stream, o->capture_event));
       break;
-    case OrderStep::kRefuseEagerStreamCapturing:
-      return fail(tpcommInvalidUsage,
-                  "%s: rank %d: the stream of this communicator's previous eager call is "
-                  "capturing a graph now, so this eager call on another stream cannot be ordered "
-                  "after that call: issue it once that capture has ended, or on that stream before "
-                  "the capture begins",
-                  op, rank);
     case OrderStep::kRefuseOtherCaptureOpen:
       return fail(tpcommInvalidUsage,
                   "%s: rank %d: this communicator's previous call went into another graph capture "

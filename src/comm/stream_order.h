@@ -2,9 +2,11 @@
 // reads the communicator's one epoch and uses its one set of slots, so two of them running at
 // once mix their data. NCCL does the same for its communicators: every launch stream first waits
 // on the communicator's device stream, which then waits on the launch (ncclLaunchPrepare and
-// ncclLaunchFinish, src/enqueue.cc). tpcomm needs no stream of its own: the new stream waits for
-// an event recorded on the previous call's stream, and only when the stream changes (one stream
-// costs a pointer compare). Inside one graph capture the same record/wait becomes a graph edge.
+// ncclLaunchFinish, src/enqueue.cc). tpcomm needs no stream of its own: every eager call records
+// an event on its stream after its launch (afterCall), and a call on another stream waits for it,
+// so the earlier stream may be destroyed in between (a stream per call is a common pattern).
+// Inside one graph capture a record on the previous captured call's stream and a wait become a
+// graph edge (the capture's streams live while it is open).
 // Graph replays are the user's launches, which tpcomm cannot see (docs/PROTOCOL.md, "Streams").
 #pragma once
 
@@ -39,16 +41,15 @@ struct StreamOrder {
 
 enum class OrderStep {
   kNothing,        // the stream of the call before, or a capture's first call
-  kWaitEager,      // this stream waits for the last eager call's stream
+  kWaitEager,      // this stream waits for the last eager call's event (afterCall)
   kWaitInCapture,  // the same capture on another stream: an edge from the last captured call
-  kRefuseEagerStreamCapturing,  // the last eager call's stream is capturing now: no event on it
-                                // can stand for that call
-  kRefuseOtherCaptureOpen,      // the last captured call's capture is still open elsewhere
+  kRefuseOtherCaptureOpen,  // the last captured call's capture is still open elsewhere
 };
 
 // Whether orderStep needs to know the state now of a remembered stream, and which (*which): the
-// last eager call's stream before an eager call moves to another stream, the last captured call's
-// stream before a call goes into another capture. The caller asks CUDA about it only then.
+// last captured call's stream before a call goes into another capture. The caller asks CUDA about
+// it only then (that stream must still exist: a capture stream destroyed while the communicator's
+// next call goes into a new capture is not supported; eager streams are never asked about).
 bool streamToProbe(const StreamOrder& o, const StreamUse& now, cudaStream_t* which);
 // The decision (pure): `probed` is the state now of streamToProbe's stream, where it named one.
 OrderStep orderStep(const StreamOrder& o, const StreamUse& now, const StreamUse& probed);
@@ -63,6 +64,8 @@ void streamOrderDestroy(StreamOrder* o);
 // the last call's returns at once.
 tpcommResult_t orderCallSlow(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap,
                              const char* op, int rank);
+// After an eager call's launch on s: the event a call on another stream will wait for.
+tpcommResult_t afterCall(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap);
 inline tpcommResult_t orderCall(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap,
                                 const char* op, int rank) {
   if (cap == cudaStreamCaptureStatusNone && o->eager_seen && s == o->eager_stream)
