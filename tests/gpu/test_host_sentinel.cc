@@ -214,6 +214,9 @@ double usPerCall(Group& g, size_t count, int iters) {
   cudaEventDestroy(t1);
   for (int r = 0; r < g.world; ++r)
     if (exec[r]) cudaGraphExecDestroy(exec[r]);
+  if (!ok)
+    printf("[ host_fence ] capture or replay failed: tpcomm: %s; CUDA: %s\n", tpcommGetLastError(),
+           cudaGetErrorString(cudaGetLastError()));
   return ok ? 1000.0 * ms / iters : -1.0;
 }
 
