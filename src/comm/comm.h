@@ -75,5 +75,5 @@ struct tpcommComm {
   bool cached_fused_valid = false;
   std::map<size_t, bool> logged_fallback_sizes;
   tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
-  tpcomm::StreamOrder order;  // the streams of the last calls (comm/stream_order.h)
+  tpcomm::StreamOrder order;                // the streams of the last calls (comm/stream_order.h)
 };
