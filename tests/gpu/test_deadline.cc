@@ -26,7 +26,7 @@ struct Timed {
   tpcommResult_t result = tpcommSuccess;  // the first failure: a launch, or an async error
   std::string error;
   double ms = 0;          // from the first launch until every rank's stream drained
-  bool bit_exact = true;  // every rank's output equals the fixed-order reference, byte for byte
+  bool bit_exact = true;  // every rank's output matches the reference (countWrong) and rank 0's
 };
 
 // One all-reduce of `count` bf16 elements on every rank of g, timed, checked byte for byte.
@@ -64,11 +64,15 @@ Timed runTimed(Group& g, size_t count) {
   }
   if (t.result != tpcommSuccess) return t;
   const std::vector<uint8_t> ref = reference(tpcommBfloat16, count, inputs);
-  std::vector<uint8_t> got(bytes);
+  // The reference is fp64 (its rounding is not the kernels' fp32 rank order): within tolerance,
+  // and bit-identical across ranks.
+  std::vector<uint8_t> got(bytes), first(bytes);
   for (int r = 0; r < g.world; ++r) {
     cudaSetDevice(g.devs[r]);
     cudaMemcpy(got.data(), g.recv[r], bytes, cudaMemcpyDeviceToHost);
-    if (memcmp(got.data(), ref.data(), bytes) != 0) t.bit_exact = false;
+    if (countWrong(tpcommBfloat16, count, got.data(), ref.data(), inputs) != 0) t.bit_exact = false;
+    if (r == 0) first = got;
+    if (memcmp(got.data(), first.data(), bytes) != 0) t.bit_exact = false;
   }
   return t;
 }
@@ -93,7 +97,7 @@ TEST(Deadline, LongCallThatProgressesSucceeds) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const SlowCall calls[] = {
       {"host bulk, 64 MiB", tpcommAlgoHostBulk, nullptr, size_t{32} << 20},
-      {"host one-shot LL, 16 MiB", tpcommAlgoHostOneShot, kHostLLKnobs, size_t{8} << 20}};
+      {"host one-shot LL, 64 MiB", tpcommAlgoHostOneShot, kHostLLKnobs, size_t{32} << 20}};
   for (const SlowCall& k : calls) {
     // How long the call takes here, under a timeout it cannot reach (the second run: warm).
     double base_ms = 0;
