@@ -104,7 +104,9 @@ __device__ __forceinline__ bool checkPeerCalls(const DeviceComm& c, unsigned lon
     if (r == c.rank) continue;
     const uint4* e = printEntry(base, epoch, r);
     PrintWords w = toWords(loadVolatile(e));
-    unsigned spins = 0, pause = 0;
+    // A plain spin, without the host protocols' backoff (pollPause): one thread polls, and a
+    // sleep of up to a microsecond after the record landed sat on every call's critical path.
+    unsigned spins = 0;
     while (!printArrived(w, epoch)) {
       if (!keepWaiting(ctx, spins, c, r, epoch)) {
         // No record from r for this call: r never started a tpcomm kernel for it (dead, stuck,
@@ -113,7 +115,6 @@ __device__ __forceinline__ bool checkPeerCalls(const DeviceComm& c, unsigned lon
           c.host_error->never_started = r + 1;
         return false;
       }
-      pollPause<Proto>(pause);
       w = toWords(loadVolatile(e));
     }
     if (!printsAgree(w, mine)) {
