@@ -90,8 +90,13 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   size_t count = a.count;
   size_t chunk = a.chunk_vecs;
   void* args[] = {&dc, &send, &recv, &count, &chunk};
-
-  return launchKernel(fn, a.blocks, a.threads, a.pdl, args, s);
+  // The lean kernels get one warp more than their vectors need: its last thread checks the
+  // peers' call fingerprints (oneshot_lean.cu) while the others wait for data, so the check adds
+  // no round trip to a thread that also reduces.
+  const bool lean =
+      a.variant == tpcommVariantP2pOneShotLean || a.variant == tpcommVariantHostOneShotSentinelLean;
+  const int threads = lean && a.threads + 32 <= kThreadsPerBlock ? a.threads + 32 : a.threads;
+  return launchKernel(fn, a.blocks, threads, a.pdl, args, s);
 }
 
 tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,
