@@ -54,10 +54,10 @@ int maxBlocksFor(int world) {
   return world > visibleGpus() ? 8 : 0;
 }
 
-tpcommResult_t issue(Group& g, int r, const Call& k, FusedBufs& f) {
-  if (k.kind == Kind::kAllReduce)
-    return tpcommAllReduce(g.send[r], g.recv[r], k.count, k.dtype, tpcommSum, g.comms[r],
-                           g.streams[r]);
+// The fused call's buffers, allocated before any rank issues its call: cudaMalloc and the sync
+// below would otherwise wait for a rank's kernel that is waiting for this rank (ranks share a GPU).
+void prepare(Group& g, int r, const Call& k, FusedBufs& f) {
+  if (k.kind == Kind::kAllReduce) return;
   cudaSetDevice(g.devs[r]);
   const size_t bytes = k.count * 2 + 16;
   if (!f.res_in) {
@@ -69,6 +69,13 @@ tpcommResult_t issue(Group& g, int r, const Call& k, FusedBufs& f) {
     cudaMemset(f.gamma, 0, kHidden * 2);
     cudaDeviceSynchronize();
   }
+}
+
+tpcommResult_t issue(Group& g, int r, const Call& k, FusedBufs& f) {
+  if (k.kind == Kind::kAllReduce)
+    return tpcommAllReduce(g.send[r], g.recv[r], k.count, k.dtype, tpcommSum, g.comms[r],
+                           g.streams[r]);
+  cudaSetDevice(g.devs[r]);
   const tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
   return tpcommAllReduceAddRmsNorm(g.send[r], f.res_in, f.res_out, f.norm, f.gamma,
                                    k.count / kHidden, kHidden, k.dtype, &p, g.comms[r],
@@ -86,6 +93,7 @@ void expectCaught(int world, const Algo& a, const Pair& pair) {
   auto g = makeGroup(world, &cfg, capacity, &err);
   ASSERT_TRUE(g) << what << ": " << err;
   std::vector<FusedBufs> fused(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) prepare(*g, r, r == 0 ? pair.rank0 : pair.others, fused[r]);
   const auto t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < world; ++r) {
     const Call& k = r == 0 ? pair.rank0 : pair.others;
