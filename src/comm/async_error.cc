@@ -1,8 +1,6 @@
 #include "comm/async_error.h"
 
-#include <cstdarg>
-#include <cstdio>
-
+#include "common/str_format.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -33,16 +31,6 @@ CallPrint readPrint(const volatile CallPrint& p) {
   return out;
 }
 
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  return buf;
-}
-
 }  // namespace
 
 AsyncError readAsyncError(const HostError& e) {
@@ -60,32 +48,32 @@ AsyncError readAsyncError(const HostError& e) {
 }
 
 std::string describeCall(const CallPrint& p) {
-  return format("%s of %llu x %s", kindName(p.kind), p.count, dtypeName(p.dtype));
+  return strFormat("%s of %llu x %s", kindName(p.kind), p.count, dtypeName(p.dtype));
 }
 
 std::string asyncErrorMessage(const char* op, int rank, int timeout_ms, const AsyncError& e) {
   if (e.code == tpcommInvalidUsage && e.concurrent != 0)
-    return format(
+    return strFormat(
         "%s: rank %d's communicator is broken: two of its calls ran at the same time (CUDA graphs "
         "holding its calls launched concurrently on two streams, or with its eager calls on "
         "another stream), so both read the same slots. Destroy the communicator, and launch such "
         "graphs one after another",
         op, rank);
   if (e.code == tpcommInvalidUsage)
-    return format(
+    return strFormat(
         "%s: rank %d's communicator is broken: the ranks disagreed on a call: rank %d called %s, "
         "rank %d (this rank) %s (the call at step epoch %d). Every rank must make the same calls "
         "with the same count and datatype; destroy the communicator",
         op, rank, e.mismatch_peer, describeCall(e.theirs).c_str(), rank,
         describeCall(e.mine).c_str(), e.mismatch_step);
   if (e.code == tpcommTimeout && e.never_started > 0)
-    return format(
+    return strFormat(
         "%s: rank %d's communicator is broken: an earlier call waited %d ms for rank %d (step "
         "%d), which never started that call: it is dead or stuck, or it called with a different "
         "count or datatype, which took another path there (NCCL). Destroy the communicator (and "
         "check that peer)",
         op, rank, timeout_ms, e.never_started - 1, e.step);
-  return format(
+  return strFormat(
       "%s: rank %d's communicator is broken: an earlier call waited %d ms for rank %d (step %d) "
       "and gave up. Destroy the communicator (and check that peer)",
       op, rank, timeout_ms, e.peer, e.step);

@@ -1,10 +1,9 @@
 #include "inspect/report.h"
 
-#include <cstdarg>
-#include <cstdio>
 #include <set>
 
 #include "common/json.h"
+#include "common/str_format.h"
 #include "inspect/elf_reader.h"
 
 namespace tpcomm::inspect {
@@ -13,19 +12,6 @@ namespace {
 
 std::string ccName(const std::pair<int, int>& cc) {
   return std::to_string(cc.first) + "." + std::to_string(cc.second);
-}
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  va_list ap, again;
-  va_start(ap, fmt);
-  va_copy(again, ap);
-  const int n = vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
-  if (n > 0) vsnprintf(&out[0], out.size() + 1, fmt, again);
-  va_end(again);
-  return out;
 }
 
 // Targets of each kind, in the containers the verdicts are drawn from (all of them here: the
@@ -156,18 +142,19 @@ std::string humanReport(const std::vector<FileReport>& files, const CcList& ccs)
   for (const FileReport& r : files) {
     if (r.elf_type == 0) continue;  // nothing was read: the error (stderr) is all there is to say
     if (!s.empty()) s += "\n";
-    s += format("%s: %s, %zu fatbin container%s, %zu image%s\n", r.path.c_str(),
-                elfTypeName(r.elf_type), r.containers.size(), r.containers.size() == 1 ? "" : "s",
-                r.entryCount(), r.entryCount() == 1 ? "" : "s");
+    s +=
+        strFormat("%s: %s, %zu fatbin container%s, %zu image%s\n", r.path.c_str(),
+                  elfTypeName(r.elf_type), r.containers.size(), r.containers.size() == 1 ? "" : "s",
+                  r.entryCount(), r.entryCount() == 1 ? "" : "s");
     if (r.entryCount() > 0)
-      s += format("  %-4s %-20s %-7s %-14s %-10s %10s %8s\n", "#", "section+offset", "kind",
-                  "target", "compressed", "size", "kernels");
+      s += strFormat("  %-4s %-20s %-7s %-14s %-10s %10s %8s\n", "#", "section+offset", "kind",
+                     "target", "compressed", "size", "kernels");
     std::vector<std::string> legend;  // "?" reasons, each once, in order of first use
     for (size_t i = 0; i < r.containers.size(); ++i) {
       const FatbinContainer& c = r.containers[i];
       for (const FatbinEntry& e : c.entries) {
         const std::string at =
-            format("%s+0x%llx", c.section.c_str(), static_cast<unsigned long long>(e.offset));
+            strFormat("%s+0x%llx", c.section.c_str(), static_cast<unsigned long long>(e.offset));
         std::string kernels = std::to_string(e.kernels);
         if (e.kernels < 0) {
           const std::string why = whyUnknown(e);
@@ -176,20 +163,20 @@ std::string humanReport(const std::vector<FileReport>& files, const CcList& ccs)
           if (n == legend.size()) legend.push_back(why);
           kernels = "?" + std::to_string(n + 1);
         }
-        s += format("  %-4zu %-20s %-7s %-14s %-10s %10llu %8s\n", i + 1, at.c_str(),
-                    kindName(e.kind), targetName(e).c_str(), e.compressed ? "yes" : "no",
-                    static_cast<unsigned long long>(e.size), kernels.c_str());
+        s += strFormat("  %-4zu %-20s %-7s %-14s %-10s %10llu %8s\n", i + 1, at.c_str(),
+                       kindName(e.kind), targetName(e).c_str(), e.compressed ? "yes" : "no",
+                       static_cast<unsigned long long>(e.size), kernels.c_str());
       }
     }
     for (size_t n = 0; n < legend.size(); ++n)
-      s += format("  ?%zu: kernels not known: %s\n", n + 1, legend[n].c_str());
+      s += strFormat("  ?%zu: kernels not known: %s\n", n + 1, legend[n].c_str());
     const Targets t = targetsOf(r);
     s += "  native SASS: " + joined(t.native) + "\n  PTX (JIT):   " + joined(t.ptx) + "\n";
     if (!t.lto.empty()) s += "  LTO IR:      " + joined(t.lto) + " (needs a device link)\n";
     for (const auto& cc : ccs) {
       const Verdict v = verdictFor(r, cc.first, cc.second);
-      s += format("  cc %-5s %-15s %s\n", ccName(cc).c_str(), verdictLabel(v.kind),
-                  v.detail.c_str());
+      s += strFormat("  cc %-5s %-15s %s\n", ccName(cc).c_str(), verdictLabel(v.kind),
+                     v.detail.c_str());
     }
   }
   return s;

@@ -1,7 +1,8 @@
 #include "plan/fused_plan.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "common/str_format.h"
 
 namespace tpcomm {
 namespace {
@@ -16,12 +17,6 @@ bool overHostMemory(tpcommVariant_t v) {
   return v == tpcommVariantHostOneShotSentinelLean || v == tpcommVariantHostOneShotSentinel ||
          v == tpcommVariantHostOneShotLL || v == tpcommVariantHostTwoShotLL ||
          v == tpcommVariantHostBulk;
-}
-
-std::string format(const char* fmt, size_t a, size_t b) {
-  char buf[160];
-  snprintf(buf, sizeof(buf), fmt, a, b);
-  return buf;
 }
 
 }  // namespace
@@ -54,7 +49,7 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
   else if (!whole)
     why_not = "rows are not whole 16-byte vectors in aligned buffers";
   else if (bytes > cap)
-    why_not = format("%zu bytes exceed one step of the one-shot (%zu)", bytes, cap);
+    why_not = strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, cap);
   if (why_not.empty() && bytes > 0) {
     p.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
                      : (call.fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot);
@@ -73,7 +68,7 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     p.pdl = f.knobs.pdl;
     p.reason =
         std::string("fused one-shot over ") + (host ? "host" : "peer") +
-        format(" memory, the epilogue in the kernel (%zu bytes, one step of %zu)", bytes, cap);
+        strFormat(" memory, the epilogue in the kernel (%zu bytes, one step of %zu)", bytes, cap);
     if (capped) p.reason += "; " + coResidentNote(p.blocks, *f.grid_caps);
     return p;
   }
