@@ -181,13 +181,18 @@ double usPerCall(Group& g, size_t count, int iters) {
     for (int r = 0; r < g.world; ++r)
       ok = ok && tpcommAllReduce(g.send[r], g.recv[r], count, tpcommBfloat16, tpcommSum, g.comms[r],
                                  g.streams[r]) == tpcommSuccess;
-  for (int r = 0; r < g.world; ++r) {  // every capture ends before any instantiation
+  // Every capture ends before any instantiation: cudaGraphInstantiate is not allowed while
+  // another stream captures in global mode, and it invalidates that capture.
+  std::vector<cudaGraph_t> graphs(g.world, nullptr);
+  for (int r = 0; r < g.world; ++r) {
     cudaSetDevice(g.devs[r]);
-    cudaGraph_t graph = nullptr;
-    ok = cudaStreamEndCapture(g.streams[r], &graph) == cudaSuccess && ok;
-    if (graph) {
-      ok = ok && cudaGraphInstantiate(&exec[r], graph, 0) == cudaSuccess;
-      cudaGraphDestroy(graph);
+    ok = cudaStreamEndCapture(g.streams[r], &graphs[r]) == cudaSuccess && ok;
+  }
+  for (int r = 0; r < g.world; ++r) {
+    cudaSetDevice(g.devs[r]);
+    if (graphs[r]) {
+      ok = ok && cudaGraphInstantiate(&exec[r], graphs[r], 0) == cudaSuccess;
+      cudaGraphDestroy(graphs[r]);
     }
   }
   cudaEvent_t t0 = nullptr, t1 = nullptr;
