@@ -211,12 +211,11 @@ TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResul
  * is checked the first time the communicator sees it and remembered (README, "Buffers").
  * Calls of one communicator run in the order they were issued, whatever the stream: a call on
  * another stream than the previous one waits for it (inside one capture too, forked streams
- * included). Refused (tpcommInvalidUsage): a call into a second graph capture while another one
- * holding this communicator's calls is still open. tpcomm cannot see graph launches: graphs holding
- * calls of one communicator must not run concurrently with each other or with its eager calls on
- * another stream (the kernels report such a mix as tpcommInvalidUsage where they can see it). A
- * capture stream that carried a call must outlive the next call into another capture. The same
- * holds for tpcommAllReduceAddRmsNorm. */
+ * included; several captures open at once are each ordered on their own). tpcomm cannot see
+ * graph launches: graphs holding calls of one communicator must not run concurrently with each
+ * other or with its eager calls on another stream (the kernels report such a mix as
+ * tpcommInvalidUsage where they can see it). Streams may be destroyed once their work is issued.
+ * The same holds for tpcommAllReduceAddRmsNorm. */
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);

@@ -5,8 +5,8 @@
 // ncclLaunchFinish, src/enqueue.cc). tpcomm needs no stream of its own: every eager call records
 // an event on its stream after its launch (afterCall), and a call on another stream waits for it,
 // so the earlier stream may be destroyed in between (a stream per call is a common pattern).
-// Inside one graph capture a record on the previous captured call's stream and a wait become a
-// graph edge (the capture's streams live while it is open).
+// Inside one graph capture an event recorded after each call and a wait on it from another stream
+// become a graph edge; no stream but the call's own is ever asked about or used.
 // Graph replays are the user's launches, which tpcomm cannot see (docs/PROTOCOL.md, "Streams").
 #pragma once
 
@@ -23,48 +23,60 @@ struct StreamUse {
   unsigned long long capture = 0;  // cudaStreamGetCaptureInfo's id, when capturing
 };
 
-// What a communicator remembers of its earlier calls: the last eager call's stream and the last
-// captured call's capture and stream (a capture's calls are ordered among themselves, and the
-// eager calls among themselves; a replay runs when the user launches it).
+// How many captures a communicator remembers at once (the most recently used ones). A capture
+// forgotten while still open (more than this many open at once, each taking calls) loses only
+// the edge between its calls on different streams; replayed, those kernels can then overlap,
+// which the kernels' concurrency check reports (docs/PROTOCOL.md, "Streams").
+constexpr int kRememberedCaptures = 8;
+
+// A capture's last call: its stream, and an event recorded on it inside the capture right after
+// the launch (afterCall), which a later call of the same capture on another stream waits for (an
+// edge in the graph, whatever has become of that stream since).
+struct CaptureMark {
+  unsigned long long capture = 0;  // 0: unused
+  cudaStream_t stream = nullptr;
+  unsigned long long last_use = 0;  // for the least recently used to be replaced
+  cudaEvent_t event = nullptr;
+};
+
+// What a communicator remembers of its earlier calls: the last eager call's stream, and each
+// recent capture's last call (a capture's calls are ordered among themselves, and the eager calls
+// among themselves; a replay runs when the user launches it).
 struct StreamOrder {
   bool eager_seen = false;
   cudaStream_t eager_stream = nullptr;
-  bool capture_seen = false;
-  unsigned long long capture = 0;
-  cudaStream_t capture_stream = nullptr;
-  // Created at init (none may be created inside a capture), freed at destroy; one for eager
-  // record/wait pairs and one for those inside captures, so that neither mode waits on the
-  // other's record.
+  // Created at init (none may be created inside a capture), freed at destroy; the eager event is
+  // recorded only outside captures and the captures' only inside theirs, so that neither mode
+  // waits on the other's record.
   cudaEvent_t eager_event = nullptr;
-  cudaEvent_t capture_event = nullptr;
+  CaptureMark captures[kRememberedCaptures];
+  unsigned long long uses = 0;  // captured calls ordered so far (CaptureMark::last_use)
+  int current = -1;             // the mark of the captured call being made (for afterCall), else -1
 };
 
 enum class OrderStep {
   kNothing,        // the stream of the call before, or a capture's first call
   kWaitEager,      // this stream waits for the last eager call's event (afterCall)
-  kWaitInCapture,  // the same capture on another stream: an edge from the last captured call
-  kRefuseOtherCaptureOpen,  // the last captured call's capture is still open elsewhere
+  kWaitInCapture,  // the same capture on another stream: an edge from its last call
 };
 
-// Whether orderStep needs to know the state now of a remembered stream, and which (*which): the
-// last captured call's stream before a call goes into another capture. The caller asks CUDA about
-// it only then (that stream must still exist: a capture stream destroyed while the communicator's
-// next call goes into a new capture is not supported; eager streams are never asked about).
-bool streamToProbe(const StreamOrder& o, const StreamUse& now, cudaStream_t* which);
-// The decision (pure): `probed` is the state now of streamToProbe's stream, where it named one.
-OrderStep orderStep(const StreamOrder& o, const StreamUse& now, const StreamUse& probed);
-// What the communicator remembers after a call it ordered.
-void rememberCall(StreamOrder* o, const StreamUse& now);
+// The mark of `capture` among the remembered ones, or -1.
+int captureMarkOf(const StreamOrder& o, unsigned long long capture);
+// The decision (pure): what the call `now` needs to be ordered after the earlier ones.
+OrderStep orderStep(const StreamOrder& o, const StreamUse& now);
+// What the communicator remembers after a call it ordered; for a captured call, the index of the
+// mark it took (its capture's, else the least recently used one's), else -1.
+int rememberCall(StreamOrder* o, const StreamUse& now);
 
 tpcommResult_t streamOrderCreate(StreamOrder* o);
 void streamOrderDestroy(StreamOrder* o);
 
 // Orders a call on `s` (cap: its capture status, from checkStream) after the communicator's
-// previous one, or refuses it (tpcommInvalidUsage); then remembers s. The same eager stream as
-// the last call's returns at once.
+// previous one; then remembers s. The same eager stream as the last call's returns at once.
 tpcommResult_t orderCallSlow(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap,
                              const char* op, int rank);
-// After an eager call's launch on s: the event a call on another stream will wait for.
+// After a call's launch on s: the event a later call on another stream will wait for (an eager
+// call's, or inside a capture its capture's).
 tpcommResult_t afterCall(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap);
 inline tpcommResult_t orderCall(StreamOrder* o, cudaStream_t s, cudaStreamCaptureStatus cap,
                                 const char* op, int rank) {

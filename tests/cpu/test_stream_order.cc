@@ -1,7 +1,7 @@
 // The stream-order table (src/comm/stream_order.h): which calls of one communicator wait for the
-// one before them, where inside a capture the wait is an edge, which mixes are refused, and that
-// a second call on the same eager stream asks CUDA nothing. The streams here are opaque handles
-// that are only compared, never used.
+// one before them, where inside a capture the wait is an edge, how several open captures keep
+// their own order, and that a second call on the same eager stream asks CUDA nothing. The streams
+// here are opaque handles that are only compared, never used.
 #include <gtest/gtest.h>
 
 #include "comm/stream_order.h"
@@ -13,7 +13,6 @@ cudaStream_t fakeStream(uintptr_t n) {
   return reinterpret_cast<cudaStream_t>(n * 0x100);
 }
 const cudaStream_t kA = fakeStream(1), kB = fakeStream(2);
-const StreamUse kIdle{};  // what a probe of a non-capturing stream returns
 
 StreamUse eager(cudaStream_t s) {
   return StreamUse{s, false, 0};
@@ -22,11 +21,8 @@ StreamUse captured(cudaStream_t s, unsigned long long id) {
   return StreamUse{s, true, id};
 }
 
-// The decision for `now`, with `probed` standing for what CUDA says of the probed stream.
-OrderStep stepFor(const StreamOrder& o, const StreamUse& now, const StreamUse& probed = kIdle) {
-  cudaStream_t which = nullptr;
-  const bool probe = streamToProbe(o, now, &which);
-  return orderStep(o, now, probe ? probed : kIdle);
+OrderStep stepFor(const StreamOrder& o, const StreamUse& now) {
+  return orderStep(o, now);
 }
 
 TEST(StreamOrder, EagerCallsWaitOnlyWhenTheStreamChanges) {
@@ -43,29 +39,13 @@ TEST(StreamOrder, EagerCallsWaitOnlyWhenTheStreamChanges) {
   EXPECT_EQ(stepFor(o, eager(kA)), OrderStep::kWaitEager);
 }
 
-TEST(StreamOrder, ProbesOnlyWhereTheAnswerMatters) {
-  StreamOrder o;
-  cudaStream_t which = nullptr;
-  EXPECT_FALSE(streamToProbe(o, eager(kA), &which));
-  rememberCall(&o, eager(kA));
-  EXPECT_FALSE(streamToProbe(o, eager(kA), &which));
-  // Another eager stream: the event recorded after the call stands for it (the earlier stream
-  // may be gone), so nothing is asked about that stream.
-  EXPECT_FALSE(streamToProbe(o, eager(kB), &which));
-  // A capture's first call: no captured call before it, nothing to ask.
-  EXPECT_FALSE(streamToProbe(o, captured(kB, 7), &which));
-  rememberCall(&o, captured(kB, 7));
-  EXPECT_FALSE(streamToProbe(o, captured(kA, 7), &which));  // same capture: an edge, no question
-  ASSERT_TRUE(streamToProbe(o, captured(kA, 8), &which));
-  EXPECT_EQ(which, kB);
-}
-
 TEST(StreamOrder, OneCaptureOverTwoStreamsGetsEdges) {
   StreamOrder o;
   rememberCall(&o, eager(kA));
   // Earlier eager calls need no edge into a capture: the graph runs when the user launches it.
   EXPECT_EQ(stepFor(o, captured(kA, 7)), OrderStep::kNothing);
-  rememberCall(&o, captured(kA, 7));
+  const int m = rememberCall(&o, captured(kA, 7));
+  EXPECT_EQ(m, captureMarkOf(o, 7));
   EXPECT_EQ(stepFor(o, captured(kA, 7)), OrderStep::kNothing);
   EXPECT_EQ(stepFor(o, captured(kB, 7)), OrderStep::kWaitInCapture);  // a forked stream
   rememberCall(&o, captured(kB, 7));
@@ -75,16 +55,40 @@ TEST(StreamOrder, OneCaptureOverTwoStreamsGetsEdges) {
   EXPECT_EQ(stepFor(o, eager(kB)), OrderStep::kWaitEager);
 }
 
-TEST(StreamOrder, AnotherOpenCaptureIsRefusedAnEndedOneIsNot) {
+// Two captures open at once, each taking calls on two streams: each keeps its own last call, so
+// neither's edges point into the other (which would join the two graphs, or fail).
+TEST(StreamOrder, InterleavedCapturesKeepTheirOwnOrder) {
   StreamOrder o;
-  rememberCall(&o, captured(kA, 7));
-  // Capture 7 still open on A while capture 8 on B takes a call: refused.
-  EXPECT_EQ(stepFor(o, captured(kB, 8), captured(kA, 7)), OrderStep::kRefuseOtherCaptureOpen);
-  // Capture 7 ended; A idle, or capturing a new capture 9: capture 8's first call is free.
-  EXPECT_EQ(stepFor(o, captured(kB, 8), kIdle), OrderStep::kNothing);
-  EXPECT_EQ(stepFor(o, captured(kB, 8), captured(kA, 9)), OrderStep::kNothing);
-  // The same stream starting its next capture.
-  EXPECT_EQ(stepFor(o, captured(kA, 8), kIdle), OrderStep::kNothing);
+  const int m7 = rememberCall(&o, captured(kA, 7));
+  const int m8 = rememberCall(&o, captured(kB, 8));
+  ASSERT_NE(m7, m8);
+  EXPECT_EQ(stepFor(o, captured(kA, 7)), OrderStep::kNothing);  // capture 7's last was on A
+  EXPECT_EQ(stepFor(o, captured(kB, 8)), OrderStep::kNothing);
+  EXPECT_EQ(stepFor(o, captured(kB, 7)), OrderStep::kWaitInCapture);
+  EXPECT_EQ(rememberCall(&o, captured(kB, 7)), m7);
+  EXPECT_EQ(o.captures[m7].stream, kB);
+  EXPECT_EQ(o.captures[m8].stream, kB);
+  EXPECT_EQ(stepFor(o, captured(kA, 8)), OrderStep::kWaitInCapture);
+  // A new capture on a stream that carried another one's calls: its first call.
+  EXPECT_EQ(stepFor(o, captured(kA, 9)), OrderStep::kNothing);
+}
+
+// Past kRememberedCaptures captures the least recently used one is forgotten; the others, the
+// recently used included, keep their marks.
+TEST(StreamOrder, TheLeastRecentlyUsedCaptureIsForgotten) {
+  StreamOrder o;
+  for (unsigned long long id = 1; id <= kRememberedCaptures; ++id)
+    rememberCall(&o, captured(kA, id));
+  rememberCall(&o, captured(kA, 1));  // capture 1 used again: capture 2 is now the oldest
+  rememberCall(&o, captured(kA, 100));
+  EXPECT_EQ(captureMarkOf(o, 2), -1);
+  EXPECT_GE(captureMarkOf(o, 1), 0);
+  EXPECT_GE(captureMarkOf(o, 100), 0);
+  for (unsigned long long id = 3; id <= kRememberedCaptures; ++id)
+    EXPECT_GE(captureMarkOf(o, id), 0);
+  EXPECT_EQ(stepFor(o, captured(kB, 2)), OrderStep::kNothing);  // forgotten: a first call
+  EXPECT_EQ(stepFor(o, captured(kB, 3)), OrderStep::kWaitInCapture);
+  EXPECT_EQ(captureMarkOf(o, 0), -1);  // 0 marks an unused entry, never a capture
 }
 
 TEST(StreamOrder, EagerStreamNowCapturingStillOrders) {
@@ -92,8 +96,7 @@ TEST(StreamOrder, EagerStreamNowCapturingStillOrders) {
   rememberCall(&o, eager(kA));
   // A began a capture since (or was destroyed): the event recorded right after the eager call
   // still stands for it, so the call on B waits for it.
-  EXPECT_EQ(stepFor(o, eager(kB), captured(kA, 3)), OrderStep::kWaitEager);
-  EXPECT_EQ(stepFor(o, eager(kB), kIdle), OrderStep::kWaitEager);
+  EXPECT_EQ(stepFor(o, eager(kB)), OrderStep::kWaitEager);
 }
 
 // The hot path: the same eager stream as the call before returns before any CUDA call (there is
@@ -103,7 +106,8 @@ TEST(StreamOrder, SameEagerStreamAsksCudaNothing) {
   rememberCall(&o, eager(kA));
   EXPECT_EQ(orderCall(&o, kA, cudaStreamCaptureStatusNone, "test", 0), tpcommSuccess);
   EXPECT_EQ(o.eager_stream, kA);
-  EXPECT_FALSE(o.capture_seen);
+  EXPECT_EQ(captureMarkOf(o, 1), -1);
+  EXPECT_EQ(o.current, -1);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // Two streams, one communicator (src/comm/stream_order.h): calls run in the order they were
 // issued whatever the stream. Each rank alternates its calls between two non-blocking streams
-// with no sync (the two ranks in different patterns), eagerly and in one capture forked over both
-// streams; every output is checked bit for bit against the host's sum. Mixes tpcomm cannot order
-// are refused with tpcommInvalidUsage, and two graphs of one communicator replayed at once are
-// reported by the kernels (kernels/epoch_device.cuh). Without the ordering, the calls on the two
-// streams run at once, read the same epoch and fill the same slots: wrong sums or timeouts.
+// with no sync (the two ranks in different patterns), eagerly and in captures forked over two
+// streams; every output is checked bit for bit against the host's sum. Two graphs of one
+// communicator replayed at once are reported by the kernels (kernels/epoch_device.cuh). Without the
+// ordering, the calls on the two streams run at once, read the same epoch and fill the same slots:
+// wrong sums or timeouts. Several captures may be open at once, each ordered on its own.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -259,10 +259,147 @@ TEST(StreamsCapture, ForkedCaptureReplaysExact) {
   freeCalls(*g, c.get());
 }
 
-// The mixes tpcomm cannot order are refused, with a message that says why, and leave the
-// communicator usable: a second capture taking a call while the first is still open, and an
-// eager call on another stream while the last eager call's stream is capturing.
-TEST(StreamsCapture, UnorderableMixesRefused) {
+// A stream capturing in global mode, forked into a second stream inside the capture. The fork
+// stream and the events are made before and destroyed after every capture of the test (neither
+// is allowed while a stream captures in global mode).
+struct ForkedCapture {
+  cudaStream_t origin = nullptr, fork = nullptr;
+  cudaEvent_t forked = nullptr, joined = nullptr;
+  bool make() {
+    return cudaStreamCreateWithFlags(&fork, cudaStreamNonBlocking) == cudaSuccess &&
+           cudaEventCreateWithFlags(&forked, cudaEventDisableTiming) == cudaSuccess &&
+           cudaEventCreateWithFlags(&joined, cudaEventDisableTiming) == cudaSuccess;
+  }
+  bool begin(cudaStream_t o) {
+    origin = o;
+    return cudaStreamBeginCapture(origin, cudaStreamCaptureModeGlobal) == cudaSuccess &&
+           cudaEventRecord(forked, origin) == cudaSuccess &&
+           cudaStreamWaitEvent(fork, forked, 0) == cudaSuccess;
+  }
+  cudaStream_t streamFor(int i) const { return i % 2 ? fork : origin; }
+  cudaGraph_t end() {  // joins the fork and ends the capture
+    cudaGraph_t g = nullptr;
+    cudaEventRecord(joined, fork);
+    cudaStreamWaitEvent(origin, joined, 0);
+    if (cudaStreamEndCapture(origin, &g) != cudaSuccess) g = nullptr;
+    return g;
+  }
+  void destroy() {
+    cudaStreamDestroy(fork);
+    cudaEventDestroy(forked);
+    cudaEventDestroy(joined);
+  }
+};
+
+// Two captures open at once on every rank (X on the rank's stream, Y on a stream of its own that
+// is destroyed right after the capture), each forked over two streams, taking calls in turn:
+// each capture keeps its own order, the graphs replay exactly (X then Y), and the communicator's
+// next capture, after Y's streams are gone, asks nothing of them.
+TEST(StreamsCapture, InterleavedOpenCapturesEachOrdered) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = 2, ncalls = 24;
+  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, kTimeoutMs);
+  std::string err;
+  auto g = makeGroup(world, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  auto c = makeCalls(*g, ncalls + 2, 900);
+  ASSERT_TRUE(c) << "cuda allocation failed";
+  std::vector<cudaStream_t> ys(world, nullptr);
+  std::vector<ForkedCapture> x(world), y(world);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&ys[r], cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_TRUE(x[r].make() && y[r].make());
+  }
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_TRUE(x[r].begin(g->streams[r]));
+    ASSERT_TRUE(y[r].begin(ys[r]));
+  }
+  // Calls 0, 2, 4.. into X and 1, 3, 5.. into Y; in each, on both streams in turn.
+  for (int i = 0; i < ncalls; ++i)
+    for (int r = 0; r < world; ++r) {
+      const ForkedCapture& cap = i % 2 ? y[r] : x[r];
+      ASSERT_EQ(issue(*g, *c, r, i, cap.streamFor(i / 2)), tpcommSuccess)
+          << "call " << i << ": " << tpcommGetLastError();
+    }
+  std::vector<cudaGraph_t> gx(world), gy(world);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    gx[r] = x[r].end();
+    gy[r] = y[r].end();
+    ASSERT_TRUE(gx[r] && gy[r]) << "a capture failed on rank " << r;
+  }
+  for (int r = 0; r < world; ++r) {  // Y's streams are gone before the next capture
+    cudaSetDevice(g->devs[r]);
+    y[r].destroy();
+    cudaStreamDestroy(ys[r]);
+  }
+  // The next capture, on another stream, while Y's streams are destroyed: ordered as its own.
+  std::vector<ForkedCapture> z(world);
+  std::vector<cudaGraph_t> gz(world);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_TRUE(z[r].make());
+  }
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_TRUE(z[r].begin(g->streams[r]));
+  }
+  for (int i = ncalls; i < ncalls + 2; ++i)
+    for (int r = 0; r < world; ++r)
+      ASSERT_EQ(issue(*g, *c, r, i, z[r].streamFor(i)), tpcommSuccess) << tpcommGetLastError();
+  std::vector<cudaGraphExec_t> ex(world), ey(world), ez(world);
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    gz[r] = z[r].end();
+    ASSERT_TRUE(gz[r]);
+    ASSERT_EQ(cudaGraphInstantiate(&ex[r], gx[r], 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&ey[r], gy[r], 0), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&ez[r], gz[r], 0), cudaSuccess);
+    cudaGraphDestroy(gx[r]);
+    cudaGraphDestroy(gy[r]);
+    cudaGraphDestroy(gz[r]);
+  }
+  int wrong = 0;
+  std::string first;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int r = 0; r < world; ++r) {
+      cudaSetDevice(g->devs[r]);
+      cudaMemsetAsync(c->recv[r], 0xCD, c->total * 2, g->streams[r]);
+      ASSERT_EQ(cudaGraphLaunch(ex[r], g->streams[r]), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(ey[r], g->streams[r]), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(ez[r], g->streams[r]), cudaSuccess);
+    }
+    for (int r = 0; r < world; ++r) {
+      cudaSetDevice(g->devs[r]);
+      ASSERT_EQ(cudaStreamSynchronize(g->streams[r]), cudaSuccess);
+      tpcommResult_t async = tpcommSuccess;
+      tpcommCommGetAsyncError(g->comms[r], &async);
+      ASSERT_EQ(async, tpcommSuccess) << "replay " << rep << " rank " << r;
+    }
+    wrong += wrongCalls(*g, *c, &first);
+  }
+  printf(
+      "[streams] two open captures, %d calls interleaved over 4 streams + a third capture: %d "
+      "wrong call outputs in 3 replays\n",
+      ncalls, wrong);
+  EXPECT_EQ(wrong, 0) << "first wrong: " << first;
+  for (int r = 0; r < world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    cudaGraphExecDestroy(ex[r]);
+    cudaGraphExecDestroy(ey[r]);
+    cudaGraphExecDestroy(ez[r]);
+    x[r].destroy();
+    z[r].destroy();
+  }
+  freeCalls(*g, c.get());
+}
+
+// An eager call on another stream while the last eager call's stream captures is ordered after
+// that call (the event recorded right after it), and a stream that carried a call may be
+// destroyed before the next call (a stream per call).
+TEST(StreamsCapture, EagerAroundACaptureOrdered) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const int world = 2;
   const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, kTimeoutMs);
@@ -273,24 +410,7 @@ TEST(StreamsCapture, UnorderableMixesRefused) {
   ASSERT_TRUE(c) << "cuda allocation failed";
   SecondStreams two(*g);
   cudaStream_t a = g->streams[0], b = two.s[0];
-  cudaSetDevice(g->devs[0]);
-
-  ASSERT_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  ASSERT_EQ(issue(*g, *c, 0, 0, a), tpcommSuccess) << tpcommGetLastError();
-  ASSERT_EQ(cudaStreamBeginCapture(b, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  EXPECT_EQ(issue(*g, *c, 0, 0, b), tpcommInvalidUsage);
-  const std::string open_msg = tpcommGetLastError();
-  printf("[streams] refused: %s\n", open_msg.c_str());
-  EXPECT_NE(open_msg.find("still open"), std::string::npos) << open_msg;
-  cudaGraph_t gb = nullptr, ga = nullptr;
-  ASSERT_EQ(cudaStreamEndCapture(b, &gb), cudaSuccess);
-  ASSERT_EQ(cudaStreamEndCapture(a, &ga), cudaSuccess);
-  cudaGraphDestroy(gb);
-  cudaGraphDestroy(ga);  // never launched: rank 1 has no matching call
-
-  // One eager call on both ranks (rank 0 on a), then a capture begins on a: rank 0's next eager
-  // call on b is still ordered after the one on a (the event recorded right after it), and a
-  // stream that carried a call may be destroyed before the next call (a stream per call).
+  cudaGraph_t ga = nullptr;
   tpcommGroupStart();
   for (int r = 0; r < world; ++r)
     ASSERT_EQ(issue(*g, *c, r, 1, g->streams[r]), tpcommSuccess) << tpcommGetLastError();
@@ -320,7 +440,7 @@ TEST(StreamsCapture, UnorderableMixesRefused) {
   tpcommGroupEnd();
   ASSERT_EQ(syncAll(*g, two, &err), tpcommSuccess) << err;
   std::string first;
-  const int wrong = wrongCalls(*g, *c, &first, 0, 3);  // the captured call 0 ran eagerly last
+  const int wrong = wrongCalls(*g, *c, &first, 0, 3);
   EXPECT_EQ(wrong, 0) << first;
   freeCalls(*g, c.get());
 }
