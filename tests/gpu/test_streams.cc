@@ -354,6 +354,9 @@ TEST(StreamsCapture, InterleavedOpenCapturesEachOrdered) {
     cudaSetDevice(g->devs[r]);
     gz[r] = z[r].end();
     ASSERT_TRUE(gz[r]);
+  }
+  for (int r = 0; r < world; ++r) {  // no capture open: instantiation is refused during one
+    cudaSetDevice(g->devs[r]);
     ASSERT_EQ(cudaGraphInstantiate(&ex[r], gx[r], 0), cudaSuccess);
     ASSERT_EQ(cudaGraphInstantiate(&ey[r], gy[r], 0), cudaSuccess);
     ASSERT_EQ(cudaGraphInstantiate(&ez[r], gz[r], 0), cudaSuccess);
