@@ -2,8 +2,9 @@
 # suite (scripts/test.sh runs it in CI). C++ gets the flags directly, the host side of .cu files
 # through nvcc's -Xcompiler; device code is not instrumented (compute-sanitizer covers it, on a
 # GPU). UBSan findings abort (-fno-sanitize-recover) so a test that hits one fails instead of only
-# printing. Use a separate build folder and one architecture (-DTPCOMM_CUDA_ARCHS=75-real): the
-# kernels are not what this build checks. Without a driver (CI) cudart fails cleanly and the CPU
+# printing. Use a separate build folder that links another build's kernels
+# (-DTPCOMM_KERNELS_FROM=build, src/CMakeLists.txt) or builds one architecture
+# (-DTPCOMM_CUDA_ARCHS=75-real): the kernels are not what this build checks. Without a driver (CI) cudart fails cleanly and the CPU
 # suite needs no ASAN_OPTIONS; on a GPU machine the CUDA driver maps memory where ASan keeps its
 # shadow gap, so run there with ASAN_OPTIONS=protect_shadow_gap=0.
 option(TPCOMM_SANITIZE "Build host code with -fsanitize=address,undefined (CPU suite in CI)" OFF)

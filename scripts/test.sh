@@ -33,8 +33,9 @@ TPCOMM_LIBRARY="$PWD/$BUILD/src/libtpcomm.so" TPCOMM_CLI="$PWD/$BUILD/tools/tpco
   PYTHONPATH="$PWD/python" python3 -m pytest python/tests -q -m "not slow and not gpu"
 
 # ---- Sanitizers and fuzzing (issue 18), after the main suite, each in a build folder of its own
-# with one architecture (host code is what they check). TPCOMM_CI_SANITIZE=0 / TPCOMM_CI_FUZZ=0
-# skip them; TPCOMM_FUZZ_SECONDS is the fuzzing time per target.
+# that links the main build's kernels (host code is what they check: TPCOMM_KERNELS_FROM).
+# TPCOMM_CI_SANITIZE=0 / TPCOMM_CI_FUZZ=0 skip them; TPCOMM_FUZZ_SECONDS is the fuzzing time per
+# target.
 SAN_BUILD=${TPCOMM_SAN_BUILD_DIR:-build-asan}
 FUZZ_BUILD=${TPCOMM_FUZZ_BUILD_DIR:-build-fuzz}
 FUZZ_SECONDS=${TPCOMM_FUZZ_SECONDS:-15}
@@ -52,10 +53,10 @@ ensure_packages() {
 }
 
 if [[ ${TPCOMM_CI_SANITIZE:-1} != 0 ]]; then
-  echo "== CPU tests under ASan+UBSan ($SAN_BUILD: g++ -fsanitize=address,undefined, sm_75 only)"
+  echo "== CPU tests under ASan+UBSan ($SAN_BUILD: g++ -fsanitize=address,undefined; $BUILD's kernels)"
   t0=$SECONDS
   cmake -S . -B "$SAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPCOMM_SANITIZE=ON \
-    -DTPCOMM_CUDA_ARCHS=75-real -DTPCOMM_BUILD_BENCH=OFF -DTPCOMM_BUILD_EXAMPLES=OFF >/dev/null
+    -DTPCOMM_KERNELS_FROM="$PWD/$BUILD" -DTPCOMM_BUILD_BENCH=OFF -DTPCOMM_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build "$SAN_BUILD" --target tpcomm_cpu_tests -j "$JOBS"
   ctest --test-dir "$SAN_BUILD" -L cpu --output-on-failure -j "$JOBS" | tee "$SAN_BUILD/ctest.log"
   echo "   ASan+UBSan step: $((SECONDS - t0)) s"
@@ -67,7 +68,7 @@ if [[ ${TPCOMM_CI_FUZZ:-1} != 0 ]]; then
   ensure_packages clang
   ensure_packages "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
   cmake -S . -B "$FUZZ_BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
-    -DTPCOMM_FUZZ=ON -DTPCOMM_CUDA_ARCHS=75-real -DTPCOMM_BUILD_TESTS=OFF -DTPCOMM_BUILD_BENCH=OFF \
+    -DTPCOMM_FUZZ=ON -DTPCOMM_KERNELS_FROM="$PWD/$BUILD" -DTPCOMM_BUILD_TESTS=OFF -DTPCOMM_BUILD_BENCH=OFF \
     -DTPCOMM_BUILD_EXAMPLES=OFF -DTPCOMM_BUILD_TOOLS=OFF >/dev/null
   cmake --build "$FUZZ_BUILD" --target tpcomm_fuzzers -j "$JOBS"
   tests/fuzz/run.sh "$FUZZ_BUILD" "$FUZZ_SECONDS"
