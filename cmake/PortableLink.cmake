@@ -13,9 +13,16 @@
 # this one's code or the other way round. libstdc++ stays shared under the sanitizers, whose
 # runtimes replace operator new.
 option(TPCOMM_SELF_CONTAINED "Link libcrypto and libstdc++ into libtpcomm.so and the CLI" ON)
-# Read by find_package(OpenSSL), which comes after this file.
+# Read by find_package(OpenSSL), which comes after this file; the other kind of libcrypto that an
+# earlier configure of this build folder cached would otherwise stay.
 if(TPCOMM_SELF_CONTAINED)
   set(OPENSSL_USE_STATIC_LIBS TRUE)
+  set(_tpcomm_other_crypto "\\.so(\\.[0-9.]+)?$")
+else()
+  set(_tpcomm_other_crypto "\\.a$")
+endif()
+if(OPENSSL_CRYPTO_LIBRARY MATCHES "${_tpcomm_other_crypto}")
+  unset(OPENSSL_CRYPTO_LIBRARY CACHE)
 endif()
 
 function(tpcomm_portable_link target)
