@@ -32,7 +32,10 @@ OUT=${OUT:-$BUILD/wheel}
 LIB=$BUILD/src/libtpcomm.so
 CLI=$BUILD/tools/tpcomm
 for f in "$LIB" "$CLI" "$BUILD/CMakeCache.txt"; do
-  [[ -e $f ]] || { echo "build_wheel.sh: $f not found: build first (cmake --build $BUILD)" >&2; exit 1; }
+  [[ -e $f ]] || {
+    echo "build_wheel.sh: $f not found: build first (cmake --build $BUILD)" >&2
+    exit 1
+  }
 done
 
 # The architectures must be the fat default, or the wheel would fail on GPUs it claims to serve.

@@ -40,8 +40,8 @@ TPCOMM_LIBRARY="$PWD/$BUILD/src/libtpcomm.so" TPCOMM_CLI="$PWD/$BUILD/tools/tpco
 if [[ ${TPCOMM_CI_WHEEL:-1} != 0 ]]; then
   echo "== binary wheel from $BUILD, Python CPU tests against it in a clean venv"
   t0=$SECONDS
-  wheel=$(scripts/build_wheel.sh --build "$BUILD" --out "$BUILD/wheel" | tee /dev/stderr | tail -n 1)
-  wheel=$(realpath "$wheel")
+  scripts/build_wheel.sh --build "$BUILD" --out "$BUILD/wheel" | tee "$BUILD/wheel.log"
+  wheel=$(realpath "$(tail -n 1 "$BUILD/wheel.log")")
   venv=$(realpath -m "$BUILD/wheel-venv")
   repo=$PWD
   python3 -m venv --clear "$venv"  # as a user would: the venv's own pip installs the wheel

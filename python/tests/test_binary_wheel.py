@@ -75,7 +75,8 @@ def test_holds_package_library_cli_and_licenses(binary_wheel):
                      "tpcomm/lib/libtpcomm.so", "tpcomm/bin/tpcomm"):
             assert must in names, must
         for license_file in ("LICENSE", "THIRD_PARTY_NOTICES.md"):
-            assert [n for n in names if n.endswith(f".dist-info/licenses/{license_file}")], license_file
+            suffix = f".dist-info/licenses/{license_file}"
+            assert [n for n in names if n.endswith(suffix)], license_file
         assert z.getinfo("tpcomm/bin/tpcomm").external_attr >> 16 & 0o111, "CLI not executable"
         assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
         # libcrypto and libstdc++ are linked in: auditwheel had nothing to copy (tpcomm.libs/), so
@@ -123,7 +124,8 @@ def test_no_binary_needs_a_newer_glibc_than_the_tag(binary_wheel, tmp_path):
         assert set(needed) <= SYSTEM_LIBS, f"{name} needs {set(needed) - SYSTEM_LIBS}"
         glibc = [_version_tuple(v) for vs in needs.values() for v in vs if v.startswith("GLIBC_2")]
         highest[name] = max(glibc)
-        cxx = sorted(v for vs in needs.values() for v in vs if v.startswith(("GLIBCXX_", "CXXABI_")))
+        cxx = sorted(v for vs in needs.values() for v in vs
+                     if v.startswith(("GLIBCXX_", "CXXABI_")))
         assert not cxx, f"{name} asks the system's libstdc++ for {cxx}"
     print("highest GLIBC version needed:", {n: ".".join(map(str, v)) for n, v in highest.items()})
     for name, v in highest.items():
