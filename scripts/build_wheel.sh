@@ -81,6 +81,7 @@ fi
 # The package as cmake/Python.cmake lays it out: the real file under the plain library name.
 cp -r python/tpcomm "$stage/tpcomm"
 find "$stage/tpcomm" -name __pycache__ -prune -exec rm -rf {} +
+find "$stage/tpcomm" -name "*.py[co]" -delete
 install -D -m 755 "$(readlink -f "$LIB")" "$stage/tpcomm/lib/libtpcomm.so"
 install -D -m 755 "$CLI" "$stage/tpcomm/bin/tpcomm"
 
