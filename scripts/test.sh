@@ -2,9 +2,10 @@
 # The test command (README, .ci/run): checks the C++/CUDA formatting, builds the full fat binary
 # (sm_75..sm_120 + PTX) with the tests, then runs every test that needs no GPU: the C++ CPU suite
 # (policy, validation, bootstrap, inspector with nvcc-built fixtures, topology, tuning tables,
-# doctor, tune) and the Python package's CPU tests; then the C++ CPU suite again under ASan+UBSan
-# and a short fuzzing run of the parsers (tests/fuzz). The GPU suite is tests/gpu/run_suite.sh, on
-# a GPU machine.
+# doctor, tune) and the Python package's CPU tests, then the same Python tests against the binary
+# wheel made from that build and installed into a clean venv; then the C++ CPU suite under
+# ASan+UBSan and a short fuzzing run of the parsers (tests/fuzz). The GPU suite is
+# tests/gpu/run_suite.sh, on a GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
@@ -31,6 +32,25 @@ python3 -c "import scikit_build_core" 2>/dev/null || python3 -m pip install -q "
 python3 -c "import mypy" 2>/dev/null || python3 -m pip install -q mypy
 TPCOMM_LIBRARY="$PWD/$BUILD/src/libtpcomm.so" TPCOMM_CLI="$PWD/$BUILD/tools/tpcomm" \
   PYTHONPATH="$PWD/python" python3 -m pytest python/tests -q -m "not slow and not gpu"
+
+# ---- The binary wheel (issue 23): made from $BUILD (no second compile), installed into a clean
+# venv, and the same Python CPU tests run against it: no PYTHONPATH, no TPCOMM_LIBRARY, tpcomm
+# imported from the venv's site-packages (test_binary_wheel.py checks that the package under test
+# is the installed one). TPCOMM_CI_WHEEL=0 skips it.
+if [[ ${TPCOMM_CI_WHEEL:-1} != 0 ]]; then
+  echo "== binary wheel from $BUILD, Python CPU tests against it in a clean venv"
+  t0=$SECONDS
+  scripts/build_wheel.sh --build "$BUILD" --out "$BUILD/wheel" | tee "$BUILD/wheel.log"
+  wheel=$(realpath "$(tail -n 1 "$BUILD/wheel.log")")
+  venv=$(realpath -m "$BUILD/wheel-venv")
+  repo=$PWD
+  python3 -m venv --clear "$venv"  # as a user would: the venv's own pip installs the wheel
+  "$venv/bin/python" -m pip install -q "$wheel" pytest
+  (cd "$venv" && env -u PYTHONPATH -u TPCOMM_LIBRARY -u TPCOMM_CLI PATH="$venv/bin:$PATH" \
+    TPCOMM_TEST_WHEEL="$wheel" TPCOMM_EXPECT_INSTALLED=1 bin/python -m pytest "$repo/python/tests" \
+    -q -p no:cacheprovider -m "not slow and not gpu" --rootdir "$repo")
+  echo "   wheel step: $((SECONDS - t0)) s ($(du -h "$wheel" | cut -f1) $(basename "$wheel"))"
+fi
 
 # ---- Sanitizers and fuzzing (issue 18), after the main suite, each in a build folder of its own
 # that links the main build's kernels (host code is what they check: TPCOMM_KERNELS_FROM).

@@ -49,7 +49,7 @@ def test_pyproject_asks_for_a_py3_none_wheel_with_library_and_cli():
 def test_apache_license_file_and_metadata():
     p = load_pyproject()
     assert p["project"]["license"] == "Apache-2.0"  # PEP 639: an SPDX expression
-    assert p["project"]["license-files"] == ["LICENSE"]
+    assert p["project"]["license-files"] == ["LICENSE", "THIRD_PARTY_NOTICES.md"]
     # scikit-build-core 0.10 rejects the string form ("expecting a dictionary"); 0.11 takes it.
     assert p["build-system"]["requires"] == ["scikit-build-core>=0.11"]
     with open(os.path.join(REPO, "LICENSE")) as f:
@@ -76,6 +76,7 @@ def test_wheel_metadata_says_apache_2(tmp_path):
     with open(os.path.join(tmp_path, dist_info, "METADATA")) as f:
         meta = f.read()
     assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta
+    assert "License-File: THIRD_PARTY_NOTICES.md" in meta
 
 
 @in_checkout
@@ -124,10 +125,12 @@ def wheel(request, tmp_path_factory):
 
 
 def test_wheel_is_py3_none(wheel):
-    assert re.search(r"-py3-none-linux_x86_64\.whl$", os.path.basename(wheel)), wheel
+    # linux_x86_64 from `pip wheel .`, manylinux_2_N_x86_64 from scripts/build_wheel.sh
+    platform = r"(linux|manylinux_\d+_\d+)_x86_64"
+    assert re.search(rf"-py3-none-{platform}\.whl$", os.path.basename(wheel)), wheel
     with zipfile.ZipFile(wheel) as z:
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/WHEEL"))
-        assert "Tag: py3-none-linux_x86_64" in z.read(meta).decode()
+        assert re.search(rf"^Tag: py3-none-{platform}$", z.read(meta).decode(), re.M)
 
 
 def test_wheel_holds_library_cli_and_package(wheel):

@@ -2,7 +2,9 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <string>
 
+#include "common/driver_floor.h"
 #include "common/log.h"
 #include "common/result_table.h"
 
@@ -28,12 +30,16 @@ tpcommResult_t failCuda(cudaError_t err, const char* what, const char* file, int
                                ? tpcommNoDevice
                            : (err == cudaErrorNoKernelImageForDevice) ? tpcommNoKernelImage
                                                                       : tpcommUnhandledCudaError;
-  const char* hint = "";
+  std::string hint;
   if (err == cudaErrorNoDevice) hint = " (no CUDA device is visible: check CUDA_VISIBLE_DEVICES)";
-  if (err == cudaErrorInsufficientDriver)
-    hint = " (no usable NVIDIA driver: libcuda.so is missing or older than this CUDA runtime)";
+  if (err == cudaErrorInsufficientDriver) {
+    int driver = 0, runtime = 0;  // both answer without a driver (0 and the linked runtime)
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    hint = " (no usable NVIDIA driver: " + insufficientDriverHint(driver, runtime) + ")";
+  }
   return fail(r, "%s failed: %s (%s)%s at %s:%d", what, cudaGetErrorString(err),
-              cudaGetErrorName(err), hint, file, line);
+              cudaGetErrorName(err), hint.c_str(), file, line);
 }
 
 void clearLastError() {
