@@ -67,7 +67,9 @@ typedef enum {
   tpcommAlgoHostTwoShot = 5, /* two-shot through pinned host shared memory (no P2P) */
   tpcommAlgoIsland = 6,      /* hierarchical for two-socket PCIe: reduce in islands, exchange */
   tpcommAlgoHostBulk = 7,    /* one-shot through pinned host memory, bulk data + a flag per block */
-  tpcommNumAlgos = 8
+  tpcommAlgoOneShotPull = 8, /* one-shot over peer memory, pull: peers read my own slot (loads) */
+  tpcommAlgoTwoShotPull = 9, /* two-shot over peer memory, pull: both halves read peers' slots */
+  tpcommNumAlgos = 10
 } tpcommAlgo_t;
 
 /* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
@@ -91,9 +93,12 @@ typedef enum {
   tpcommVariantFusedHostOneShot = 13,    /* over host memory (host sentinel protocol, one step) */
   tpcommVariantFusedHostOneShotFp8 = 14, /* the same with FP8 e4m3 output */
   /* ... and where no fused kernel takes the call: the all-reduce's own variant, then this kernel */
-  tpcommVariantAddRmsNorm = 15,    /* the add + RMSNorm epilogue kernel after the all-reduce */
-  tpcommVariantAddRmsNormFp8 = 16, /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 17
+  tpcommVariantAddRmsNorm = 15,         /* the add + RMSNorm epilogue kernel after the all-reduce */
+  tpcommVariantAddRmsNormFp8 = 16,      /* the same with FP8 e4m3 output */
+  tpcommVariantP2pOneShotPullLean = 17, /* one-shot pull over peer memory, one step, no tail */
+  tpcommVariantP2pOneShotPull = 18,     /* one-shot pull over peer memory, general kernel */
+  tpcommVariantP2pTwoShotPull = 19,     /* two-shot pull over peer memory */
+  tpcommNumVariants = 20
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

@@ -25,7 +25,7 @@ SUM = 0  # tpcommRedOp_t
 
 # tpcommAlgo_t (the names are the library's own, from tpcommAlgoName).
 ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
-              "host_bulk")
+              "host_bulk", "oneshot_pull", "twoshot_pull")
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
@@ -33,7 +33,8 @@ STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
                  "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
-                 "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8")
+                 "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
+                 "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull")
 NUM_VARIANTS = len(VARIANT_NAMES)
 
 # tpcommNcclMode_t

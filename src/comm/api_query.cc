@@ -45,6 +45,10 @@ const char* tpcommAlgoName(int algo) {
       return "island";
     case tpcommAlgoHostBulk:
       return "host_bulk";
+    case tpcommAlgoOneShotPull:
+      return "oneshot_pull";
+    case tpcommAlgoTwoShotPull:
+      return "twoshot_pull";
     default:
       return nullptr;
   }
@@ -86,6 +90,12 @@ const char* tpcommVariantName(int variant) {
       return "add_rmsnorm";
     case tpcommVariantAddRmsNormFp8:
       return "add_rmsnorm_fp8";
+    case tpcommVariantP2pOneShotPullLean:
+      return "p2p_oneshot_pull_lean";
+    case tpcommVariantP2pOneShotPull:
+      return "p2p_oneshot_pull";
+    case tpcommVariantP2pTwoShotPull:
+      return "p2p_twoshot_pull";
     default:
       return nullptr;
   }

@@ -104,8 +104,12 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
     }
   }
   // Every rank's call fingerprints follow its slots (stagingCreate; slot_bytes is agreed).
-  for (int p = 0; p < c->world; ++p)
+  // The pull outboxes follow the prints (the same allocation and mapping).
+  d.pull_slot_bytes = pullSlotBytes(d.slot_bytes);
+  for (int p = 0; p < c->world; ++p) {
     d.prints[p] = d.bufs[p] ? d.bufs[p] + kNumSlots * d.slot_bytes : nullptr;
+    d.pulls[p] = d.prints[p] ? d.prints[p] + kPrintBytes : nullptr;
+  }
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
   TPCOMM_CHECK(setupHostTransport(c, all));
   fillIslands(c, &d);

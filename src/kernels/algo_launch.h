@@ -38,6 +38,10 @@ KernelSet hostTwoShotKernels(int world);
 KernelSet hostBulkKernels(int world);
 // host_oneshot with the sentinel protocol in host memory (HostSentinelProto; single-step calls).
 KernelSet hostSentinelKernels(int world);
+// The pull variants over peer memory (pull_device.cuh): the one-shot (with its lean kernels) and
+// the two-shot.
+KernelSet pullOneShotKernels(int world);
+KernelSet pullTwoShotKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
@@ -53,6 +57,8 @@ struct SlotCapacity {
   size_t host_sentinel_step_bytes = 0;  // the same with the host sentinel protocol (one step only)
   size_t host_chunk_vecs = 0;           // vectors per host two-shot step
   size_t bulk_step_bytes = 0;           // an outbox slot of host_bulk
+  size_t pull_step_bytes = 0;           // a pull outbox slot (oneshot_pull)
+  size_t pull_chunk_vecs = 0;           // vectors per twoshot_pull step
 };
 SlotCapacity slotCapacity(const DeviceComm& c);
 // The rows of SlotCapacity one by one.
@@ -63,6 +69,8 @@ size_t hostOneShotStepBytes(const DeviceComm& c);
 size_t hostBulkStepBytes(const DeviceComm& c);
 size_t hostSentinelStepBytes(const DeviceComm& c);
 size_t islandChunkVecs(const DeviceComm& c);
+size_t pullOneShotStepBytes(const DeviceComm& c);
+size_t pullTwoShotChunkVecs(const DeviceComm& c);
 
 int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
 size_t dtypeSize(tpcommDataType_t dt);

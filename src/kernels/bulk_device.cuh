@@ -38,19 +38,28 @@ struct BulkProto {
   }
 };
 
-// Called by all `np` pushing threads of the block once each has written its share of step
-// `step` into this rank's outbox slot. Thread 0 then makes the block's writes visible at system
-// scope and sets the block's flag. The fence covers the other threads' writes because the barrier
-// orders them before it (the PTX model's release is cumulative; NCCL's Simple protocol posts a
-// step the same way).
-__device__ __forceinline__ void bulkPublish(const DeviceComm& c, unsigned np,
-                                            unsigned long long step) {
-  namedBarrierSync(kBarBulkPushed, np);
+// In thread 0 of a block whose threads have written their share of step `step` into this rank's
+// outbox slot, and met in a barrier since: makes the block's writes visible at system scope and
+// sets the block's flag. The fence covers the other threads' writes because the barrier orders
+// them before it (the PTX model's release is cumulative; NCCL's Simple protocol posts a step the
+// same way). Proto: whose flags (the pull protocol over peer memory publishes the same way,
+// pull_device.cuh).
+template <typename Proto = BulkProto>
+__device__ __forceinline__ void publishFlag(const DeviceComm& c, unsigned long long step) {
   if (threadIdx.x == 0) {
-    uint32_t* f = BulkProto::flag(c, c.rank, step % kNumSlots, blockIdx.x);
+    uint32_t* f = Proto::flag(c, c.rank, step % kNumSlots, blockIdx.x);
     asm volatile("fence.acq_rel.sys;" ::: "memory");
     asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(f), "r"(stepFlag(step)) : "memory");
   }
+}
+
+// Called by all `np` pushing threads of the block once each has written its share of step
+// `step`: the barrier among them, then publishFlag.
+template <typename Proto = BulkProto>
+__device__ __forceinline__ void bulkPublish(const DeviceComm& c, unsigned np,
+                                            unsigned long long step) {
+  namedBarrierSync(kBarBulkPushed, np);
+  publishFlag<Proto>(c, step);
 }
 
 // Called by all `nr` reducing threads of the block (tr: the index among them) before they read

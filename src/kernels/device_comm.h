@@ -34,6 +34,22 @@ constexpr size_t bulkSlotBytes(size_t host_slot_bytes) {
 constexpr size_t bulkOutboxBytes(size_t host_slot_bytes) {
   return kNumSlots * bulkSlotBytes(host_slot_bytes) + kBulkFlagBytes;
 }
+// The pull protocol over peer memory (PullProto, pull_device.cuh): every rank writes its data into
+// its own outbox in its device memory, after its call fingerprints in the staging allocation, and
+// its peers read it from there over the fabric (loads: unaffected where peer stores collapse,
+// docs/TOPOLOGY.md, "Push or pull over PCIe"). An outbox is kNumSlots slots of pullSlotBytes, then
+// flags per slot, phase (two-shot pull publishes twice a step) and block, zeroed at creation:
+// stepFlag is never 0. Its own memory, apart from the push slots, because push readers take any
+// non-sentinel entry of theirs as arrived data, and pull data is never cleared.
+constexpr int kPullPhases = 2;
+constexpr size_t kPullFlagBytes =
+    static_cast<size_t>(kNumSlots) * kPullPhases * kBulkFlagBlocks * 4;
+constexpr size_t pullSlotBytes(size_t slot_bytes) {
+  return slot_bytes / 4 / 256 * 256 > 4096 ? slot_bytes / 4 / 256 * 256 : 4096;
+}
+constexpr size_t pullOutboxBytes(size_t slot_bytes) {
+  return kNumSlots * pullSlotBytes(slot_bytes) + kPullFlagBytes;
+}
 // The sentinel protocol over host memory (HostSentinelProto, proto_device.cuh): every rank has an
 // inbox of kNumSlots slots of this size, all zeros while no data is in it (entries are stored
 // inverted), apart from the LL inboxes (whose flags are never cleared). A fixed size, whatever the
@@ -133,6 +149,10 @@ struct DeviceComm {
   // (hprints: the host protocols). Null where that transport is not set up.
   char* prints[kMaxRanks];
   char* hprints[kMaxRanks];
+  // Every rank's pull outbox (pullOutboxBytes, above), after its prints; slots of
+  // pull_slot_bytes. Null where the peer-memory transport is not set up.
+  char* pulls[kMaxRanks];
+  size_t pull_slot_bytes;
 };
 
 }  // namespace tpcomm

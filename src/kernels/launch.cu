@@ -36,6 +36,14 @@ size_t islandChunkVecs(const DeviceComm& c) {
   const size_t m = static_cast<size_t>(c.world / 2);
   return c.slot_bytes / kVecBytes / (2 * m + 2) * m;
 }
+// Pull: a one-shot step is one outbox slot (each rank writes only its own data there); a two-shot
+// slot holds the rank's whole chunk (world segments) and its reduced segment (twoshot_pull.cu).
+size_t pullOneShotStepBytes(const DeviceComm& c) {
+  return pullSlotBytes(c.slot_bytes) / kVecBytes * kVecBytes;
+}
+size_t pullTwoShotChunkVecs(const DeviceComm& c) {
+  return pullSlotBytes(c.slot_bytes) / kVecBytes / (c.world + 1) * c.world;
+}
 size_t hostTwoShotChunkVecs(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
 }
@@ -49,6 +57,8 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.host_sentinel_step_bytes = hostSentinelStepBytes(c);
   s.host_chunk_vecs = hostTwoShotChunkVecs(c);
   s.bulk_step_bytes = hostBulkStepBytes(c);
+  s.pull_step_bytes = pullOneShotStepBytes(c);
+  s.pull_chunk_vecs = pullTwoShotChunkVecs(c);
   return s;
 }
 
@@ -93,8 +103,9 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   // The lean kernels get one warp more than their vectors need: its last thread checks the
   // peers' call fingerprints (oneshot_lean.cu) while the others wait for data, so the check adds
   // no round trip to a thread that also reduces.
-  const bool lean =
-      a.variant == tpcommVariantP2pOneShotLean || a.variant == tpcommVariantHostOneShotSentinelLean;
+  const bool lean = a.variant == tpcommVariantP2pOneShotLean ||
+                    a.variant == tpcommVariantHostOneShotSentinelLean ||
+                    a.variant == tpcommVariantP2pOneShotPullLean;
   const int threads = lean && a.threads + 32 <= kThreadsPerBlock ? a.threads + 32 : a.threads;
   return launchKernel(fn, a.blocks, threads, a.pdl, args, s);
 }

@@ -23,6 +23,7 @@
 #include "kernels/bulk_device.cuh"
 #include "kernels/kernel_set.cuh"
 #include "kernels/lean_kernels.h"
+#include "kernels/pull_device.cuh"
 #include "kernels/session_device.cuh"
 #include "kernels/trace_device.cuh"
 
@@ -219,6 +220,11 @@ KernelSet hostSentinelKernels(int world) {
 }
 KernelSet hostBulkKernels(int world) {
   return kernelSetByWorld<OneShot, BulkProto>(world);
+}
+// The same kernel over the pull protocol (oneshot_pull, pull_device.cuh): as over bulk, a rank
+// writes its own outbox, here in its device memory, and reads its peers' over the fabric.
+KernelSet pullOneShotKernels(int world) {
+  return withLean(kernelSetByWorld<OneShot, PullProto>(world), leanPullOneShotKernels(world));
 }
 
 }  // namespace tpcomm

@@ -22,6 +22,9 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantFusedHostOneShotFp8, fusedHostFp8Kernels, false},
     {tpcommVariantAddRmsNorm, addRmsNormKernels, false},
     {tpcommVariantAddRmsNormFp8, addRmsNormFp8Kernels, false},
+    {tpcommVariantP2pOneShotPullLean, pullOneShotKernels, true},
+    {tpcommVariantP2pOneShotPull, pullOneShotKernels, false},
+    {tpcommVariantP2pTwoShotPull, pullTwoShotKernels, false},
 };
 
 }  // namespace

@@ -16,7 +16,8 @@ GridPlan shapeGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const 
   const size_t step_bytes = std::min(bytes, std::max<size_t>(chunk_bytes, 16));
   // Two-shot: a block owns a sub-range of every segment; a segment is 1/world of the step.
   // Island: the same, with world/2 segments (one per island member).
-  const bool twoshot = algo == tpcommAlgoTwoShot || algo == tpcommAlgoHostTwoShot;
+  const bool twoshot =
+      algo == tpcommAlgoTwoShot || algo == tpcommAlgoHostTwoShot || algo == tpcommAlgoTwoShotPull;
   const int segments = twoshot                    ? std::max(world, 1)
                        : algo == tpcommAlgoIsland ? std::max(world / 2, 1)
                                                   : 1;
@@ -32,7 +33,8 @@ GridPlan shapeGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const 
   // One vector (16 bytes) per thread per batch; whole warps; at most max_threads.
   const size_t vecs_per_block = ((share + 15) / 16 + g.blocks - 1) / g.blocks;
   // The multi-step one-shot over peer memory keeps a vector per thread (grid.h).
-  const bool split_oneshot = algo == tpcommAlgoOneShot && bytes > step_bytes;
+  const bool split_oneshot =
+      (algo == tpcommAlgoOneShot || algo == tpcommAlgoOneShotPull) && bytes > step_bytes;
   g.push_batch = k.push_batch > 0 ? std::clamp(k.push_batch, 1, 4)
                  : bytes >= kBatchFromBytes && !bulk && !split_oneshot ? 4
                                                                        : 1;

@@ -36,6 +36,10 @@ size_t chunkVecs(const CommFacts& f, int algo) {
       return s.island_chunk_vecs;
     case tpcommAlgoHostBulk:
       return stepBytes(f.knobs.bulk_step_bytes, s.bulk_step_bytes) / kVecBytes;
+    case tpcommAlgoOneShotPull:
+      return stepBytes(f.knobs.oneshot_step_bytes, s.pull_step_bytes) / kVecBytes;
+    case tpcommAlgoTwoShotPull:
+      return s.pull_chunk_vecs;
     default:
       return 0;
   }
@@ -56,6 +60,10 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
       return tpcommVariantHostTwoShotLL;
     case tpcommAlgoHostBulk:
       return tpcommVariantHostBulk;
+    case tpcommAlgoOneShotPull:
+      return lean ? tpcommVariantP2pOneShotPullLean : tpcommVariantP2pOneShotPull;
+    case tpcommAlgoTwoShotPull:
+      return tpcommVariantP2pTwoShotPull;
     case tpcommAlgoNccl:
       return tpcommVariantNccl;
   }
@@ -109,6 +117,7 @@ PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   in.forced_algo = f.forced_algo;
   in.strict = f.strict;
   in.tuned = f.tuned;
+  in.prefer_pull = f.prefer_pull;
   return in;
 }
 
@@ -124,6 +133,9 @@ OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t 
       break;
     case tpcommAlgoHostBulk:
       region = f.slots.bulk_step_bytes / kVecBytes;
+      break;
+    case tpcommAlgoOneShotPull:
+      region = f.slots.pull_step_bytes / kVecBytes;
       break;
     default:
       return OneShotCall{};
@@ -148,8 +160,9 @@ CallPlan planCall(const CommFacts& f, const CallArgs& call) {
   const int algo = p.decision.algo;
   if (p.decision.error != tpcommSuccess) return p;
   const bool sentinel = hostSentinel(f, algo, call.bytes);
-  // Only the one-shot over peer memory and the host sentinel protocol have lean kernels.
-  const bool lean_set = algo == tpcommAlgoOneShot || sentinel;
+  // Only the one-shots over peer memory (push and pull) and the host sentinel protocol have lean
+  // kernels.
+  const bool lean_set = algo == tpcommAlgoOneShot || algo == tpcommAlgoOneShotPull || sentinel;
   p.variant = variantOf(algo, sentinel, false);
   if (!isKernelVariant(p.variant)) return p;
 

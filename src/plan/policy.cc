@@ -24,7 +24,7 @@ std::string fmtBytes(size_t b) {
 }
 
 bool isP2pAlgo(int a) {
-  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland;
+  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland || isPullAlgo(a);
 }
 
 // Why algorithm a cannot serve this call, or "" if it can. A forced island needs no islands in
@@ -58,6 +58,12 @@ int bandwidthAlgo(Fabric f) {
 }
 
 }  // namespace
+
+int pullVariantOf(int a) {
+  return a == tpcommAlgoOneShot   ? tpcommAlgoOneShotPull
+         : a == tpcommAlgoTwoShot ? tpcommAlgoTwoShotPull
+                                  : a;
+}
 
 // The built-in tables: measured on 2x H200 (NVLink, and host memory with P2P unused) against
 // NCCL; larger worlds, PCIe and the island rows are estimates from bytes moved per GPU. Numbers
@@ -112,6 +118,10 @@ Decision choose(const PolicyInput& in) {
   int a = lookup(table, in.bytes);
   d.reason = std::string(source) + " for " + fabricName(in.fabric) + ", world " +
              std::to_string(in.world) + ", " + fmtBytes(in.bytes);
+  if (in.prefer_pull && !in.tuned && pullVariantOf(a) != a) {
+    a = pullVariantOf(a);
+    d.reason += ", pull: the fabric probe found peer stores collapsing while loads hold";
+  }
   std::string why = unavailable(in, a, /*forced=*/false);
   if (!why.empty() && a != tpcommAlgoNccl) {
     const int b = bandwidthAlgo(in.fabric);

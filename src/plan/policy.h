@@ -33,6 +33,11 @@ struct PolicyInput {
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
+  // The fabric probe's verdict (i21-probe sets it): peer stores collapse on this fabric while
+  // loads hold, so the built-in tables' push one-shot and two-shot become their pull variants.
+  // False ("push is fine"): NVLink and healthy PCIe keep the push tables. A tuned table names
+  // its algorithms itself and is not rewritten.
+  bool prefer_pull = false;
 };
 
 struct Decision {
@@ -56,6 +61,14 @@ constexpr bool kIslandAutoSelect = true;
 inline bool isHostAlgo(int a) {
   return a == tpcommAlgoHostOneShot || a == tpcommAlgoHostTwoShot || a == tpcommAlgoHostBulk;
 }
+
+// The pull variants over peer memory (peers read a rank's own outbox: pull_device.cuh).
+inline bool isPullAlgo(int a) {
+  return a == tpcommAlgoOneShotPull || a == tpcommAlgoTwoShotPull;
+}
+
+// The pull variant of a push algorithm over peer memory (one-shot, two-shot), else `a` itself.
+int pullVariantOf(int a);
 
 Decision choose(const PolicyInput& in);
 

@@ -16,10 +16,15 @@ tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s) {
   s->slot_bytes = slot_bytes;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   const size_t total = kNumSlots * slot_bytes;
-  TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes));
+  const size_t pull_bytes = pullOutboxBytes(slot_bytes);
+  TPCOMM_CUDA_CHECK(
+      cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes + pull_bytes));
   TPCOMM_CUDA_CHECK(cudaMemset(s->buf, kSentinelByte, total));
   s->prints = s->buf + total;
   TPCOMM_CUDA_CHECK(cudaMemset(s->prints, 0, kPrintBytes));
+  // Pull slots need no initial value (a flag says what is current); their flags must start at 0.
+  s->pull = s->prints + kPrintBytes;
+  TPCOMM_CUDA_CHECK(cudaMemset(s->pull, 0, pull_bytes));
   TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->state), sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaMemset(s->state, 0, sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s->host_error), sizeof(HostError),
@@ -29,7 +34,8 @@ tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s) {
   TPCOMM_CUDA_CHECK(
       cudaHostGetDevicePointer(reinterpret_cast<void**>(&s->host_error_dev), s->host_error, 0));
   TPCOMM_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets are done before any peer writes
-  TPCOMM_DEBUG(P2P, "device %d: %zu staging bytes (%d slots)", device, total, kNumSlots);
+  TPCOMM_DEBUG(P2P, "device %d: %zu staging bytes (%d slots), %zu pull outbox bytes", device, total,
+               kNumSlots, pull_bytes);
   return tpcommSuccess;
 }
 

@@ -19,6 +19,8 @@ struct Staging {
   // The call fingerprints (kPrintBytes, zeroed: no record), right after the slots in the same
   // allocation, so peers reach them through the one IPC mapping of buf.
   char* prints = nullptr;
+  // The pull outbox (pullOutboxBytes: slots, then zeroed flags), right after the prints.
+  char* pull = nullptr;
   size_t slot_bytes = 0;
   RankState* state = nullptr;           // device memory
   HostError* host_error = nullptr;      // pinned, mapped

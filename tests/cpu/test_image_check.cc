@@ -31,6 +31,8 @@ std::set<const void*> everyGetterKernel() {
       {"hostBulkKernels", hostBulkKernels},
       {"hostSentinelKernels", hostSentinelKernels},
       {"islandKernels", islandKernels},
+      {"pullOneShotKernels", pullOneShotKernels},
+      {"pullTwoShotKernels", pullTwoShotKernels},
       {"fusedP2pKernels", fusedP2pKernels},
       {"fusedP2pFp8Kernels", fusedP2pFp8Kernels},
       {"fusedHostKernels", fusedHostKernels},

@@ -134,6 +134,18 @@ TEST(Correctness, World2HostBulk) {
   runMatrix(2, tpcommAlgoHostBulk, true, 0);
 }
 
+// The pull variants over peer memory (each rank's data in its own outbox, read by its peers):
+// the one-shot (lean, general, split multi-step) and the two-shot, the full matrix.
+TEST(Correctness, World2OneShotPull) {
+  runMatrix(2, tpcommAlgoOneShotPull, true, 0);
+}
+TEST(Correctness, World2TwoShotPull) {
+  runMatrix(2, tpcommAlgoTwoShotPull, true, 0);
+}
+TEST(Correctness, World2TwoShotPullSmallGrid) {
+  runMatrix(2, tpcommAlgoTwoShotPull, false, 3);
+}
+
 TEST(Correctness, World2Nccl) {
   if (visibleGpus() < 2) GTEST_SKIP() << "NCCL needs 2 distinct GPUs";
   runMatrix(2, tpcommAlgoNccl, false, 0);
@@ -145,10 +157,11 @@ TEST(Correctness, World2Nccl) {
 TEST(Correctness, ManyStepsWithAPartialLastStep) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
-    for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
-                     tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
+    for (int algo :
+         {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot,
+          tpcommAlgoHostBulk, tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull}) {
       tpcommConfig_t cfg = configFor(algo, 8, 20000);
-      cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB (host inboxes: 64 KiB)
+      cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB (host inboxes, pull outboxes: 64 KiB)
       std::string err;
       auto g = makeGroup(world, &cfg, 5 * MiB, &err);
       ASSERT_TRUE(g) << err;
@@ -307,8 +320,9 @@ TEST_P(SharedWorld, AutoFullMatrixDefaultGrids) {
 // Every algorithm forced (island at the worlds it serves): the reduced matrix, 64 MiB included.
 TEST_P(SharedWorld, EveryAlgorithmDefaultGrids) {
   const int world = GetParam();
-  for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoIsland, tpcommAlgoHostOneShot,
-                   tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
+  for (int algo :
+       {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoIsland, tpcommAlgoHostOneShot,
+        tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull}) {
     if (algo == tpcommAlgoIsland && !(world >= 4 && world % 2 == 0)) continue;
     SCOPED_TRACE(tpcommAlgoName(algo));
     runMatrix(world, algo, /*big=*/true, /*max_blocks=*/0, /*light=*/true, /*host_ll=*/false,
@@ -322,10 +336,10 @@ INSTANTIATE_TEST_SUITE_P(World, SharedWorld, ::testing::Values(3, 4, 5, 6, 7, 8)
 // "not arrived" (no hang), and -0.0 must survive (-0 + -0 = -0).
 TEST(Correctness, SentinelPayloadAndNegativeZero) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const std::pair<int, int> runs[] = {{2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},
-                                      {2, tpcommAlgoHostOneShot}, {2, tpcommAlgoHostTwoShot},
-                                      {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
-                                      {8, tpcommAlgoIsland}};
+  const std::pair<int, int> runs[] = {
+      {2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},     {2, tpcommAlgoHostOneShot},
+      {2, tpcommAlgoHostTwoShot}, {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
+      {8, tpcommAlgoIsland},      {2, tpcommAlgoOneShotPull}, {2, tpcommAlgoTwoShotPull}};
   for (const auto& [world, algo] : runs) {
     SCOPED_TRACE(std::string(tpcommAlgoName(algo)) + " world " + std::to_string(world));
     const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
@@ -368,11 +382,12 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
 
 // A rank whose buffers are misaligned runs the general one-shot kernel while its aligned peers
 // run the lean one (leanFits, src/plan/planner.cc): the two must agree on slots, entries and
-// epochs. Inputs are small integers, so the sum is exact in bf16 and the reference is exact.
-TEST(Correctness, LeanAndGeneralOneShotTogether) {
+// epochs (push: oneshot; pull: oneshot_pull, whose kernels must also agree on the outbox flags).
+// Inputs are small integers, so the sum is exact in bf16 and the reference is exact.
+void leanAndGeneralTogether(int algo) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
-    const tpcommConfig_t cfg = configFor(tpcommAlgoOneShot, world > 2 ? 4 : 0, 3000);
+    const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
     std::string err;
     auto g = makeGroup(world, &cfg, 1 << 20, &err);
     ASSERT_TRUE(g) << err;
@@ -417,6 +432,13 @@ TEST(Correctness, LeanAndGeneralOneShotTogether) {
       }
     }
   }
+}
+
+TEST(Correctness, LeanAndGeneralOneShotTogether) {
+  leanAndGeneralTogether(tpcommAlgoOneShot);
+}
+TEST(Correctness, LeanAndGeneralOneShotPullTogether) {
+  leanAndGeneralTogether(tpcommAlgoOneShotPull);
 }
 
 }  // namespace

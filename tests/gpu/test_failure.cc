@@ -26,13 +26,18 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
   // auto no longer runs it at world 2), and a many-step one-shot (pushing and reducing warps
   // split: the pushers must not be left waiting for reducers that gave up); bulk over host
   // memory, single-step and split (one thread per block polls the flags, and the whole block must
-  // learn of the timeout). Fresh communicators each.
+  // learn of the timeout); the pull variants over peer memory (lean, split, two-shot: threads
+  // poll one peer's flag each and the block learns of the timeout by a barrier reduction).
+  // Fresh communicators each.
   const Case cases[] = {{tpcommAlgoAuto, 1024, 0},
                         {tpcommAlgoAuto, size_t{4} << 20, 0},
                         {tpcommAlgoTwoShot, size_t{4} << 20, 0},
                         {tpcommAlgoOneShot, size_t{1} << 20, 256u << 10},
                         {tpcommAlgoHostBulk, 1024, 0},
-                        {tpcommAlgoHostBulk, size_t{1} << 20, 0}};
+                        {tpcommAlgoHostBulk, size_t{1} << 20, 0},
+                        {tpcommAlgoOneShotPull, 1024, 0},
+                        {tpcommAlgoOneShotPull, size_t{1} << 20, 256u << 10},
+                        {tpcommAlgoTwoShotPull, size_t{4} << 20, 0}};
   for (const Case& k : cases) {
     tpcommConfig_t cfg = configFor(k.algo, 0, /*timeout_ms=*/300);
     cfg.bufferBytes = k.buffer_bytes;

@@ -4,6 +4,9 @@
 // the first (reference-checked) result of its size.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "tests/gpu/check_kernel.h"
 #include "tests/gpu/harness.h"
 
@@ -112,14 +115,24 @@ TEST(Graph, CaptureHundredCallsReplayThousandTimes) {
 TEST(Graph, CaptureHundredTwoShotCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoTwoShot);
 }
+// The pull variants (what a fabric whose peer stores collapse runs): the one-shot's three shapes
+// (lean, general single step, split multi-step) and the two-shot, captured the same way.
+TEST(Graph, CaptureHundredOneShotPullCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoOneShotPull);
+}
+TEST(Graph, CaptureHundredTwoShotPullCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoTwoShotPull);
+}
 
-TEST(Stress, HundredThousandCallsWithoutSync) {
+// 100k calls of `algo` (auto: what the policy picks) of irregular sizes with no host sync, every
+// output compared on the GPU with its size's first, reference-checked result.
+void hundredThousandCalls(int algo) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommDataType_t dt = tpcommBfloat16;
   const int world = 2;
   const size_t counts[] = {1, 100, 2048, 4099, 16384, 65536, 262147, 1048576};
   const int nsizes = 8;
-  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto);
+  const tpcommConfig_t cfg = configFor(algo);
   std::string err;
   size_t per = 0;
   for (size_t c : counts) per += (c + 63) / 64 * 64;
@@ -186,6 +199,22 @@ TEST(Stress, HundredThousandCallsWithoutSync) {
     EXPECT_EQ(async, tpcommSuccess);
     cudaFree(bad[r]);
   }
+  uint64_t v[tpcommNumVariants] = {};
+  tpcommCommGetVariantStats(g->comms[0], v, tpcommNumVariants);
+  std::string ran;
+  for (int k = 0; k < tpcommNumVariants; ++k)
+    if (v[k]) ran += std::string(" ") + tpcommVariantName(k) + "=" + std::to_string(v[k]);
+  printf("[stress   ] %s: %d calls per rank; ran:%s\n", tpcommAlgoName(algo), kCalls, ran.c_str());
+}
+
+TEST(Stress, HundredThousandCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoAuto);
+}
+TEST(Stress, HundredThousandOneShotPullCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoOneShotPull);
+}
+TEST(Stress, HundredThousandTwoShotPullCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoTwoShotPull);
 }
 
 }  // namespace

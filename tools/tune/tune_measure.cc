@@ -239,8 +239,9 @@ std::string measureOne(const MeasureConfig& cfg, std::vector<timing::Rank>& rank
 }  // namespace
 
 std::vector<int> tuneCandidates() {
-  return {tpcommAlgoOneShot,     tpcommAlgoTwoShot,  tpcommAlgoIsland, tpcommAlgoHostOneShot,
-          tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoNccl};
+  return {tpcommAlgoOneShot,     tpcommAlgoTwoShot,     tpcommAlgoIsland,
+          tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot, tpcommAlgoHostBulk,
+          tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull, tpcommAlgoNccl};
 }
 
 std::string measureAll(const MeasureConfig& cfg, MeasureResult* out) {

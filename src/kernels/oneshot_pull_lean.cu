@@ -1,0 +1,74 @@
+// The pull one-shot's latency path: the same call as oneShotKernel over the pull protocol
+// (oneshot.cu, pull_device.cuh) when it is one step of whole vectors in 16-byte-aligned buffers
+// with at most one vector per thread (leanFits, src/plan/planner.cc). Same outbox slot, entries,
+// flags, epoch bookkeeping and summation order as the general kernel, so a rank running it pairs
+// with a peer running the general one (alignment is per rank); what is gone is the general
+// kernel's step and batch loops and tail paths, as in the push lean kernel (oneshot_lean.cu).
+// The block barrier that counts the block in (arriveBlock) also orders every thread's store into
+// the outbox before thread 0's fence and flag, so publishing costs no barrier of its own.
+#include "kernels/algo_launch.h"
+#include "kernels/kernel_set.cuh"
+#include "kernels/lean_kernels.h"
+#include "kernels/pull_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+template <typename Proto, typename T, int kW>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    oneShotPullLeanKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv,
+                          size_t count, size_t /*step_vecs: applied by the host, in c.call_**/) {
+  constexpr int E = VecTraits<T>::kElems;
+  const size_t nvec = count / E;  // whole vectors only (the host checks)
+  const size_t per = c.call_per;  // one step, per <= blockDim.x (the host checks)
+  const size_t v = blockIdx.x * per + threadIdx.x;
+  const bool has = threadIdx.x < per && v < nvec;
+  const int world = c.world;
+  const size_t slot_bytes = c.pull_slot_bytes;
+  char* src[kW];  // every rank's outbox, in rank order
+#pragma unroll
+  for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] : nullptr;
+  char* const mine = c.pulls[c.rank];
+  const uint4* in = reinterpret_cast<const uint4*>(send) + v;
+  if (has) asm volatile("prefetch.global.L2 [%0];" ::"l"(in));  // why: oneshot_lean.cu
+  CallSession session(c);
+
+  pdlWait();
+  const uint4 x = has ? *in : make_uint4(0, 0, 0, 0);
+  session.openThread();
+  const bool aborted = session.aborted();
+  const size_t slot_off = (session.epoch % kNumSlots) * slot_bytes;
+  // The checker: an extra warp's thread where the block has one (launch.cu), as in the push
+  // lean kernel, so its wait for the peers' records runs beside the flag waits.
+  const bool checker =
+      blockIdx.x == 0 && (blockDim.x > per ? threadIdx.x == blockDim.x - 1 : threadIdx.x == 0);
+  if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
+  if (has && !aborted) Proto::put(reinterpret_cast<uint4*>(mine + slot_off) + v, canon<T>(x), 0);
+  if (!session.arriveBlock(aborted)) return;
+  publishFlag<Proto>(c, session.epoch);
+  pdlLaunchDependents();
+  WaitCtx wait = session.startWaits();
+  if (checker) session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
+  if (!pullAwait<0>(c, threadIdx.x, blockDim.x, session.epoch, wait)) return;
+  if (has) {
+    uint4 y[1];
+    pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, y);
+    reinterpret_cast<uint4*>(recv)[v] = y[0];
+  }
+  session.close(1);
+}
+
+struct OneShotPullLean {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&oneShotPullLeanKernel<Proto, T, kW>);
+  }
+};
+
+}  // namespace
+
+KernelSet leanPullOneShotKernels(int world) {
+  return kernelSetByWorld<OneShotPullLean, PullProto>(world);
+}
+
+}  // namespace tpcomm
