@@ -35,6 +35,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.slots = c->slots;
   f.knobs = c->knobs;
   f.grid_caps = &c->grid_caps;
+  f.clusters = c->clusters;
   return f;
 }
 

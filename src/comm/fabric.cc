@@ -29,6 +29,7 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   std::string reason;
   const Fabric agreed = agreeFabric(all, c->world, &c->ranks_share_gpu, &reason);
   c->grid_caps = agreeGridCaps(all, c->world);
+  c->clusters = agreeClusters(all, c->world);
   if (c->grid_caps.any())
     TPCOMM_INFO(INIT,
                 "rank %d: %d ranks share a GPU: grids capped so that all of them are resident "

@@ -59,6 +59,7 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Fus
   a.eps = prm.eps;
   a.gemma = prm.weightOffset == 1;
   a.max_blocks = comm->knobs.max_blocks;
+  a.clusters = comm->clusters && comm->knobs.fused_cluster;
   return launchAddRmsNorm(a, s);
 }
 
@@ -121,6 +122,8 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
     f.blocks = fp.blocks;
     f.threads = fp.threads;
     f.pdl = fp.pdl;
+    f.cluster = fp.cluster;
+    f.cc_major = comm->cc_major;
     TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
     TPCOMM_CHECK(afterCall(&comm->order, s, cap));
     recordCall(comm,

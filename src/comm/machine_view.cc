@@ -195,6 +195,12 @@ GridCaps agreeGridCaps(const RankInfo* all, int world) {
   return gridCapsOf(gpus);
 }
 
+bool agreeClusters(const RankInfo* all, int world) {
+  for (int r = 0; r < world; ++r)
+    if (!all[r].view.occupancy.clusters) return false;
+  return world > 0;
+}
+
 bool agreeTuning(const RankInfo* all, int world) {
   for (int r = 0; r < world; ++r)
     if (all[r].view.tuning_hash == 0 || all[r].view.tuning_hash != all[0].view.tuning_hash)

@@ -57,4 +57,8 @@ GridCaps agreeGridCaps(const RankInfo* all, int world);
 // True when every rank loaded the same tuning table (non-zero equal hashes).
 bool agreeTuning(const RankInfo* all, int world);
 
+// True when every rank's GPU launches thread-block clusters (VariantOccupancy::clusters): the
+// fused call's row split, which orders its sum of squares, is then the same on every rank.
+bool agreeClusters(const RankInfo* all, int world);
+
 }  // namespace tpcomm

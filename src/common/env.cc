@@ -34,7 +34,7 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_KNOBS", "",
      "launch knobs, name=value[,...]: block_bytes, host_block_bytes, bulk_block_bytes, "
      "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
-     "host_sentinel, host_fence, pdl (src/plan/knobs.h; for benchmarks and tuning)"},
+     "host_sentinel, fused_cluster, host_fence, pdl (src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_TUNING_FILE", "", "tuning table to use instead of the one in the user's cache folder"},
 };
 

@@ -1,13 +1,16 @@
 // The residual add + RMSNorm (+ FP8) epilogue as a kernel of its own (add_rmsnorm.h): one block
-// per row. Two passes over the row by the same threads: the first rounds residual_out to T, stores
-// it and sums its squares; the second reads back the thread's own stores (no barrier needed) and
-// writes the norm. Re-reading the row from L1/L2 costs less than holding any hidden size in
-// registers, and keeps one code path for every H.
+// per row, or on sm_90+ a thread-block cluster per row (block k of a cluster owns slice k of the
+// row's vectors, and the row's sum of squares is added up over the cluster in distributed shared
+// memory: one SM alone moves a row latency-bound). Two passes over the slice by the same threads:
+// the first rounds residual_out to T, stores it and sums its squares; the second reads back the
+// thread's own stores (no barrier needed) and writes the norm. Re-reading the slice from L1/L2
+// costs less than holding any hidden size in registers, and keeps one code path for every H.
 #include <algorithm>
 #include <cstdint>
 
 #include "common/error.h"
 #include "kernels/add_rmsnorm.h"
+#include "kernels/algo_launch.h"
 #include "kernels/rmsnorm_device.cuh"
 #include "kernels/variant_table.h"
 #include "kernels/vec_device.cuh"
@@ -17,6 +20,10 @@ namespace {
 
 constexpr int kMaxThreads = 512;
 constexpr int kMaxGrid = 4096;  // rows beyond it are taken by a grid-stride loop
+// Clusters split rows while rows x cluster stays within this many blocks (beyond, the rows
+// themselves fill the GPU), each block taking about kClusterSliceBytes of a row.
+constexpr size_t kClusterGridBudget = 128;
+constexpr size_t kClusterSliceBytes = 2048;
 
 template <typename T>
 __device__ __forceinline__ float weightOf(uint32_t gamma_bits, bool gemma) {
@@ -43,21 +50,54 @@ __device__ __forceinline__ void storeE4m3(uint8_t* out, size_t first, size_t cou
     if (first + i < count) out[first + i] = b[i];
 }
 
-template <typename T, bool kQuant>
+// The row's sum of squares: the block's, or (kCluster) the cluster's, in a fixed order.
+template <bool kCluster>
+__device__ __forceinline__ float rowSumSq(float v, float* scratch, SlicePartial (&partial)[2],
+                                          unsigned parity) {
+  const float block = blockSumFixedOrder(v, scratch);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kCluster) {
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    bool failed = false;
+    return clusterSumFixedOrder(cluster, partial, parity, block, false, &failed);
+  }
+#endif
+  (void)partial;
+  (void)parity;
+  return block;
+}
+
+// kCluster: launched in clusters (sm_90+ only: the launch never asks for them below), each
+// cluster taking rows c, c + clusters, ... and each of its blocks a slice of their vectors.
+template <typename T, bool kQuant, bool kCluster>
 __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a, bool aligned) {
   constexpr int E = VecTraits<T>::kElems;
   __shared__ float scratch[kMaxThreads / 32 + 1];
+  __shared__ SlicePartial partial[2];
   const size_t H = a.hidden;
   const size_t nvec = (H + E - 1) / E;
   const float inv_scale = kQuant ? 1.f / *a.quant_scale : 0.f;
-  for (size_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+  size_t first_row = blockIdx.x, row_step = gridDim.x, lo = 0, hi = nvec;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kCluster) {
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const size_t cs = cluster.num_blocks(), slice = (nvec + cs - 1) / cs;
+    first_row = blockIdx.x / cs;
+    row_step = gridDim.x / cs;
+    lo = static_cast<size_t>(cluster.block_rank()) * slice;
+    lo = lo < nvec ? lo : nvec;
+    hi = lo + slice < nvec ? lo + slice : nvec;
+  }
+#endif
+  unsigned parity = 0;
+  for (size_t row = first_row; row < a.rows; row += row_step, parity ^= 1u) {
     const size_t off = row * H;
     const T* ar = static_cast<const T*>(a.ar) + off;
     const T* res_in = static_cast<const T*>(a.residual_in) + off;
     T* res_out = static_cast<T*>(a.residual_out) + off;
 
     float sumsq = 0.f;
-    for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+    for (size_t v = lo + threadIdx.x; v < hi; v += blockDim.x) {
       const uint4 x = loadVec(ar, v, H, aligned);
       const uint4 r = loadVec(res_in, v, H, aligned);
       uint4 y = make_uint4(0, 0, 0, 0);
@@ -71,9 +111,10 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
       }
       storeVec(res_out, v, H, aligned, y);
     }
-    const float rs = rsqrtf(blockSumFixedOrder(sumsq, scratch) / static_cast<float>(H) + a.eps);
+    const float rs =
+        rsqrtf(rowSumSq<kCluster>(sumsq, scratch, partial, parity) / static_cast<float>(H) + a.eps);
 
-    for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+    for (size_t v = lo + threadIdx.x; v < hi; v += blockDim.x) {
       const uint4 y = loadVec(static_cast<const T*>(res_out), v, H, aligned);
       const uint4 g = loadVec(static_cast<const T*>(a.gamma), v, H, aligned);
       if constexpr (kQuant) {
@@ -94,23 +135,45 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
       }
     }
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The last row's partials are read before any block of the cluster leaves.
+  if constexpr (kCluster) cooperative_groups::this_cluster().sync();
+#endif
 }
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
 }
 
+template <bool kQuant, bool kCluster>
+void setOf(const void* (&fn)[kNumDtypes]) {
+  fn[0] = reinterpret_cast<const void*>(&addRmsNormKernel<float, kQuant, kCluster>);
+  fn[1] = reinterpret_cast<const void*>(&addRmsNormKernel<__half, kQuant, kCluster>);
+  fn[2] = reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, kQuant, kCluster>);
+}
+
 }  // namespace
 
 KernelSet addRmsNormKernels(int) {
-  return KernelSet{{reinterpret_cast<const void*>(&addRmsNormKernel<float, false>),
-                    reinterpret_cast<const void*>(&addRmsNormKernel<__half, false>),
-                    reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, false>)}};
+  KernelSet s{};
+  setOf<false, false>(s.fn);
+  setOf<false, true>(s.cluster);
+  return s;
 }
 KernelSet addRmsNormFp8Kernels(int) {
-  return KernelSet{{reinterpret_cast<const void*>(&addRmsNormKernel<float, true>),
-                    reinterpret_cast<const void*>(&addRmsNormKernel<__half, true>),
-                    reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, true>)}};
+  KernelSet s{};
+  setOf<true, false>(s.fn);
+  setOf<true, true>(s.cluster);
+  return s;
+}
+
+int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool clusters) {
+  if (!clusters || rows == 0) return 1;
+  const size_t want = (hidden * elem_bytes + kClusterSliceBytes - 1) / kClusterSliceBytes;
+  size_t cs = 1;
+  while (cs < static_cast<size_t>(kMaxClusterBlocks) && cs < want) cs *= 2;
+  while (cs > 1 && rows * cs > kClusterGridBudget) cs /= 2;
+  return static_cast<int>(cs);
 }
 
 tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s) {
@@ -123,22 +186,22 @@ tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s) {
                        aligned16(a.residual_in) && aligned16(a.residual_out) &&
                        aligned16(a.gamma) && (a.quant_scale != nullptr || aligned16(a.norm_out));
   const size_t nvec = (a.hidden + elems - 1) / elems;
-  const int threads = static_cast<int>(std::min<size_t>(kMaxThreads, (nvec + 31) / 32 * 32));
-  int cap = a.max_blocks > 0 ? a.max_blocks : kMaxGrid;
-  const int blocks = static_cast<int>(std::min<size_t>(a.rows, static_cast<size_t>(cap)));
+  const int cs = addRmsNormCluster(a.rows, a.hidden, esize, a.clusters);
+  const size_t slice = (nvec + cs - 1) / cs;
+  const int threads = static_cast<int>(std::min<size_t>(kMaxThreads, (slice + 31) / 32 * 32));
+  const size_t cap = static_cast<size_t>(a.max_blocks > 0 ? a.max_blocks : kMaxGrid) / cs;
+  const int blocks = static_cast<int>(std::max<size_t>(1, std::min(a.rows, cap)) * cs);
   const tpcommVariant_t v =
       a.quant_scale != nullptr ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
-  const void* fn = variantKernel(v, 2, dtypeIndex(a.dtype));
+  const void* fn = cs > 1 ? variantClusterKernel(v, 2, dtypeIndex(a.dtype))
+                          : variantKernel(v, 2, dtypeIndex(a.dtype));
   if (!fn)
     return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for datatype %d",
                 static_cast<int>(a.dtype));
   AddRmsNormArgs args = a;
   bool al = aligned;
   void* params[] = {&args, &al};
-  const cudaError_t e = cudaLaunchKernel(fn, dim3(blocks), dim3(threads), params, 0, s);
-  if (e != cudaSuccess)
-    return fail(tpcommUnhandledCudaError, "add+RMSNorm kernel launch: %s", cudaGetErrorString(e));
-  return tpcommSuccess;
+  return launchKernel(fn, blocks, threads, false, params, s, cs);
 }
 
 }  // namespace tpcomm

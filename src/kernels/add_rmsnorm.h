@@ -31,12 +31,19 @@ struct AddRmsNormArgs {
   float eps;
   bool gemma;
   int max_blocks;  // grid cap (0: one block per row up to the device's resident limit)
+  // The GPU launches thread-block clusters (sm_90+; for a communicator: every rank's, so that
+  // every rank splits a row alike): short runs of long rows then take a cluster per row.
+  bool clusters;
 };
 
 // The epilogue kernels by dtype index (variant_table.cc: tpcommVariantAddRmsNorm[Fp8]); the same
 // for every world size.
 KernelSet addRmsNormKernels(int world);
 KernelSet addRmsNormFp8Kernels(int world);
+
+// Blocks per row: a power of two up to kMaxClusterBlocks, each with about 2 KiB of the row, while
+// rows x blocks stays within 128 (more rows fill the GPU themselves); 1 without clusters.
+int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool clusters);
 
 // Launches the kernel on `s`; the caller has validated the arguments.
 tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s);

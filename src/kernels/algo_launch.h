@@ -15,15 +15,22 @@
 namespace tpcomm {
 
 constexpr int kThreadsPerBlock = 512;
+// The largest thread-block cluster tpcomm launches (sm_90+: a row of the fused call or of the
+// epilogue kernel): the portable size (a larger one needs the non-portable attribute, which not
+// every sm_90+ part grants).
+constexpr int kMaxClusterBlocks = 8;
 constexpr int kNumDtypes = 3;  // float32, float16, bfloat16 (see dtypeIndex)
 
 // Kernel entry points by [dtype index]. (Alignment of the user's buffers is a run-time argument:
 // a template for it doubled the fat binary for one uniform branch per vector.)
 // `lean`: the one-shot's latency-path kernels (oneshot.cu), for the calls the planner gives a lean
 // variant; null for every other algorithm.
+// `cluster`: the fused one-shot's cluster-per-row kernels (fused_cluster.cu, code in the sm_90+
+// images only), for the fused calls the planner gives a cluster geometry; null elsewhere.
 struct KernelSet {
   const void* fn[kNumDtypes];
   const void* lean[kNumDtypes] = {};
+  const void* cluster[kNumDtypes] = {};
 };
 
 // The kernel-set getters, one per (algorithm, protocol); the variant table (variant_table.h) is
@@ -92,10 +99,11 @@ struct LaunchArgs {
   tpcommDataType_t dtype;
 };
 
-// Launches `fn` (grid and block sizes, the programmatic-dependent-launch attribute where asked)
-// with its parameter array: the one launch call of every tpcomm kernel.
+// Launches `fn` (grid and block sizes, the programmatic-dependent-launch attribute where asked,
+// thread-block clusters of `cluster` blocks where above 1) with its parameter array: the one
+// launch call of every tpcomm kernel.
 tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,
-                            cudaStream_t s);
+                            cudaStream_t s, int cluster = 1);
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);
 
 }  // namespace tpcomm

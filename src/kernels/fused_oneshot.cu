@@ -9,118 +9,13 @@
 
 #include "common/error.h"
 #include "kernels/algo_launch.h"
+#include "kernels/fused_device.cuh"
 #include "kernels/fused_oneshot.h"
 #include "kernels/kernel_set.cuh"
-#include "kernels/oneshot_layout.h"  // ringRank
-#include "kernels/rmsnorm_device.cuh"
-#include "kernels/session_device.cuh"
 #include "kernels/variant_table.h"
 
 namespace tpcomm {
 namespace {
-
-template <typename T>
-__device__ __forceinline__ float lane(const uint4& v, int i) {
-  return bitsToFloat<T>(laneBits<T>(v, i));
-}
-
-// The norm of one vector y of residual_out (gamma g), stored as T or as e4m3 bytes.
-template <typename T, bool kQuant>
-__device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const uint4& y,
-                                          const uint4& g, float rs, float inv_scale) {
-  constexpr int E = VecTraits<T>::kElems;
-  if constexpr (kQuant) {
-    uint32_t lo = 0, hi = 0;
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
-      const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
-      if (i < 4)
-        lo |= b << (8 * i);
-      else
-        hi |= b << (8 * (i - 4));
-    }
-    uint8_t* out = static_cast<uint8_t*>(p.norm_out) + v * E;
-    if constexpr (E == 8)
-      *reinterpret_cast<uint2*>(out) = make_uint2(lo, hi);
-    else
-      *reinterpret_cast<uint32_t*>(out) = lo;
-  } else {
-    uint4 n = make_uint4(0, 0, 0, 0);
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
-      setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
-    }
-    static_cast<uint4*>(p.norm_out)[v] = n;
-  }
-}
-
-// y = T(sum + r), its squares added to sumsq.
-template <typename T>
-__device__ __forceinline__ uint4 addResidual(const Acc<T>& acc, const uint4& r, float& sumsq) {
-  constexpr int E = VecTraits<T>::kElems;
-  uint4 y = make_uint4(0, 0, 0, 0);
-#pragma unroll
-  for (int i = 0; i < E; ++i) {
-    const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
-    setLaneBits<T>(y, i, b);
-    const float q = bitsToFloat<T>(b);
-    sumsq += q * q;
-  }
-  return y;
-}
-
-// Pushes this block's rows (b, b + grid, ...) into every peer's slot, in my region.
-template <typename Proto, typename T, int kW>
-__device__ __forceinline__ void pushRows(const FusedParams& p, char* const (&peer)[kW],
-                                         size_t slot_off, int rank, int world, size_t hv) {
-  const uint4* send = static_cast<const uint4*>(p.send);
-  for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x)
-    for (size_t j = threadIdx.x; j < hv; j += blockDim.x) {
-      const size_t v = row * hv + j;
-      const uint4 y = canon<T>(send[v]);
-#pragma unroll
-      for (int q = 1; q < kW; ++q)
-        if (q < world)
-          Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
-    }
-}
-
-// What one row's pass over the sums needs: the session and its deadline, my slot, the row.
-struct RowCtx {
-  CallSession& session;
-  WaitCtx& wait;
-  uint4* mine;   // my slot of the call
-  size_t base;   // the row's first vector
-  size_t hv;     // vectors per row
-  size_t count;  // elements of the call
-  int rank, world;
-};
-
-// One-pass path: y[u] = T(sum + residual) for this thread's vectors base + tid + u * blockDim.x
-// (residual loaded before the batched waits), stored to residual_out; squares into sumsq.
-template <typename Proto, typename T, int kW, int V>
-__device__ __forceinline__ void residualInRegs(const FusedParams& p, const RowCtx& r, uint4 (&y)[V],
-                                               float& sumsq) {
-  const uint4* res_in = static_cast<const uint4*>(p.residual_in);
-  uint4 res[V];
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = threadIdx.x + u * blockDim.x;
-    res[u] = j < r.hv ? res_in[r.base + j] : make_uint4(0, 0, 0, 0);
-  }
-  const size_t o = r.base + threadIdx.x;
-  r.session.template sum<Proto, T, kW, V>(
-      r.wait, r.world, r.rank, [](int s) { return s; }, r.mine, p.region, o, blockDim.x,
-      r.base + r.hv, static_cast<const T*>(p.send), o, r.count, r.session.epoch,
-      [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); });
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = threadIdx.x + u * blockDim.x;
-    if (j < r.hv && !r.wait.failed) static_cast<uint4*>(p.residual_out)[r.base + j] = y[u];
-  }
-}
 
 // Two-pass path (rows longer than the registers hold): vector by vector into residual_out.
 template <typename Proto, typename T, int kW>
@@ -145,11 +40,7 @@ __device__ __forceinline__ void storeRowNorm(const FusedParams& p, size_t base, 
                                              bool in_regs, const uint4 (&y)[V], const uint4 (&g)[V],
                                              float rs, float inv_scale) {
   if (in_regs) {
-#pragma unroll
-    for (int u = 0; u < V; ++u) {
-      const size_t j = threadIdx.x + u * blockDim.x;
-      if (j < hv) storeNorm<T, kQuant>(p, base + j, y[u], g[u], rs, inv_scale);
-    }
+    storeNormRegs<T, kQuant, V>(p, base, hv, y, g, rs, inv_scale);
     return;
   }
   const uint4* res_out = static_cast<const uint4*>(p.residual_out);
@@ -173,32 +64,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const int rank = c.rank, world = c.world;
   const bool in_regs = hv <= static_cast<size_t>(V) * blockDim.x;
   char* peer[kW];
-#pragma unroll
-  for (int q = 0; q < kW; ++q)
-    peer[q] = q < world ? Proto::bufs(c)[ringRank(rank, q, world)] : nullptr;
+  fusedPeers<Proto, kW>(c, rank, world, peer);
   CallSession session(c);
 
   pdlWait();   // the input (and the residual, gamma, scale) may be the previous kernel's output
   uint4 g[V];  // the same for every row: in flight with the pushes
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = threadIdx.x + u * blockDim.x;
-    g[u] = in_regs && j < hv ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
-  }
-  session.openThread();
-  const bool aborted = session.aborted();
-  const size_t slot_off = (session.epoch % kNumSlots) * Proto::slotBytes(c);
-  // The call's fingerprint goes out before the data (print_device.cuh): a fused call against an
-  // all-reduce, or another shape, is an error on both sides.
-  constexpr CallKind kKind = kQuant ? kCallFusedFp8 : kCallFused;
-  const bool checker = isPrintChecker();
-  if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kKind, p.rows * H));
-  if (!aborted) pushRows<Proto, T, kW>(p, peer, slot_off, rank, world, hv);
+  loadGammaSlice<V>(p, 0, in_regs ? hv : 0, g);
+  const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
+  const bool aborted = open.aborted;
+  const size_t slot_off = open.slot_off;
+  if (!aborted)
+    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, blockIdx.x, gridDim.x, 0, hv);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) return;
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
-  if (checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, p.rows * H));
+  if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
   for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),
@@ -230,11 +111,20 @@ struct FusedEntry {
 
 }  // namespace
 
+// Over peer memory, the cluster kernels (fused_cluster.cu) ride in the same sets: the plan's
+// geometry (FusedLaunch::cluster) picks between the two, and the image check and the occupancy
+// query see both.
 KernelSet fusedP2pKernels(int world) {
-  return kernelSetByWorld<FusedEntry<false>, SentinelProto>(world);
+  KernelSet s = kernelSetByWorld<FusedEntry<false>, SentinelProto>(world);
+  const KernelSet k = fusedP2pClusterKernels(world);
+  for (int d = 0; d < kNumDtypes; ++d) s.cluster[d] = k.fn[d];
+  return s;
 }
 KernelSet fusedP2pFp8Kernels(int world) {
-  return kernelSetByWorld<FusedEntry<true>, SentinelProto>(world);
+  KernelSet s = kernelSetByWorld<FusedEntry<true>, SentinelProto>(world);
+  const KernelSet k = fusedP2pClusterFp8Kernels(world);
+  for (int d = 0; d < kNumDtypes; ++d) s.cluster[d] = k.fn[d];
+  return s;
 }
 KernelSet fusedHostKernels(int world) {
   return kernelSetByWorld<FusedEntry<false>, HostSentinelProto>(world);
@@ -244,15 +134,23 @@ KernelSet fusedHostFp8Kernels(int world) {
 }
 
 tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s) {
-  const void* fn = variantKernel(f.variant, c.world, dtypeIndex(f.dtype));
+  const bool cluster = f.cluster > 1;
+  const void* fn = cluster ? variantClusterKernel(f.variant, c.world, dtypeIndex(f.dtype))
+                           : variantKernel(f.variant, c.world, dtypeIndex(f.dtype));
   if (!fn)
-    return fail(tpcommInternalError, "fused launch: no kernel for variant %s",
-                tpcommVariantName(f.variant));
+    return fail(tpcommInternalError, "fused launch: no %skernel for variant %s",
+                cluster ? "cluster " : "", tpcommVariantName(f.variant));
+  // The cluster kernels carry code only in the sm_90+ images; the planner asks for them only where
+  // every rank's GPU launches clusters (CommFacts::clusters), and this says so if it ever did not.
+  if (cluster && (f.cc_major < 9 || f.cluster > kMaxClusterBlocks || f.blocks % f.cluster != 0))
+    return fail(tpcommInternalError,
+                "fused launch: a cluster of %d blocks (grid %d) on compute capability %d",
+                f.cluster, f.blocks, f.cc_major);
   DeviceComm dc = c;
   dc.aligned = 1;  // the planner sends whole-vector rows of aligned buffers only
   FusedParams p = f.p;
   void* args[] = {&dc, &p};
-  return launchKernel(fn, f.blocks, f.threads, f.pdl, args, s);
+  return launchKernel(fn, f.blocks, f.threads, f.pdl, args, s, f.cluster);
 }
 
 }  // namespace tpcomm

@@ -37,11 +37,16 @@ struct FusedLaunch {
   int blocks;               // planFusedCall (plan/fused_plan.h) gives the grid and p.region
   int threads;
   bool pdl;
+  // Blocks per row: above 1, a thread-block cluster of that many owns each row (fused_cluster.cu;
+  // peer memory, sm_90+); 1, a block owns each row (fused_oneshot.cu).
+  int cluster = 1;
+  int cc_major = 0;  // this rank's GPU (a cluster launch needs 9.0+)
 };
 
-// Vectors of a row each thread keeps in registers (fewer at larger world classes, whose
-// per-source registers the waits need); rows of at most kThreadsPerBlock times this take the
-// one-pass path (fused_oneshot.cu).
+// Vectors of a row (of a cluster block's slice of it) each thread keeps in registers (fewer at
+// larger world classes, whose per-source registers the waits need); rows of at most
+// kThreadsPerBlock times this take the one-pass path (fused_oneshot.cu), and the cluster kernel
+// takes slices of at most that (fused_cluster.cu has no second pass).
 constexpr int fusedVecsPerThread(int world_class) {
   return world_class <= 2 ? 4 : 2;
 }
@@ -52,6 +57,10 @@ KernelSet fusedP2pKernels(int world);
 KernelSet fusedP2pFp8Kernels(int world);
 KernelSet fusedHostKernels(int world);
 KernelSet fusedHostFp8Kernels(int world);
+// The cluster-per-row kernels over peer memory (fused_cluster.cu), in the `cluster` entries of
+// fusedP2p[Fp8]Kernels.
+KernelSet fusedP2pClusterKernels(int world);
+KernelSet fusedP2pClusterFp8Kernels(int world);
 
 tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s);
 

@@ -41,15 +41,17 @@ bool firstPtxJitWarning() {
 }
 
 std::vector<const void*> checkedKernels() {
-  // Every row of the variant table (the kernels the launch can pick) at every world-size class;
-  // the island kernels exist from world 4 on.
+  // Every row of the variant table (the kernels the launch can pick, a row's cluster kernels
+  // too) at every world-size class; the island kernels exist from world 4 on.
   std::vector<const void*> out;
   int rows = 0;
   const VariantKernels* table = variantTable(&rows);
   for (int r = 0; r < rows; ++r)
     for (int w : kWorldClasses)
       for (int d = 0; d < kNumDtypes; ++d)
-        if (const void* fn = variantKernel(table[r].variant, w, d)) out.push_back(fn);
+        for (const void* fn :
+             {variantKernel(table[r].variant, w, d), variantClusterKernel(table[r].variant, w, d)})
+          if (fn) out.push_back(fn);
   return out;
 }
 

@@ -111,19 +111,26 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
 }
 
 tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,
-                            cudaStream_t s) {
+                            cudaStream_t s, int cluster) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(blocks));
   cfg.blockDim = dim3(static_cast<unsigned>(threads));
   cfg.dynamicSmemBytes = 0;
   cfg.stream = s;
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
   if (pdl) {
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
   }
+  if (cluster > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[n].val.clusterDim.y = 1;
+    attr[n++].val.clusterDim.z = 1;
+  }
+  cfg.attrs = n > 0 ? attr : nullptr;
+  cfg.numAttrs = n;
   TPCOMM_CUDA_CHECK(cudaLaunchKernelExC(&cfg, fn, args));
   return tpcommSuccess;
 }

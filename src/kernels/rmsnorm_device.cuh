@@ -3,9 +3,12 @@
 // fixed by the thread layout alone) and the output conversions.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
 #include <cstdint>
+
+#include "kernels/algo_launch.h"  // kMaxClusterBlocks
 
 namespace tpcomm {
 
@@ -29,6 +32,42 @@ __device__ __forceinline__ float blockSumFixedOrder(float v, float* scratch) {
   __syncthreads();  // scratch may be reused by the next call
   return total;
 }
+
+// A row spread over a thread-block cluster (sm_90+): what each block shares with the others for
+// one row, its part of the sum of squares and whether any of its threads gave up (a timeout, an
+// abort or a mismatch; the epilogue kernel never does).
+struct SlicePartial {
+  float sumsq;
+  int failed;
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The row's sum over the cluster's blocks, in block order (the same bits in every block, and on
+// every rank that splits the row alike), and whether any block gave up. Every thread of every
+// block calls it once per row with that block's block_sum (blockSumFixedOrder), alternating
+// `parity` from row to row: two buffers, so a block one row ahead never overwrites a partial that
+// another block still reads (those reads precede the next row's barrier). The caller ends with a
+// cluster.sync() before its blocks exit, so that none leaves while another reads its partials.
+__device__ __forceinline__ float clusterSumFixedOrder(cooperative_groups::cluster_group& cluster,
+                                                      SlicePartial (&mine)[2], unsigned parity,
+                                                      float block_sum, bool block_failed,
+                                                      bool* any_failed) {
+  if (threadIdx.x == 0) mine[parity] = SlicePartial{block_sum, block_failed ? 1 : 0};
+  cluster.sync();  // release / acquire: every block's partial is visible to every block
+  const unsigned n = cluster.num_blocks();
+  float total = 0.f;
+  int failed = 0;
+#pragma unroll
+  for (unsigned k = 0; k < static_cast<unsigned>(kMaxClusterBlocks); ++k) {
+    if (k >= n) break;
+    const SlicePartial q = *cluster.map_shared_rank(&mine[parity], k);
+    total += q.sumsq;
+    failed |= q.failed;
+  }
+  *any_failed = failed != 0;
+  return total;
+}
+#endif
 
 // e4m3 with saturation to +-448 (NaN stays NaN), round to nearest even: the conversion
 // FlashInfer's and TensorRT-LLM's FP8 epilogues use.

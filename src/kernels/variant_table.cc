@@ -47,4 +47,10 @@ const void* variantKernel(tpcommVariant_t variant, int world, int dtype_index) {
   return r->lean ? set.lean[dtype_index] : set.fn[dtype_index];
 }
 
+const void* variantClusterKernel(tpcommVariant_t variant, int world, int dtype_index) {
+  const VariantKernels* r = variantRow(variant);
+  if (!r || dtype_index < 0 || dtype_index >= kNumDtypes) return nullptr;
+  return r->kernels(world).cluster[dtype_index];
+}
+
 }  // namespace tpcomm

@@ -22,5 +22,8 @@ const VariantKernels* variantRow(tpcommVariant_t variant);
 // The kernel of `variant` for a world and datatype index (dtypeIndex); nullptr where none exists
 // (the island kernels below world 4).
 const void* variantKernel(tpcommVariant_t variant, int world, int dtype_index);
+// The same row's cluster-per-row kernel (KernelSet::cluster: the fused one-shot over peer
+// memory); nullptr for every other variant.
+const void* variantClusterKernel(tpcommVariant_t variant, int world, int dtype_index);
 
 }  // namespace tpcomm

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "common/str_format.h"
+#include "kernels/add_rmsnorm.h"
+#include "kernels/fused_oneshot.h"
 
 namespace tpcomm {
 namespace {
@@ -17,6 +19,51 @@ bool overHostMemory(tpcommVariant_t v) {
   return v == tpcommVariantHostOneShotSentinelLean || v == tpcommVariantHostOneShotSentinel ||
          v == tpcommVariantHostOneShotLL || v == tpcommVariantHostTwoShotLL ||
          v == tpcommVariantHostBulk;
+}
+
+int worldClass(int world) {
+  return world <= 2 ? 2 : world <= 4 ? 4 : 8;
+}
+
+// The grid of a fused call over peer memory where clusters may be used: blocks per row (a power
+// of two up to kMaxClusterBlocks, so that the co-residency count of clusterBlocksPerSm holds) and
+// the threads of each, or a cluster of 1 with why not.
+struct ClusterChoice {
+  int cluster = 1;
+  int threads = 0;
+  const char* why_not = nullptr;
+};
+
+// Each block of a row's cluster moves about block_bytes of it (the plain one-shot's share per
+// block), while the grid stays within max_blocks: at many rows the rows themselves fill the GPU
+// and a cluster per row would only add barriers. The slice must fit the kernel's registers (it
+// has no second pass), and the co-residency cap of `variant` (ranks sharing a GPU) a cluster.
+ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, size_t hv,
+                            size_t max_blocks, tpcommVariant_t variant) {
+  const auto blockPerRow = [](const char* why) {
+    ClusterChoice c;
+    c.why_not = why;
+    return c;
+  };
+  if (!f.clusters) return blockPerRow("no sm_90 clusters");
+  if (!f.knobs.fused_cluster) return blockPerRow("fused_cluster=0");
+  const size_t bb = static_cast<size_t>(std::max(f.knobs.block_bytes, 16));
+  const size_t want = (row_bytes + bb - 1) / bb;
+  int cs = 1;
+  while (cs < kMaxClusterBlocks && static_cast<size_t>(cs) < want) cs *= 2;
+  if (cs == 1) return blockPerRow("short rows");
+  while (cs > 1 && rows * static_cast<size_t>(cs) > max_blocks) cs /= 2;
+  if (cs == 1) return blockPerRow("many rows");
+  const size_t per_thread = static_cast<size_t>(fusedVecsPerThread(worldClass(f.world)));
+  // The co-residency cap counts blocks at the threads a slice takes, which shrink as cs grows.
+  for (; cs > 1; cs /= 2) {
+    const size_t slice = (hv + cs - 1) / cs;
+    if (slice > static_cast<size_t>(kFusedThreads) * per_thread) return blockPerRow("long rows");
+    const int threads = static_cast<int>(std::min<size_t>(kFusedThreads, (slice + 31) / 32 * 32));
+    const int fit = f.grid_caps ? f.grid_caps->capFor(variant, threads) : 0;
+    if (fit == 0 || fit >= cs) return ClusterChoice{cs, threads, nullptr};
+  }
+  return blockPerRow("co-resident cap");
 }
 
 }  // namespace
@@ -56,19 +103,33 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     const size_t hv = call.hidden * es / kVecBytes;
     const size_t max_blocks =
         static_cast<size_t>(f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks);
-    p.blocks = static_cast<int>(std::max<size_t>(1, std::min(call.rows, max_blocks)));
-    p.threads = static_cast<int>(
-        std::min<size_t>(kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+    // Clusters over peer memory only: the host path's reads cross PCIe, one protocol at a time.
+    const ClusterChoice cc =
+        host ? ClusterChoice{}
+             : chooseCluster(f, call.rows, call.hidden * es, hv, max_blocks, p.variant);
+    p.cluster = cc.cluster;
+    p.threads = cc.cluster > 1 ? cc.threads
+                               : static_cast<int>(std::min<size_t>(
+                                     kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+    // A cluster per row, as many as the rows and the grid budget allow (the clusters loop over
+    // the rows beyond).
+    const size_t per = static_cast<size_t>(p.cluster);
+    size_t units = std::max<size_t>(1, std::min(call.rows, std::max<size_t>(1, max_blocks / per)));
     // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
     // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
     const int fit = f.grid_caps ? f.grid_caps->capFor(p.variant, p.threads) : 0;
-    const bool capped = fit > 0 && p.blocks > fit;
-    if (capped) p.blocks = fit;
+    const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
+    if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
+    p.blocks = static_cast<int>(units * per);
     p.region = cap / kVecBytes;
     p.pdl = f.knobs.pdl;
-    p.reason =
-        std::string("fused one-shot over ") + (host ? "host" : "peer") +
-        strFormat(" memory, the epilogue in the kernel (%zu bytes, one step of %zu)", bytes, cap);
+    // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
+    p.reason = std::string("fused one-shot over ") + (host ? "host" : "peer") +
+               strFormat(" memory (%zu bytes, one step of %zu)", bytes, cap);
+    if (p.cluster > 1)
+      p.reason += strFormat("; rows over clusters of %d", p.cluster);
+    else if (cc.why_not)
+      p.reason += strFormat("; a block per row (%s)", cc.why_not);
     if (capped) p.reason += "; " + coResidentNote(p.blocks, *f.grid_caps);
     return p;
   }
@@ -77,6 +138,10 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
              ", then the add+RMSNorm "
              "kernel (" +
              (why_not.empty() ? "nothing to reduce" : why_not) + ")";
+  // The epilogue kernel splits rows by the same facts at its launch (comm/fused_allreduce.cc).
+  const int epilogue =
+      addRmsNormCluster(call.rows, call.hidden, es, f.clusters && f.knobs.fused_cluster);
+  if (epilogue > 1) p.reason += strFormat("; rows over clusters of %d", epilogue);
   return p;
 }
 

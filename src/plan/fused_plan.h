@@ -23,6 +23,9 @@ struct FusedPlan {
   tpcommVariant_t variant = tpcommVariantNone;  // None when ar.decision.error is set
   int blocks = 0;                               // fused variants: the grid
   int threads = 0;
+  // Fused variants: blocks per row; above 1, thread-block clusters of that many blocks each own a
+  // row (blocks = clusters * cluster), a slice of it per block (kernels/fused_cluster.cu).
+  int cluster = 1;
   size_t region = 0;  // fused variants: vectors of a source's region of a slot
   bool pdl = false;
   std::string reason;

@@ -24,6 +24,7 @@ constexpr Field kFields[] = {
     {"push_eighths", &LaunchKnobs::push_eighths, nullptr},
     {"lean", nullptr, &LaunchKnobs::lean},
     {"host_sentinel", nullptr, &LaunchKnobs::host_sentinel},
+    {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"host_fence", nullptr, &LaunchKnobs::host_fence},
     {"pdl", nullptr, &LaunchKnobs::pdl},
 };

@@ -35,6 +35,9 @@ struct CommFacts {
   // Where ranks share a GPU, the most blocks every rank's grid may have so that all of them are
   // resident at once (plan/co_residency.h, agreed at init); nullptr: every rank has its own GPU.
   const GridCaps* grid_caps = nullptr;
+  // Every rank's GPU launches thread-block clusters (kernels/occupancy.h, agreed at init): the
+  // fused call may spread a row over a cluster, the same on every rank.
+  bool clusters = false;
 };
 
 struct CallArgs {

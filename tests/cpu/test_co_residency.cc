@@ -248,6 +248,21 @@ TEST(CoResidency, RanksAgreeOnTheCapsFromTheirHandles) {
   EXPECT_TRUE(sameCaps(agreeGridCaps(all.data(), 2), oneGpu(2, h200Like(66))));
 }
 
+// Clusters for the fused call's rows only where every rank's GPU launches them (a row split
+// differently on one rank would add its sum of squares in another order).
+TEST(CoResidency, ClustersOnlyWhereEveryRankHasThem) {
+  VariantOccupancy with = h200Like(), without = h200Like();
+  with.clusters = 1;
+  without.clusters = 0;
+  std::vector<RankInfo> all = {rankOn("0000:18:00.0", with), rankOn("0000:2a:00.0", with)};
+  EXPECT_TRUE(agreeClusters(all.data(), 2));
+  all[1] = rankOn("0000:2a:00.0", without);
+  EXPECT_FALSE(agreeClusters(all.data(), 2));
+  std::swap(all[0], all[1]);
+  EXPECT_FALSE(agreeClusters(all.data(), 2));
+  EXPECT_TRUE(agreeClusters(all.data() + 1, 1));
+}
+
 // tpcommCommExplain and tpcommCommExplainAddRmsNorm say when the cap cut the grid (a registered
 // communicator object: the planner needs no GPU).
 TEST(CoResidency, ExplainSaysTheGridWasCapped) {

@@ -6,7 +6,10 @@
 
 #include <string>
 
+#include "kernels/add_rmsnorm.h"
 #include "kernels/algo_launch.h"
+#include "kernels/fused_oneshot.h"
+#include "kernels/occupancy.h"
 #include "kernels/variant_table.h"
 #include "plan/fused_plan.h"
 #include "tests/cpu/support/plan_facts.h"
@@ -83,6 +86,177 @@ TEST(FusedPlan, GridFollowsTheRowsAndTheBlockCap) {
   // Ranks sharing a GPU: capped by occupancy (test_co_residency.cc).
 }
 
+// What the cluster geometry must hold whatever the choice: whole clusters of a power of two up to
+// kMaxClusterBlocks, no more clusters than rows, every slice within the registers of its block.
+void expectClusterGeometry(const FusedPlan& p, const CommFacts& f, const FusedCallArgs& c,
+                           const std::string& what) {
+  ASSERT_TRUE(isFusedVariant(p.variant)) << what;
+  EXPECT_GE(p.cluster, 1) << what;
+  EXPECT_LE(p.cluster, kMaxClusterBlocks) << what;
+  EXPECT_EQ(p.cluster & (p.cluster - 1), 0) << what;
+  EXPECT_EQ(p.blocks % p.cluster, 0) << what;
+  EXPECT_LE(static_cast<size_t>(p.blocks / p.cluster), c.rows) << what;
+  EXPECT_EQ(p.threads % 32, 0) << what;
+  EXPECT_LE(p.threads, kThreadsPerBlock) << what;
+  if (p.cluster == 1) return;
+  const size_t hv = c.hidden * (c.dtype == tpcommFloat32 ? 4 : 2) / kVecBytes;
+  const size_t slice = (hv + p.cluster - 1) / p.cluster;
+  const int wc = f.world <= 2 ? 2 : f.world <= 4 ? 4 : 8;
+  EXPECT_LE(slice, static_cast<size_t>(p.threads) * fusedVecsPerThread(wc)) << what;
+  EXPECT_GT(static_cast<size_t>(p.threads), slice - 32) << what;  // no idle warp
+}
+
+struct ClusterRow {
+  int world;
+  size_t rows, hidden;
+  tpcommDataType_t dt;
+  int cluster, blocks, threads;
+  const char* says;  // in the reason
+};
+
+// sm_90+ everywhere: a row over a cluster of blocks of about block_bytes (2 KiB) each, a power of
+// two up to 8, within the grid budget (128 blocks: more rows, smaller clusters, then a block per
+// row again). H not a multiple of the cluster: the last block's slice is shorter.
+TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
+  const ClusterRow cases[] = {
+      {2, 1, 7168, tpcommBfloat16, 8, 8, 128, "rows over clusters of 8"},  // 896 vectors: 112 each
+      {2, 16, 7168, tpcommBfloat16, 8, 128, 128, "rows over clusters of 8"},
+      {2, 17, 7168, tpcommBfloat16, 4, 68, 224, "rows over clusters of 4"},
+      {2, 64, 7168, tpcommBfloat16, 2, 128, 448, "rows over clusters of 2"},
+      {2, 128, 7168, tpcommBfloat16, 1, 128, 512, "a block per row (many rows)"},
+      {2, 256, 7168, tpcommBfloat16, 1, 128, 512, "a block per row (many rows)"},
+      {2, 1, 4096, tpcommBfloat16, 4, 4, 128, "rows over clusters of 4"},
+      {2, 1, 6144, tpcommBfloat16, 8, 8, 96, "rows over clusters of 8"},
+      {2, 1, 8192, tpcommBfloat16, 8, 8, 128, "rows over clusters of 8"},
+      {2, 1, 16384, tpcommBfloat16, 8, 8, 256, "rows over clusters of 8"},
+      {2, 1, 16384, tpcommFloat32, 8, 8, 512, "rows over clusters of 8"},
+      {8, 3, 7176, tpcommFloat16, 8, 24, 128, "rows over clusters of 8"},  // 897 vectors: 113 ...
+      {4, 2, 2056, tpcommBfloat16, 4, 8, 96, "rows over clusters of 4"},   // 257: 65, 65, 65, 62
+      {2, 1, 1024, tpcommBfloat16, 1, 1, 128, "a block per row (short rows)"},
+      {2, 4, 128, tpcommBfloat16, 1, 4, 32, "a block per row (short rows)"},
+      // Slices beyond the registers (8 x 1024 vectors at world 8): a block per row, two passes.
+      {8, 1, 65544, tpcommBfloat16, 1, 1, 512, "a block per row (long rows)"},
+  };
+  for (const ClusterRow& r : cases) {
+    CommFacts f = factsFor(r.world, Fabric::kNvlink);
+    f.clusters = true;
+    const FusedCallArgs call{r.rows, r.hidden, r.dt, true, false};
+    const FusedPlan p = planFusedCall(f, call);
+    const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
+                             "x" + std::to_string(r.hidden) + ": " + p.reason;
+    ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << what;
+    EXPECT_EQ(p.cluster, r.cluster) << what;
+    EXPECT_EQ(p.blocks, r.blocks) << what;
+    EXPECT_EQ(p.threads, r.threads) << what;
+    EXPECT_NE(p.reason.find(r.says), std::string::npos) << what;
+    expectClusterGeometry(p, f, call, what);
+    // FP8 output: the same geometry.
+    const FusedPlan q = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, true, true});
+    EXPECT_EQ(q.variant, tpcommVariantFusedP2pOneShotFp8) << what;
+    EXPECT_EQ(q.cluster, p.cluster) << what;
+    EXPECT_EQ(q.blocks, p.blocks) << what;
+  }
+}
+
+// A block per row where clusters cannot or must not be used, and the reason says which.
+TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
+  CommFacts f = factsFor(2, Fabric::kNvlink);
+  const FusedCallArgs call{1, 7168, tpcommBfloat16, true, false};
+  FusedPlan p = planFusedCall(f, call);  // some rank's GPU below sm_90 (or the query failed)
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.blocks, 1);
+  EXPECT_EQ(p.threads, 512);
+  EXPECT_NE(p.reason.find("a block per row (no sm_90 clusters)"), std::string::npos) << p.reason;
+  f.clusters = true;
+  ASSERT_EQ(parseLaunchKnobs("fused_cluster=0", &f.knobs), "");
+  p = planFusedCall(f, call);
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.blocks, 1);
+  EXPECT_NE(p.reason.find("a block per row (fused_cluster=0)"), std::string::npos) << p.reason;
+  ASSERT_EQ(parseLaunchKnobs("fused_cluster=1", &f.knobs), "");
+  EXPECT_EQ(planFusedCall(f, call).cluster, 8);
+  // The block budget (TPCOMM_MAX_BLOCKS) bounds rows x cluster.
+  f.knobs.max_blocks = 8;
+  p = planFusedCall(f, FusedCallArgs{2, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.cluster, 4) << p.reason;
+  EXPECT_EQ(p.blocks, 8) << p.reason;
+  p = planFusedCall(f, FusedCallArgs{256, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.cluster, 1) << p.reason;
+  EXPECT_EQ(p.blocks, 8) << p.reason;
+  // Host memory keeps a block per row (its reads cross PCIe), and says nothing of clusters.
+  CommFacts h = factsFor(2, Fabric::kHost);
+  h.clusters = true;
+  p = planFusedCall(h, call);
+  ASSERT_EQ(p.variant, tpcommVariantFusedHostOneShot) << p.reason;
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.reason.find("cluster"), std::string::npos) << p.reason;
+}
+
+// Ranks sharing a GPU: the co-residency cap counts blocks; a cluster must fit it whole (smaller
+// clusters where the big one does not), and the clusters are cut to what fits.
+TEST(FusedPlan, ClusterFitsTheCoResidencyCap) {
+  CommFacts f = factsFor(8, Fabric::kNvlink);
+  f.clusters = true;
+  GridCaps caps;
+  caps.ranks_per_gpu = 8;
+  for (auto& v : caps.blocks)
+    for (int& b : v) b = 6;
+  f.grid_caps = &caps;
+  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.cluster, 4) << p.reason;  // 8 > 6
+  EXPECT_EQ(p.blocks, 4) << p.reason;
+  // More rows than fit: one cluster of 4 in the 6 blocks, looping over the rows.
+  const FusedCallArgs four{4, 7168, tpcommBfloat16, true, false};
+  p = planFusedCall(f, four);
+  EXPECT_EQ(p.cluster, 4) << p.reason;
+  EXPECT_EQ(p.blocks, 4) << p.reason;
+  EXPECT_NE(p.reason.find("capped at 4 blocks: 8 ranks share a GPU"), std::string::npos)
+      << p.reason;
+  expectClusterGeometry(p, f, four, p.reason);
+  for (auto& v : caps.blocks)
+    for (int& b : v) b = 1;
+  p = planFusedCall(f, four);
+  EXPECT_EQ(p.cluster, 1) << p.reason;
+  EXPECT_EQ(p.blocks, 1) << p.reason;
+  EXPECT_NE(p.reason.find("a block per row (co-resident cap)"), std::string::npos) << p.reason;
+}
+
+// The occupancy the co-residency cap counts for a cluster kernel: whole clusters of 8, spread.
+TEST(FusedPlan, ClusterBlocksPerSmCountsWholeClusters) {
+  EXPECT_EQ(clusterBlocksPerSm(264, 132), 16);
+  EXPECT_EQ(clusterBlocksPerSm(100, 132), 6);  // 800 blocks over 132 SMs, rounded down
+  EXPECT_EQ(clusterBlocksPerSm(0, 132), 0);
+  EXPECT_EQ(clusterBlocksPerSm(16, 0), 0);
+}
+
+// The epilogue kernel's split (add_rmsnorm.h): about 2 KiB of a row per block, a power of two up
+// to 8, while rows x blocks stays within 128; one block per row without clusters.
+TEST(EpilogueCluster, BlocksPerRowFollowTheRowAndTheRows) {
+  EXPECT_EQ(addRmsNormCluster(1, 7168, 2, true), 8);
+  EXPECT_EQ(addRmsNormCluster(16, 7168, 2, true), 8);
+  EXPECT_EQ(addRmsNormCluster(17, 7168, 2, true), 4);
+  EXPECT_EQ(addRmsNormCluster(64, 7168, 2, true), 2);
+  EXPECT_EQ(addRmsNormCluster(128, 7168, 2, true), 1);
+  EXPECT_EQ(addRmsNormCluster(1, 4096, 2, true), 4);
+  EXPECT_EQ(addRmsNormCluster(1, 2050, 2, true), 4);  // 4100 bytes: 3 blocks' worth, rounded up
+  EXPECT_EQ(addRmsNormCluster(1, 1001, 2, true), 1);
+  EXPECT_EQ(addRmsNormCluster(1, 1001, 4, true), 2);
+  EXPECT_EQ(addRmsNormCluster(1, 16384, 4, true), 8);
+  EXPECT_EQ(addRmsNormCluster(1, 7168, 2, false), 1);
+  EXPECT_EQ(addRmsNormCluster(0, 7168, 2, true), 1);
+  // The unfused plan's reason says how its epilogue kernel splits the rows.
+  CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
+  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
+  f.clusters = true;
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  ASSERT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
+  EXPECT_NE(p.reason.find("; rows over clusters of 8"), std::string::npos) << p.reason;
+  f.knobs.fused_cluster = false;
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
+}
+
 TEST(FusedPlan, NcclServedAllReduceStaysUnfusedAndErrorsPropagate) {
   CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
   FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
@@ -102,6 +276,16 @@ TEST(FusedPlan, EveryVariantItNamesHasKernels) {
     for (int w : kWorldClasses)
       for (int d = 0; d < kNumDtypes; ++d)
         EXPECT_NE(variantKernel(v, w, d), nullptr) << tpcommVariantName(v) << " world " << w;
+  // The cluster kernels ride in the peer-memory rows only.
+  for (int w : kWorldClasses)
+    for (int d = 0; d < kNumDtypes; ++d) {
+      EXPECT_NE(variantClusterKernel(tpcommVariantFusedP2pOneShot, w, d), nullptr);
+      EXPECT_NE(variantClusterKernel(tpcommVariantFusedP2pOneShotFp8, w, d), nullptr);
+      EXPECT_NE(variantClusterKernel(tpcommVariantFusedP2pOneShot, w, d),
+                variantKernel(tpcommVariantFusedP2pOneShot, w, d));
+      EXPECT_EQ(variantClusterKernel(tpcommVariantFusedHostOneShot, w, d), nullptr);
+      EXPECT_EQ(variantClusterKernel(tpcommVariantP2pOneShot, w, d), nullptr);
+    }
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace {
 
 // Every kernel of the kernel-set getters (algo_launch.h: the contract with src/kernels; the
 // fused all-reduce's in fused_oneshot.h and add_rmsnorm.h), at
-// every world-size class, general and lean entries alike.
+// every world-size class, general, lean and cluster entries alike.
 std::set<const void*> everyGetterKernel() {
   using Getter = KernelSet (*)(int);
   const std::pair<const char*, Getter> getters[] = {
@@ -37,6 +37,8 @@ std::set<const void*> everyGetterKernel() {
       {"fusedP2pFp8Kernels", fusedP2pFp8Kernels},
       {"fusedHostKernels", fusedHostKernels},
       {"fusedHostFp8Kernels", fusedHostFp8Kernels},
+      {"fusedP2pClusterKernels", fusedP2pClusterKernels},
+      {"fusedP2pClusterFp8Kernels", fusedP2pClusterFp8Kernels},
       {"addRmsNormKernels", addRmsNormKernels},
       {"addRmsNormFp8Kernels", addRmsNormFp8Kernels},
   };
@@ -44,7 +46,7 @@ std::set<const void*> everyGetterKernel() {
   for (const auto& [name, get] : getters)
     for (int w : kWorldClasses) {
       const KernelSet set = get(w);
-      for (const void* const* fns : {set.fn, set.lean})
+      for (const void* const* fns : {set.fn, set.lean, set.cluster})
         for (int d = 0; d < kNumDtypes; ++d)
           if (fns[d]) out.insert(fns[d]);
     }

@@ -39,12 +39,15 @@ std::string nameOf(const FusedCase& f, int algo, int world) {
 }
 
 enum class Path { kFused, kUnfused, kAny };
+// How the fused kernel splits a row (the plan's reason says it, plan/fused_plan.cc).
+enum class Split { kAny, kCluster, kBlockPerRow };
+constexpr const char* kClusterNote = "rows over clusters of ";
 
 // Runs one fused call on every rank of g and checks it. The planner (tpcommCommExplainAddRmsNorm,
 // CPU-tested in test_fused_plan.cc) says whether the fused kernel serves it or the unfused path,
 // whose all-reduce rounds the sums to T before the add; `want` pins that where the case is meant
 // to reach one of them, and the call must then have run what the planner said.
-void runFused(Group& g, int algo, const FusedCase& f, Path want) {
+void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = Split::kAny) {
   const RmsNormCase& c = f.rc;
   const std::string what = nameOf(f, algo, g.world);
   tpcommRmsNormParams_t ep = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
@@ -56,6 +59,10 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want) {
   const bool fused = std::string(plan.reason).rfind("fused", 0) == 0;
   if (want != Path::kAny) {
     ASSERT_EQ(fused, want == Path::kFused) << what << ": " << plan.reason;
+  }
+  if (split != Split::kAny) {
+    const bool cluster = std::string(plan.reason).find(kClusterNote) != std::string::npos;
+    ASSERT_EQ(cluster, split == Split::kCluster) << what << ": " << plan.reason;
   }
   const size_t es = elemSize(c.dtype), n = c.rows * c.hidden, out_es = c.scale > 0 ? 1 : es;
   std::vector<std::vector<uint8_t>> x;
@@ -175,6 +182,179 @@ void runMatrix(int world, int algo, bool light, int timeout_ms = 20000) {
   runFused(*g, algo, {{tpcommBfloat16, 4, 7168, 1e-6f, false, 0.5f}, true, false}, Path::kFused);
   // FP8 over the unfused path (rows that are not whole vectors), residual out of place.
   runFused(*g, algo, {{tpcommBfloat16, 3, 1001, 1e-6f, false, 0.5f}}, Path::kUnfused);
+}
+
+// The cluster split's edges, each against the reference: H not a multiple of the cluster (the
+// last block's slice is shorter: 7176 = 897 vectors over 8, 2056 = 257 over 4, 4104 = 513 over
+// 8), clusters shrinking as the rows grow (17 rows: 4 a row, 64: 2), every dtype, Gemma, FP8, the
+// in-place forms; then the same calls with one block per row (knob fused_cluster=0), which must
+// match the reference as well.
+void runSplitMatrix(const char* knobs, Split split) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  if (split == Split::kCluster && major < 9) GTEST_SKIP() << "no thread-block clusters below sm_90";
+  tpcommConfig_t cfg = configFor(tpcommAlgoAuto);
+  cfg.launchKnobs = knobs;
+  std::string err;
+  auto g = makeGroup(2, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  for (size_t h : {size_t{7168}, size_t{7176}, size_t{2056}, size_t{4104}, size_t{6152}})
+    for (size_t t : {size_t{1}, size_t{3}, size_t{16}, size_t{17}, size_t{64}})
+      runFused(*g, tpcommAlgoAuto, {{tpcommBfloat16, t, h, 1e-6f, false, 0.f}}, Path::kFused,
+               split);
+  const Path f = Path::kFused;
+  runFused(*g, tpcommAlgoAuto, {{tpcommBfloat16, 2, 16384, 1e-6f, false, 0.f}}, f, split);
+  runFused(*g, tpcommAlgoAuto, {{tpcommFloat16, 5, 7176, 1e-5f, true, 0.f}}, f, split);
+  runFused(*g, tpcommAlgoAuto, {{tpcommFloat32, 3, 7176, 1e-6f, false, 0.f}}, f, split);
+  runFused(*g, tpcommAlgoAuto, {{tpcommBfloat16, 4, 7176, 1e-6f, false, 0.05f}}, f, split);
+  runFused(*g, tpcommAlgoAuto, {{tpcommFloat16, 17, 2056, 1e-6f, true, 3.f}}, f, split);
+  runFused(*g, tpcommAlgoAuto, {{tpcommBfloat16, 3, 7176, 1e-6f, false, 0.f}, true, true}, f,
+           split);
+  runFused(*g, tpcommAlgoAuto, {{tpcommBfloat16, 3, 7176, 1e-6f, false, 0.5f}, true, false}, f,
+           split);
+}
+
+TEST(Fused, ClusterSplitEdges) {
+  runSplitMatrix(nullptr, Split::kCluster);
+}
+TEST(Fused, BlockPerRowKnob) {
+  runSplitMatrix("fused_cluster=0", Split::kBlockPerRow);
+}
+
+// More rows than clusters: ranks sharing one GPU cap every rank's grid so that all of them are
+// resident (plan/co_residency.h), and the clusters then loop over the rows (64 rows of 7168 at
+// world 8: clusters of 2 blocks of 448 threads, at most 4 of which fit an SM, 132 SMs, 16 grids:
+// at most 16 clusters). Prints the grid it ran.
+TEST(Fused, ClustersLoopOverRowsUnderTheCoResidencyCap) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  int major = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  if (major < 9) GTEST_SKIP() << "no thread-block clusters below sm_90";
+  for (int w : {4, 8}) {
+    const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, 5000);
+    std::string err;
+    auto g = makeGroup(w, &cfg, 0, &err);
+    ASSERT_TRUE(g) << err;
+    for (size_t t : {size_t{16}, size_t{64}}) {
+      const FusedCase fc{{tpcommBfloat16, t, 7168, 1e-6f, false, 0.f}};
+      tpcommRmsNormParams_t ep = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+      tpcommCallInfo_t plan{};
+      ASSERT_EQ(tpcommCommExplainAddRmsNorm(g->comms[0], t, 7168, tpcommBfloat16, &ep, &plan),
+                tpcommSuccess);
+      const char* at = strstr(plan.reason, kClusterNote);
+      ASSERT_NE(at, nullptr) << plan.reason;
+      const int cluster = atoi(at + strlen(kClusterNote));
+      ASSERT_GT(cluster, 1) << plan.reason;
+      printf("[ fused    ] world=%d T=%zu: %d blocks, clusters of %d (%s)\n", w, t, plan.blocks,
+             cluster, plan.reason);
+      if (w == 8 && t == 64) {
+        EXPECT_LT(static_cast<size_t>(plan.blocks / cluster), t) << plan.reason;
+      }
+      runFused(*g, tpcommAlgoAuto, fc, Path::kFused, Split::kCluster);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// CUDA graphs: 20 fused calls captured per rank and replayed 50 times give on every rank the bits
+// of the eager call (the same inputs: residual out of place), with clusters and with a block per
+// row; prints the replay's time per call for both (a rough number, the ranks share the GPU:
+// tpcomm-bench-fused measures).
+void graphReplayMatches(const char* knobs, size_t rows, size_t hidden) {
+  const tpcommDataType_t dt = tpcommBfloat16;
+  tpcommConfig_t cfg = configFor(tpcommAlgoAuto);
+  cfg.launchKnobs = knobs;
+  std::string err;
+  auto g = makeGroup(2, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  const size_t n = rows * hidden, bytes = n * 2;
+  std::vector<RankBufs> b(g->world);
+  const std::vector<uint8_t> res = makeInput(dt, n, 5, 100), gamma = makeInput(dt, hidden, 6, 101);
+  for (int r = 0; r < g->world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    const std::vector<uint8_t> x = makeInput(dt, n, 4, r);
+    for (void** p : {&b[r].x, &b[r].res_in, &b[r].res_out, &b[r].norm})
+      ASSERT_EQ(cudaMalloc(p, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&b[r].gamma, hidden * 2), cudaSuccess);
+    cudaMemcpy(b[r].x, x.data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(b[r].res_in, res.data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(b[r].gamma, gamma.data(), hidden * 2, cudaMemcpyHostToDevice);
+  }
+  tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+  const auto enqueue = [&]() {
+    tpcommGroupStart();
+    for (int r = 0; r < g->world; ++r)
+      if (tpcommAllReduceAddRmsNorm(b[r].x, b[r].res_in, b[r].res_out, b[r].norm, b[r].gamma, rows,
+                                    hidden, dt, &p, g->comms[r], g->streams[r]) != tpcommSuccess)
+        return tpcommGroupEnd(), false;
+    tpcommGroupEnd();
+    return true;
+  };
+  const auto outputs = [&](int r) {
+    std::vector<uint8_t> out(2 * bytes);
+    cudaSetDevice(g->devs[r]);
+    cudaStreamSynchronize(g->streams[r]);
+    cudaMemcpy(out.data(), b[r].res_out, bytes, cudaMemcpyDeviceToHost);
+    cudaMemcpy(out.data() + bytes, b[r].norm, bytes, cudaMemcpyDeviceToHost);
+    return out;
+  };
+  ASSERT_TRUE(enqueue()) << tpcommGetLastError();
+  std::vector<std::vector<uint8_t>> eager;
+  for (int r = 0; r < g->world; ++r) eager.push_back(outputs(r));
+  tpcommCallInfo_t info{};
+  tpcommCommGetLastCall(g->comms[0], &info);
+
+  constexpr int kCalls = 20, kReplays = 50;
+  std::vector<cudaGraphExec_t> exec(g->world);
+  for (int r = 0; r < g->world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_EQ(cudaStreamBeginCapture(g->streams[r], cudaStreamCaptureModeGlobal), cudaSuccess);
+  }
+  for (int i = 0; i < kCalls; ++i) ASSERT_TRUE(enqueue()) << tpcommGetLastError();
+  for (int r = 0; r < g->world; ++r) {
+    cudaGraph_t graph;
+    cudaSetDevice(g->devs[r]);
+    ASSERT_EQ(cudaStreamEndCapture(g->streams[r], &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph, 0), cudaSuccess);
+    cudaGraphDestroy(graph);
+  }
+  for (int r = 0; r < g->world; ++r) {
+    cudaMemset(b[r].res_out, 0xCD, bytes);
+    cudaMemset(b[r].norm, 0xCD, bytes);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < kReplays; ++rep)
+    for (int r = 0; r < g->world; ++r) {
+      cudaSetDevice(g->devs[r]);
+      ASSERT_EQ(cudaGraphLaunch(exec[r], g->streams[r]), cudaSuccess);
+    }
+  for (int r = 0; r < g->world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_EQ(cudaStreamSynchronize(g->streams[r]), cudaSuccess);
+  }
+  const double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+      (kCalls * kReplays);
+  printf("[ fused    ] graph T=%zu H=%zu %s: %.2f us per call (%d blocks; %s)\n", rows, hidden,
+         knobs ? knobs : "default", us, info.blocks, info.reason);
+  for (int r = 0; r < g->world; ++r) {
+    tpcommResult_t async = tpcommSuccess;
+    tpcommCommGetAsyncError(g->comms[r], &async);
+    ASSERT_EQ(async, tpcommSuccess) << "rank " << r;
+    EXPECT_TRUE(outputs(r) == eager[r]) << "rank " << r << ": replay differs from the eager call";
+    EXPECT_TRUE(eager[r] == eager[0]) << "rank " << r << " differs from rank 0";
+    cudaGraphExecDestroy(exec[r]);
+  }
+}
+
+TEST(Fused, GraphReplayClusterAndBlockPerRow) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (size_t t : {size_t{1}, size_t{16}, size_t{64}}) {
+    graphReplayMatches(nullptr, t, 7168);
+    graphReplayMatches("fused_cluster=0", t, 7168);
+    if (HasFailure()) return;
+  }
 }
 
 TEST(Fused, World2OneShot) {

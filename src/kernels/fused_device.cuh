@@ -1,0 +1,181 @@
+// Device pieces of the fused all-reduce + add + RMSNorm kernels (fused_oneshot.cu: a block per
+// row; fused_cluster.cu: a thread-block cluster per row). Both push a row's vectors into every
+// peer's slot, sum every rank's vectors in rank order in fp32 through the one-shot's session, add
+// the residual and normalise; what differs is which vectors of which rows a block owns (a slice:
+// vectors [lo, hi) of a row) and how the row's sum of squares is gathered.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/fused_oneshot.h"
+#include "kernels/oneshot_layout.h"  // ringRank
+#include "kernels/rmsnorm_device.cuh"
+#include "kernels/session_device.cuh"
+
+namespace tpcomm {
+
+// Every rank's slots as seen from here, [0] mine, [q] rank (rank + q) % world's: the kernel's
+// array (in the session it would stay in memory). ringRank, not `%` (oneshot_lean.cu says why).
+template <typename Proto, int kW>
+__device__ __forceinline__ void fusedPeers(const DeviceComm& c, int rank, int world,
+                                           char* (&peer)[kW]) {
+#pragma unroll
+  for (int q = 0; q < kW; ++q)
+    peer[q] = q < world ? Proto::bufs(c)[ringRank(rank, q, world)] : nullptr;
+}
+
+// What a fused kernel knows once it read the call's epoch (per thread: readEpochThread).
+struct FusedOpen {
+  size_t slot_off;  // the call's slot
+  bool aborted;     // the communicator was aborted: push nothing
+  bool checker;     // this thread checks the peers' fingerprints (isPrintChecker)
+};
+
+// The call's fingerprint (print_device.cuh): a fused call against an all-reduce, or another
+// shape, is an error on both sides.
+template <typename T, bool kQuant>
+__device__ __forceinline__ PrintWords fusedPrint(const CallSession& s, const FusedParams& p) {
+  return s.template print<T>(kQuant ? kCallFusedFp8 : kCallFused, p.rows * p.hidden);
+}
+
+// Reads the epoch and, in the checker, announces the call's fingerprint before the data.
+template <typename Proto, typename T, int kW, bool kQuant>
+__device__ __forceinline__ FusedOpen openFused(CallSession& s, const DeviceComm& c,
+                                               const FusedParams& p) {
+  s.openThread();
+  const FusedOpen o{(s.epoch % kNumSlots) * Proto::slotBytes(c), s.aborted(), isPrintChecker()};
+  if (o.checker && !o.aborted) s.template announce<Proto, kW>(fusedPrint<T, kQuant>(s, p));
+  return o;
+}
+
+template <typename T>
+__device__ __forceinline__ float lane(const uint4& v, int i) {
+  return bitsToFloat<T>(laneBits<T>(v, i));
+}
+
+// The norm of one vector y of residual_out (gamma g), stored as T or as e4m3 bytes.
+template <typename T, bool kQuant>
+__device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const uint4& y,
+                                          const uint4& g, float rs, float inv_scale) {
+  constexpr int E = VecTraits<T>::kElems;
+  if constexpr (kQuant) {
+    uint32_t lo = 0, hi = 0;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+      const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
+      if (i < 4)
+        lo |= b << (8 * i);
+      else
+        hi |= b << (8 * (i - 4));
+    }
+    uint8_t* out = static_cast<uint8_t*>(p.norm_out) + v * E;
+    if constexpr (E == 8)
+      *reinterpret_cast<uint2*>(out) = make_uint2(lo, hi);
+    else
+      *reinterpret_cast<uint32_t*>(out) = lo;
+  } else {
+    uint4 n = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+      setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
+    }
+    static_cast<uint4*>(p.norm_out)[v] = n;
+  }
+}
+
+// y = T(sum + r), its squares added to sumsq.
+template <typename T>
+__device__ __forceinline__ uint4 addResidual(const Acc<T>& acc, const uint4& r, float& sumsq) {
+  constexpr int E = VecTraits<T>::kElems;
+  uint4 y = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
+    setLaneBits<T>(y, i, b);
+    const float q = bitsToFloat<T>(b);
+    sumsq += q * q;
+  }
+  return y;
+}
+
+// Pushes vectors [lo, hi) of rows row0, row0 + row_step, ... (hv vectors a row) into every peer's
+// slot, in my region.
+template <typename Proto, typename T, int kW>
+__device__ __forceinline__ void pushRowSlices(const FusedParams& p, char* const (&peer)[kW],
+                                              size_t slot_off, int rank, int world, size_t hv,
+                                              size_t row0, size_t row_step, size_t lo, size_t hi) {
+  const uint4* send = static_cast<const uint4*>(p.send);
+  for (size_t row = row0; row < p.rows; row += row_step)
+    for (size_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
+      const size_t v = row * hv + j;
+      const uint4 y = canon<T>(send[v]);
+#pragma unroll
+      for (int q = 1; q < kW; ++q)
+        if (q < world)
+          Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
+    }
+}
+
+// What one pass over a row's slice needs: the session and its deadline, my slot, the slice.
+struct RowCtx {
+  CallSession& session;
+  WaitCtx& wait;
+  uint4* mine;   // my slot of the call
+  size_t base;   // the slice's first vector (in the call)
+  size_t hv;     // vectors of the slice
+  size_t count;  // elements of the call
+  int rank, world;
+};
+
+// One-pass path: y[u] = T(sum + residual) for this thread's vectors base + tid + u * blockDim.x
+// (residual loaded before the batched waits), stored to residual_out; squares into sumsq.
+template <typename Proto, typename T, int kW, int V>
+__device__ __forceinline__ void residualInRegs(const FusedParams& p, const RowCtx& r, uint4 (&y)[V],
+                                               float& sumsq) {
+  const uint4* res_in = static_cast<const uint4*>(p.residual_in);
+  uint4 res[V];
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    res[u] = j < r.hv ? res_in[r.base + j] : make_uint4(0, 0, 0, 0);
+  }
+  const size_t o = r.base + threadIdx.x;
+  r.session.template sum<Proto, T, kW, V>(
+      r.wait, r.world, r.rank, [](int s) { return s; }, r.mine, p.region, o, blockDim.x,
+      r.base + r.hv, static_cast<const T*>(p.send), o, r.count, r.session.epoch,
+      [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); });
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j < r.hv && !r.wait.failed) static_cast<uint4*>(p.residual_out)[r.base + j] = y[u];
+  }
+}
+
+// The norms of a slice held in registers (y: its residual_out, g: its gamma), vectors base + tid
+// + u * blockDim.x below base + hv.
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void storeNormRegs(const FusedParams& p, size_t base, size_t hv,
+                                              const uint4 (&y)[V], const uint4 (&g)[V], float rs,
+                                              float inv_scale) {
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j < hv) storeNorm<T, kQuant>(p, base + j, y[u], g[u], rs, inv_scale);
+  }
+}
+
+// Gamma of a slice's vectors lo + tid + u * blockDim.x below hi, for storeNormRegs: the same for
+// every row, so loaded once, in flight with the pushes.
+template <int V>
+__device__ __forceinline__ void loadGammaSlice(const FusedParams& p, size_t lo, size_t hi,
+                                               uint4 (&g)[V]) {
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = lo + threadIdx.x + u * blockDim.x;
+    g[u] = j < hi ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
+  }
+}
+
+}  // namespace tpcomm
