@@ -86,6 +86,14 @@ const char* tpcommVariantName(int variant) {
       return "add_rmsnorm";
     case tpcommVariantAddRmsNormFp8:
       return "add_rmsnorm_fp8";
+    case tpcommVariantP2pReduceScatter:
+      return "p2p_reduce_scatter";
+    case tpcommVariantP2pAllGather:
+      return "p2p_all_gather";
+    case tpcommVariantHostReduceScatter:
+      return "host_reduce_scatter";
+    case tpcommVariantHostAllGather:
+      return "host_all_gather";
     default:
       return nullptr;
   }

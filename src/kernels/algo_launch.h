@@ -38,6 +38,12 @@ KernelSet hostTwoShotKernels(int world);
 KernelSet hostBulkKernels(int world);
 // host_oneshot with the sentinel protocol in host memory (HostSentinelProto; single-step calls).
 KernelSet hostSentinelKernels(int world);
+// Reduce-scatter and all-gather (rsag.cu): the two-shot's halves, over peer memory (sentinel) and
+// host memory (LL).
+KernelSet reduceScatterKernels(int world);
+KernelSet allGatherKernels(int world);
+KernelSet hostReduceScatterKernels(int world);
+KernelSet hostAllGatherKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
 constexpr int kWorldClasses[] = {2, 4, 8};

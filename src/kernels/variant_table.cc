@@ -22,6 +22,10 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantFusedHostOneShotFp8, fusedHostFp8Kernels, false},
     {tpcommVariantAddRmsNorm, addRmsNormKernels, false},
     {tpcommVariantAddRmsNormFp8, addRmsNormFp8Kernels, false},
+    {tpcommVariantP2pReduceScatter, reduceScatterKernels, false},
+    {tpcommVariantP2pAllGather, allGatherKernels, false},
+    {tpcommVariantHostReduceScatter, hostReduceScatterKernels, false},
+    {tpcommVariantHostAllGather, hostAllGatherKernels, false},
 };
 
 }  // namespace
