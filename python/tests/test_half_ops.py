@@ -2,7 +2,7 @@
 tpcomm/_torch_ops.py) and CustomAllreduce.custom_reduce_scatter / custom_all_gather with vLLM
 0.33.0's contract (vllm/distributed/device_communicators/custom_all_reduce.py: a new tensor along
 dim 0, or None for "not handled"), without a GPU: a stand-in half runner computes on the CPU what
-WORLD ranks holding inputs rank * 1000 + x would get. Needs torch (skips without it)."""
+WORLD ranks holding inputs rank * 10 + x would get. Needs torch (skips without it)."""
 import logging
 import types
 
@@ -20,13 +20,13 @@ ops = torch.ops.tpcomm
 
 
 def peer_input(x, rank):
-    return x + rank * 1000  # what rank `rank` would pass, given this rank's x (RANK's is x + 1000)
+    return x + rank * 10  # what rank `rank` would pass, given this rank's x (RANK's: x + 10)
 
 
 def cpu_half_runner(calls):
     def run(rs, input, out, world_size):
         calls.append((rs, input, out, world_size))
-        x = input - RANK * 1000
+        x = input - RANK * 10
         if rs:
             n = input.shape[0] // world_size
             total = sum(peer_input(x, r).float() for r in range(world_size))
@@ -49,7 +49,7 @@ def comm_id(calls):
 
 
 def x_of(shape=(8, 3), dtype=torch.float32):
-    return (torch.arange(int(torch.tensor(shape).prod())).reshape(shape) + RANK * 1000).to(dtype)
+    return (torch.arange(int(torch.tensor(shape).prod())).reshape(shape) + RANK * 10).to(dtype)
 
 
 def test_schemas_take_world_size_and_write_nothing():
@@ -65,8 +65,8 @@ def test_ops_shapes_and_values(comm_id, calls, dtype):
     x = x_of(dtype=dtype)
     rs = ops.reduce_scatter(x, WORLD, comm_id)
     assert rs.shape == (2, 3) and rs.dtype == dtype
-    base = x.float() - RANK * 1000
-    want = sum(base + r * 1000 for r in range(WORLD))[2:4].to(dtype)
+    base = x.float() - RANK * 10
+    want = sum(base + r * 10 for r in range(WORLD))[2:4].to(dtype)
     assert torch.equal(rs, want)
     ag = ops.all_gather(x[:2], WORLD, comm_id)
     assert ag.shape == (8, 3)

@@ -240,8 +240,8 @@ def half_shape(op, input, world_size):
         raise _bad(op, f"input is {input.dtype}; float16, bfloat16 or float32 are supported")
     if input.dim() < 1:
         raise _bad(op, "input is a scalar; it must have a first dim to split or gather along")
-    if not isinstance(world_size, int) or world_size < 1:
-        raise _bad(op, f"world_size is {world_size!r}; it must be an int >= 1")
+    if isinstance(world_size, int) and world_size < 1:  # a SymInt while tracing: unchecked
+        raise _bad(op, f"world_size is {world_size!r}; it must be >= 1")
     if not input.is_contiguous():
         raise _bad(op, f"input ({tuple(input.shape)}, strides {input.stride()}) is not "
                        "contiguous")
@@ -254,23 +254,17 @@ def half_shape(op, input, world_size):
     return (first * world_size,) + tuple(input.shape[1:])
 
 
-def reduce_scatter_functional(input, world_size, comm_id):
-    """The body of reduce_scatter, callable without the dispatcher's cost (eager callers)."""
-    out = input.new_empty(half_shape("reduce_scatter", input, world_size))
-    _half_runner("reduce_scatter", comm_id)(True, input, out, world_size)
-    return out
-
-
-def all_gather_functional(input, world_size, comm_id):
-    """The body of all_gather, callable without the dispatcher's cost (eager callers)."""
-    out = input.new_empty(half_shape("all_gather", input, world_size))
-    _half_runner("all_gather", comm_id)(False, input, out, world_size)
+def half_functional(op, input, world_size, comm_id):
+    """The body of reduce_scatter (op "reduce_scatter") and all_gather, callable without the
+    dispatcher's cost (eager callers; torch.compile must see the op)."""
+    out = input.new_empty(half_shape(op, input, world_size))
+    _half_runner(op, comm_id)(op == "reduce_scatter", input, out, world_size)
     return out
 
 
 @torch.library.custom_op(f"{NAMESPACE}::reduce_scatter", mutates_args=())
 def reduce_scatter(input: torch.Tensor, world_size: int, comm_id: int) -> torch.Tensor:
-    return reduce_scatter_functional(input, world_size, comm_id)
+    return half_functional("reduce_scatter", input, world_size, comm_id)
 
 
 @reduce_scatter.register_fake
@@ -280,7 +274,7 @@ def _(input, world_size, comm_id):
 
 @torch.library.custom_op(f"{NAMESPACE}::all_gather", mutates_args=())
 def all_gather(input: torch.Tensor, world_size: int, comm_id: int) -> torch.Tensor:
-    return all_gather_functional(input, world_size, comm_id)
+    return half_functional("all_gather", input, world_size, comm_id)
 
 
 @all_gather.register_fake

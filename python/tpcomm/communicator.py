@@ -246,8 +246,9 @@ class Communicator:
 
     def _half_call(self, rs, sendptr, recvptr, count, dtype_code, stream):
         name = "tpcommReduceScatter" if rs else "tpcommAllGather"
-        fn = getattr(_loader.lib(), name)
-        check(fn(sendptr, recvptr, count, dtype_code, self._live(), stream), name)
+        handle = self._live()
+        check(getattr(_loader.lib(), name)(sendptr, recvptr, count, dtype_code, handle, stream),
+              name)
 
     def _half_torch_stream(self, rs, sendptr, recvptr, count, dtype_code):
         """_half_call on torch's current stream (tpcomm.torch's ops, tensors already checked)."""

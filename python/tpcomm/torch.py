@@ -224,12 +224,10 @@ class CustomAllreduce:
         if reason is not None:
             self._log_declined(op, reason)
             return None
+        name = "reduce_scatter" if reduce_scatter else "all_gather"
         if torch.compiler.is_compiling():  # the op: torch.compile traces it
-            fn = torch.ops.tpcomm.reduce_scatter if reduce_scatter else torch.ops.tpcomm.all_gather
-        else:
-            fn = (_torch_ops.reduce_scatter_functional if reduce_scatter
-                  else _torch_ops.all_gather_functional)
-        return fn(inp, self.world_size, self.comm_id)
+            return getattr(torch.ops.tpcomm, name)(inp, self.world_size, self.comm_id)
+        return _torch_ops.half_functional(name, inp, self.world_size, self.comm_id)
 
     def _log_declined(self, op: str, why: str = "tpcomm has no kernel for it") -> None:
         if (op, why) not in self._declined_logged:

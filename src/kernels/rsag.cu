@@ -12,12 +12,14 @@
 namespace tpcomm {
 namespace {
 
-// Rank r's output is run r of every rank's input, summed in rank order.
-template <typename Proto, typename T, int kW>
+// kScatter: reduce-scatter, rank r's output is run r of every rank's input summed in rank order;
+// else all-gather, run r of every rank's output is rank r's input, bit for bit.
+template <typename Proto, typename T, int kW, bool kScatter>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    reduceScatterKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                        size_t chunk_vecs) {
+    halfKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+               size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
+  constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
   const ChunkedCall k =
       segmentedCall(slotVecs<Proto>(c), c.world, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t stride = blockDim.x;
@@ -26,85 +28,57 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();
-  if (checker) session.announce<Proto, kW>(session.print<T>(kCallReduceScatter, count));
+  if (checker) session.announce<Proto, kW>(session.print<T>(kKind, count));
   for (size_t step = 0; step < k.nsteps; ++step) {
     const SegmentStep st =
         segmentStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
     const uint32_t flag = stepFlag(st.epoch);
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
-    const Segments<const T> in{send, count, st.first, 0, count, st.len, st.len};
-    scatterPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in);
-    if (step == 0 && checker)
-      session.checkPeers<Proto>(wait, session.print<T>(kCallReduceScatter, count));
-    if (!reduceOwn<Proto, T, kW>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, in, st.epoch,
-                                 [&](size_t o, const uint4& y) {
-                                   storeVec<T>(recv, st.first + o, count, c.aligned, y);
-                                 }))
-      return;  // timed out
-    if (step + 1 == k.nsteps) pdlLaunchDependents();
+    if constexpr (kScatter) {
+      const Segments<const T> in{send, count, st.first, 0, count, st.len, st.len};
+      scatterPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in);
+      if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
+      if (!reduceOwn<Proto, T, kW>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, in,
+                                   st.epoch, [&](size_t o, const uint4& y) {
+                                     storeVec<T>(recv, st.first + o, count, c.aligned, y);
+                                   }))
+        return;  // timed out
+      if (step + 1 == k.nsteps) pdlLaunchDependents();
+    } else {
+      const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
+      const Segments<T> out{recv, count, st.first, 0, count, st.len, st.len};
+      gatherPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in, out);
+      if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
+      if (step + 1 == k.nsteps) pdlLaunchDependents();
+      if (!gatherReceive<Proto, T>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, out,
+                                   st.epoch))
+        return;  // timed out
+    }
   }
   session.close(k.nsteps);
 }
 
-// Run r of every rank's output is rank r's input, bit for bit.
-template <typename Proto, typename T, int kW>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    allGatherKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                    size_t chunk_vecs) {
-  constexpr int E = VecTraits<T>::kElems;
-  const ChunkedCall k =
-      segmentedCall(slotVecs<Proto>(c), c.world, (count + E - 1) / E, chunk_vecs, gridDim.x);
-  const size_t stride = blockDim.x;
-  CallSession session(c);
-  pdlWait();
-  if (!session.openArrived()) return;
-  WaitCtx wait = session.startWaits();
-  const bool checker = isPrintChecker();
-  if (checker) session.announce<Proto, kW>(session.print<T>(kCallAllGather, count));
-  for (size_t step = 0; step < k.nsteps; ++step) {
-    const SegmentStep st =
-        segmentStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
-    const uint32_t flag = stepFlag(st.epoch);
-    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
-    const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
-    const Segments<T> out{recv, count, st.first, 0, count, st.len, st.len};
-    gatherPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in, out);
-    if (step == 0 && checker)
-      session.checkPeers<Proto>(wait, session.print<T>(kCallAllGather, count));
-    if (step + 1 == k.nsteps) pdlLaunchDependents();
-    if (!gatherReceive<Proto, T>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, out,
-                                 st.epoch))
-      return;  // timed out
-  }
-  session.close(k.nsteps);
-}
-
-struct ReduceScatter {
+template <bool kScatter>
+struct Half {
   template <typename Proto, typename T, int kW>
   static const void* get() {
-    return reinterpret_cast<const void*>(&reduceScatterKernel<Proto, T, kW>);
-  }
-};
-struct AllGather {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&allGatherKernel<Proto, T, kW>);
+    return reinterpret_cast<const void*>(&halfKernel<Proto, T, kW, kScatter>);
   }
 };
 
 }  // namespace
 
 KernelSet reduceScatterKernels(int world) {
-  return kernelSetByWorld<ReduceScatter, SentinelProto>(world);
+  return kernelSetByWorld<Half<true>, SentinelProto>(world);
 }
 KernelSet allGatherKernels(int world) {
-  return kernelSetByWorld<AllGather, SentinelProto>(world);
+  return kernelSetByWorld<Half<false>, SentinelProto>(world);
 }
 KernelSet hostReduceScatterKernels(int world) {
-  return kernelSetByWorld<ReduceScatter, LLProto>(world);
+  return kernelSetByWorld<Half<true>, LLProto>(world);
 }
 KernelSet hostAllGatherKernels(int world) {
-  return kernelSetByWorld<AllGather, LLProto>(world);
+  return kernelSetByWorld<Half<false>, LLProto>(world);
 }
 
 }  // namespace tpcomm

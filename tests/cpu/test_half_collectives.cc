@@ -164,6 +164,24 @@ TEST(HalfPlan, ForcedStrictAndUnavailableAreTheAllReducesAnswers) {
   EXPECT_EQ(planHalfCall(f, kAG, CallArgs{64 * MiB, true}).variant, tpcommVariantHostAllGather);
 }
 
+// Ranks sharing a GPU: the half's grid fits the cap measured for its own kernel, and says so.
+TEST(HalfPlan, TheCoResidencyCapOfItsOwnVariantCutsTheGrid) {
+  GridCaps caps;
+  caps.ranks_per_gpu = 4;
+  for (auto& row : caps.blocks)
+    for (int& n : row) n = 64;
+  for (int& n : caps.blocks[tpcommVariantP2pReduceScatter]) n = 5;
+  CommFacts f = factsFor(4, Fabric::kNvlink);
+  f.grid_caps = &caps;
+  const CallPlan rs = planHalfCall(f, kRS, CallArgs{64 * MiB, true});
+  EXPECT_EQ(rs.grid.blocks, 5) << rs.decision.reason;
+  EXPECT_EQ(rs.decision.reason.rfind("capped at 5 blocks: 4 ranks share a GPU; ", 0), 0u)
+      << rs.decision.reason;
+  const CallPlan ag = planHalfCall(f, kAG, CallArgs{64 * MiB, true});
+  EXPECT_GT(ag.grid.blocks, 5) << ag.decision.reason;  // the all-gather's own cap
+  EXPECT_LE(ag.grid.blocks, 64) << ag.decision.reason;
+}
+
 TEST(HalfPlan, EveryHalfVariantIsInTheVariantTableAndNamed) {
   const tpcommVariant_t halves[] = {tpcommVariantP2pReduceScatter, tpcommVariantP2pAllGather,
                                     tpcommVariantHostReduceScatter, tpcommVariantHostAllGather};

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/gpu/harness.h"
@@ -189,13 +190,19 @@ TEST(HalfCollectives, World2P2p) {
 TEST(HalfCollectives, World2Host) {
   runHalfMatrix(2, tpcommAlgoHostTwoShot, false);
 }
-TEST(HalfCollectives, Worlds3To8) {
-  for (int world = 3; world <= 8; ++world)
-    for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot}) {
-      runHalfMatrix(world, algo, true);
-      if (HasFatalFailure()) return;
-    }
+// Worlds 3..8, ranks sharing the GPU: one test per world and transport.
+class HalfWorlds : public ::testing::TestWithParam<std::tuple<int, int>> {};
+TEST_P(HalfWorlds, Light) {
+  runHalfMatrix(std::get<0>(GetParam()), std::get<1>(GetParam()), true);
 }
+INSTANTIATE_TEST_SUITE_P(HalfCollectives, HalfWorlds,
+                         ::testing::Combine(::testing::Range(3, 9),
+                                            ::testing::Values(tpcommAlgoTwoShot,
+                                                              tpcommAlgoHostTwoShot)),
+                         [](const ::testing::TestParamInfo<std::tuple<int, int>>& i) {
+                           return "World" + std::to_string(std::get<0>(i.param)) + "_" +
+                                  tpcommAlgoName(std::get<1>(i.param));
+                         });
 
 // Many steps with a partial last one: small slots make every call dozens of steps.
 TEST(HalfCollectives, ManyStepsWithAPartialLastStep) {
