@@ -34,6 +34,8 @@ void usage(FILE* f) {
       "                       multi-step calls and with 1..8 MiB steps (the grid's push\n"
       "                       batch, and 1 vector per thread), and auto without PDL and\n"
       "                       without the lean one-shot kernel\n"
+      "  --collective allreduce  allreduce | reduce_scatter | all_gather (sizes: the whole\n"
+      "                       message, world x the per-rank count)\n"
       "  --no-check           skip the correctness check of every backend\n"
       "  --json FILE          write every measurement as JSON\n");
 }
@@ -121,6 +123,10 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       a->max_blocks = atoi(v);
     } else if (k == "--json") {
       a->json = v;
+    } else if (k == "--collective") {
+      a->collective = v;
+      ok = a->collective == "allreduce" || a->collective == "reduce_scatter" ||
+           a->collective == "all_gather";
     } else {
       ok = false;
     }

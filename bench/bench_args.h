@@ -25,6 +25,9 @@ struct Args {
   bool sweep_knobs = false;  // also time oneshot/twoshot over grid and batch variants
   bool check = true;         // verify each backend's output against the fp64 reference
   std::string json;          // write results here
+  // allreduce, reduce_scatter or all_gather; bytes are the whole message (reduce-scatter's
+  // input, all-gather's output), as nccl-tests reports them.
+  std::string collective = "allreduce";
 };
 
 // Parses argv; on --help or an error prints usage and returns false with *exit_code set.

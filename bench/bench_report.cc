@@ -46,11 +46,14 @@ void printTable(const Args& a, int ranks, const std::string& mode, const std::ve
       for (size_t s : sizes) seen |= s == r.bytes;
       if (!seen) sizes.push_back(r.bytes);
     }
-  const double busf = ranks > 1 ? 2.0 * (ranks - 1) / ranks : 1.0;
+  // nccl-tests' bus bandwidth: all-reduce moves 2(n-1)/n of its bytes per rank, the halves (n-1)/n.
+  const bool ar = a.collective == "allreduce";
+  const double busf = ranks > 1 ? (ar ? 2.0 : 1.0) * (ranks - 1) / ranks : 1.0;
   printf(
-      "\n# tpcomm-bench: %d ranks, %s, %s mode, out of place; time = median us per call over "
-      "%d reps of %d calls (spread = (max-min)/median); busbw GB/s = bytes/time * 2(n-1)/n\n",
-      ranks, test::dtypeName(a.dtype), mode.c_str(), a.reps, a.iters);
+      "\n# tpcomm-bench: %d ranks, %s, %s mode, out of place%s%s; time = median us per call over "
+      "%d reps of %d calls (spread = (max-min)/median); busbw GB/s = bytes/time * %s(n-1)/n\n",
+      ranks, test::dtypeName(a.dtype), mode.c_str(), ar ? "" : ", ", ar ? "" : a.collective.c_str(),
+      a.reps, a.iters, ar ? "2" : "");
   printf("%10s %11s %8s", "size(B)", "count", "type");
   for (const std::string& b : backends)
     printf(" | %12s %6s %6s", (b + " us").c_str(), "spread", "busbw");
@@ -97,6 +100,7 @@ bool writeJson(const std::string& path, const Args& a, int ranks, const std::str
   if (!f) return false;
   fprintf(f, "{\n  \"tool\": \"tpcomm-bench\",\n  \"ranks\": %d,\n  \"dtype\": \"%s\",\n", ranks,
           test::dtypeName(a.dtype));
+  fprintf(f, "  \"collective\": \"%s\",\n", a.collective.c_str());
   fprintf(f, "  \"machine\": \"%s\",\n  \"iters\": %d,\n  \"reps\": %d,\n  \"results\": [\n",
           esc(machine).c_str(), a.iters, a.reps);
   for (size_t i = 0; i < rs.size(); ++i) {

@@ -1,4 +1,5 @@
-// tpcomm-bench: one process drives every rank (one stream per rank), like nccl-tests' -g mode.
+// tpcomm-bench: one process drives every rank (one stream per rank), like nccl-tests' -g mode;
+// the all-reduce by default, reduce-scatter or all-gather with --collective.
 // Each backend (tpcomm auto / forced algorithms / NCCL) is timed the same way: eager (calls
 // enqueued back to back) and CUDA graph (`iters` calls captured per rank, replayed), median of
 // `reps` repetitions, on the same buffers, in the same run.
@@ -35,13 +36,25 @@ struct Backend {
 
 const NcclApi* g_nccl = nullptr;
 
-// Enqueues one all-reduce on every rank. Returns "" or the error.
+// The collective of the run (Args::collective): the whole message's count, split per rank.
+enum class Coll { kAllReduce, kReduceScatter, kAllGather };
+Coll g_coll = Coll::kAllReduce;
+
+// Enqueues one call on every rank; count: the whole message's. Returns "" or the error.
 std::string enqueueAll(Backend& b, std::vector<Rank>& ranks, size_t count, tpcommDataType_t dt) {
+  const size_t part = count / ranks.size();
   if (b.algo == tpcommAlgoNccl) {
+    const ncclDataType_t nt = static_cast<ncclDataType_t>(dt);
     g_nccl->groupStart();
-    for (size_t r = 0; r < ranks.size(); ++r)
-      g_nccl->allReduce(ranks[r].send, ranks[r].recv, count, static_cast<ncclDataType_t>(dt),
-                        ncclSum, b.nccl[r], ranks[r].stream);
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      const Rank& k = ranks[r];
+      if (g_coll == Coll::kAllReduce)
+        g_nccl->allReduce(k.send, k.recv, count, nt, ncclSum, b.nccl[r], k.stream);
+      else if (g_coll == Coll::kReduceScatter)
+        g_nccl->reduceScatter(k.send, k.recv, part, nt, ncclSum, b.nccl[r], k.stream);
+      else
+        g_nccl->allGather(k.send, k.recv, part, nt, b.nccl[r], k.stream);
+    }
     const ncclResult_t res = g_nccl->groupEnd();
     return res == ncclSuccess ? "" : g_nccl->getErrorString(res);
   }
@@ -49,27 +62,44 @@ std::string enqueueAll(Backend& b, std::vector<Rank>& ranks, size_t count, tpcom
   // whose first call needs every rank's call before any returns (a hang otherwise).
   std::string err;
   tpcommGroupStart();
-  for (size_t r = 0; r < ranks.size() && err.empty(); ++r)
-    if (tpcommAllReduce(ranks[r].send, ranks[r].recv, count, dt, tpcommSum, b.comms[r],
-                        ranks[r].stream) != tpcommSuccess)
-      err = tpcommGetLastError();
+  for (size_t r = 0; r < ranks.size() && err.empty(); ++r) {
+    const Rank& k = ranks[r];
+    const tpcommResult_t res =
+        g_coll == Coll::kAllReduce
+            ? tpcommAllReduce(k.send, k.recv, count, dt, tpcommSum, b.comms[r], k.stream)
+        : g_coll == Coll::kReduceScatter
+            ? tpcommReduceScatter(k.send, k.recv, part, dt, b.comms[r], k.stream)
+            : tpcommAllGather(k.send, k.recv, part, dt, b.comms[r], k.stream);
+    if (res != tpcommSuccess) err = tpcommGetLastError();
+  }
   tpcommGroupEnd();
   return err;
 }
 
-// Checks every rank's output against the reference and rank 0's bits.
+// Checks every rank's output against the reference and, for the all-reduce and all-gather
+// (whose outputs are the same on every rank), rank 0's bits.
 long checkOutputs(std::vector<Rank>& ranks, const std::vector<std::vector<uint8_t>>& inputs,
                   size_t count, tpcommDataType_t dt) {
-  const size_t bytes = count * test::elemSize(dt);
+  const size_t es = test::elemSize(dt), world = ranks.size();
+  const size_t part = count / world, bytes = (g_coll == Coll::kReduceScatter ? part : count) * es;
   std::vector<std::vector<uint8_t>> ins;
-  for (const std::vector<uint8_t>& in : inputs) ins.emplace_back(in.begin(), in.begin() + bytes);
-  const std::vector<uint8_t> ref = test::reference(dt, count, ins);
   long wrong = 0;
   std::vector<uint8_t> out0, out(bytes);
-  for (size_t i = 0; i < ranks.size(); ++i) {
+  for (size_t i = 0; i < world; ++i) {
     CK(cudaSetDevice(ranks[i].dev));
     CK(cudaMemcpy(out.data(), ranks[i].recv, bytes, cudaMemcpyDeviceToHost));
-    wrong += static_cast<long>(test::countWrong(dt, count, out.data(), ref.data(), ins));
+    if (g_coll == Coll::kAllGather) {  // every rank's first part, in rank order
+      for (size_t p = 0; p < world; ++p)
+        wrong += memcmp(out.data() + p * part * es, inputs[p].data(), part * es) != 0;
+      continue;
+    }
+    const size_t first = g_coll == Coll::kReduceScatter ? i * part * es : 0;
+    ins.clear();
+    for (const std::vector<uint8_t>& in : inputs)
+      ins.emplace_back(in.begin() + first, in.begin() + first + bytes);
+    const std::vector<uint8_t> ref = test::reference(dt, bytes / es, ins);
+    wrong += static_cast<long>(test::countWrong(dt, bytes / es, out.data(), ref.data(), ins));
+    if (g_coll == Coll::kReduceScatter) continue;
     if (i == 0)
       out0 = out;
     else if (memcmp(out.data(), out0.data(), bytes) != 0)
@@ -194,6 +224,9 @@ int main(int argc, char** argv) {
   Args a;
   int code = 0;
   if (!parseArgs(argc, argv, &a, &code)) return code;
+  g_coll = a.collective == "reduce_scatter" ? Coll::kReduceScatter
+           : a.collective == "all_gather"   ? Coll::kAllGather
+                                            : Coll::kAllReduce;
   int ngpu = 0;
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
     fprintf(stderr, "tpcomm-bench: no CUDA device visible\n");

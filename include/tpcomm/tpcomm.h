@@ -98,7 +98,13 @@ typedef enum {
   tpcommVariantP2pOneShotPullLean = 17, /* one-shot pull over peer memory, one step, no tail */
   tpcommVariantP2pOneShotPull = 18,     /* one-shot pull over peer memory, general kernel */
   tpcommVariantP2pTwoShotPull = 19,     /* two-shot pull over peer memory */
-  tpcommNumVariants = 20
+  /* 20: reserved (variants of work in flight; tpcommVariantName gives NULL for them) */
+  /* tpcommReduceScatter / tpcommAllGather: the two halves of the two-shot kernels */
+  tpcommVariantP2pReduceScatter = 21,  /* reduce-scatter over peer memory */
+  tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
+  tpcommVariantHostReduceScatter = 23, /* reduce-scatter over host memory, LL packets */
+  tpcommVariantHostAllGather = 24,     /* all-gather over host memory, LL packets */
+  tpcommNumVariants = 25
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -257,6 +263,25 @@ TPCOMM_API tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                                     const tpcommRmsNormParams_t* params,
                                                     tpcommComm_t comm, tpcommStream_t stream);
 
+/* Reduce-scatter, shaped like ncclReduceScatter: sendbuff holds world * recvcount elements, and
+ * rank r's recvbuff gets segment r (elements r*recvcount .. (r+1)*recvcount - 1) summed over the
+ * ranks in fp32, in rank order, then rounded once to the datatype (the same bits as a host
+ * reference of that order; the operation is always tpcommSum). In place when recvbuff == sendbuff +
+ * rank * recvcount; any other overlap is refused. recvcount 0 does nothing (the buffers may then be
+ * NULL). Every other guarantee, rule and refusal of tpcommAllReduce holds (streams, graphs,
+ * buffers, bounded waits, calls that disagree across ranks: tpcommInvalidUsage naming both). */
+TPCOMM_API tpcommResult_t tpcommReduceScatter(const void* sendbuff, void* recvbuff,
+                                              size_t recvcount, tpcommDataType_t datatype,
+                                              tpcommComm_t comm, tpcommStream_t stream);
+
+/* All-gather, shaped like ncclAllGather: recvbuff gets every rank's sendcount elements in rank
+ * order (world * sendcount elements), bit for bit. In place when sendbuff == recvbuff + rank *
+ * sendcount; any other overlap is refused. sendcount 0 does nothing (the buffers may then be
+ * NULL). The rest as for tpcommReduceScatter. */
+TPCOMM_API tpcommResult_t tpcommAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          tpcommDataType_t datatype, tpcommComm_t comm,
+                                          tpcommStream_t stream);
+
 /* When one thread drives several ranks (tpcommCommInitAll), wrap the calls of one collective
  * across ranks in a group, as with NCCL: the NCCL fallback needs every rank's call before any of
  * them can make progress. tpcomm's own kernels do not need it. Groups nest. */
@@ -271,7 +296,11 @@ TPCOMM_API tpcommResult_t tpcommGroupEnd(void);
 typedef struct {
   uint64_t calls[TPCOMM_STATS_MAX_ALGOS]; /* [a] per tpcommAlgo_t a < tpcommNumAlgos, counted
                                              when enqueued (a captured call counts once at
-                                             capture, not at each replay); the rest are 0 */
+                                             capture, not at each replay); the rest are 0.
+                                             A reduce-scatter or all-gather counts under the
+                                             algorithm whose half it runs (twoshot,
+                                             host_twoshot) or nccl; the variant stats tell it
+                                             apart */
   uint64_t fallbacks; /* calls served by NCCL although a tpcomm algorithm was wanted */
   uint64_t captured;  /* calls enqueued while the stream was capturing a graph */
   uint64_t bytes;     /* payload bytes over all calls */
@@ -307,6 +336,22 @@ TPCOMM_API const char* tpcommVariantName(int variant);
  * size does not fit in size_t is tpcommInvalidArgument, as for tpcommAllReduce. */
 TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info);
+
+/* The collectives tpcommCommExplainCollective answers for. */
+typedef enum {
+  tpcommCollAllReduce = 0,
+  tpcommCollReduceScatter = 1,
+  tpcommCollAllGather = 2,
+  tpcommNumColls = 3
+} tpcommColl_t;
+
+/* tpcommCommExplain for any collective: count is the per-rank count the call takes
+ * (tpcommAllReduce's count, tpcommReduceScatter's recvcount, tpcommAllGather's sendcount);
+ * info->bytes is the call's payload (world * count elements for reduce-scatter and all-gather).
+ * Count 0 of a reduce-scatter or all-gather plans nothing: variant None, tpcommSuccess. */
+TPCOMM_API tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommColl_t collective,
+                                                      size_t count, tpcommDataType_t datatype,
+                                                      tpcommCallInfo_t* info);
 
 /* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes (16-byte aligned
  * buffers assumed): the variant (a fused one, or tpcommVariantAddRmsNorm[Fp8] after the

@@ -57,7 +57,15 @@ def test_algorithms():
 def test_variants():
     v = enum_values("tpcommVariant")
     assert enum_values("tpcommNumVariants")["tpcommNumVariants"] == _abi.NUM_VARIANTS
-    assert sorted(v.values()) == list(range(_abi.NUM_VARIANTS))
+    # Values without an enumerator are reserved (None in the mirror, NULL names in the library).
+    assert sorted(v.values()) == [i for i, n in enumerate(_abi.VARIANT_NAMES) if n is not None]
+
+
+def test_collectives():
+    v = enum_values("tpcommColl")
+    assert enum_values("tpcommNumColls")["tpcommNumColls"] == len(_abi.COLL_NAMES)
+    assert [v["tpcommColl" + "".join(w.title() for w in n.split("_"))] for n in _abi.COLL_NAMES] \
+        == list(range(len(_abi.COLL_NAMES)))
 
 
 def test_variant_names_are_the_librarys():
@@ -67,7 +75,8 @@ def test_variant_names_are_the_librarys():
     lib = ctypes.CDLL(lib_path)
     lib.tpcommVariantName.restype = ctypes.c_char_p
     lib.tpcommVariantName.argtypes = [ctypes.c_int]
-    names = tuple(lib.tpcommVariantName(i).decode() for i in range(_abi.NUM_VARIANTS))
+    names = tuple(n.decode() if n is not None else None
+                  for n in (lib.tpcommVariantName(i) for i in range(_abi.NUM_VARIANTS)))
     assert names == _abi.VARIANT_NAMES
     assert lib.tpcommVariantName(_abi.NUM_VARIANTS) is None
 

@@ -34,8 +34,13 @@ VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot
                  "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
                  "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
-                 "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull")
+                 "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull",
+                 None,  # 20: reserved (tpcomm.h)
+                 "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather")
 NUM_VARIANTS = len(VARIANT_NAMES)
+
+# tpcommColl_t (tpcommCommExplainCollective)
+COLL_NAMES = ("all_reduce", "reduce_scatter", "all_gather")
 
 # tpcommNcclMode_t
 NCCL_AUTO, NCCL_OFF, NCCL_GIVEN = 0, 1, 2
@@ -130,6 +135,9 @@ PROTOTYPES = {
     "tpcommCommCuDevice": (_res, [_comm, POINTER(c_int)]),
     "tpcommCommGetAsyncError": (_res, [_comm, POINTER(c_int)]),
     "tpcommAllReduce": (_res, [c_void_p, c_void_p, c_size_t, c_int, c_int, _comm, c_void_p]),
+    "tpcommReduceScatter": (_res, [c_void_p, c_void_p, c_size_t, c_int, _comm, c_void_p]),
+    "tpcommAllGather": (_res, [c_void_p, c_void_p, c_size_t, c_int, _comm, c_void_p]),
+    "tpcommCommExplainCollective": (_res, [_comm, c_int, c_size_t, c_int, POINTER(CallInfo)]),
     "tpcommAllReduceAddRmsNorm": (
         _res, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_size_t, c_size_t, c_int,
                POINTER(RmsNormParams), _comm, c_void_p]),
@@ -163,8 +171,8 @@ def bind(lib):
 def call_info_dict(info):
     return {
         "algo": ALGO_NAMES[info.algo] if 0 <= info.algo < NUM_ALGOS else str(info.algo),
-        "variant": (VARIANT_NAMES[info.variant] if 0 <= info.variant < NUM_VARIANTS
-                    else str(info.variant)),
+        "variant": ((VARIANT_NAMES[info.variant] if 0 <= info.variant < NUM_VARIANTS else None)
+                    or str(info.variant)),
         "bytes": int(info.bytes),
         "dtype": DTYPE_NAMES.get(info.datatype, str(info.datatype)),
         "blocks": int(info.blocks),

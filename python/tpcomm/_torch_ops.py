@@ -12,6 +12,16 @@
       fused_add_rms_norm_static_fp8_quant order); only the fused one-shot kernel takes this form,
       any other plan is tpcommUnsupported (use the first op, whose residual_out is separate).
 
+and the two halves of the two-shot (tpcommReduceScatter / tpcommAllGather), new tensors along dim 0
+as torch.distributed and vLLM have them:
+
+  torch.ops.tpcomm.reduce_scatter(input, world_size, comm_id) -> [shape[0] / world_size, ...]
+      rank r gets run r of input's dim 0, summed over the ranks (fp32, rank order);
+  torch.ops.tpcomm.all_gather(input, world_size, comm_id) -> [world_size * shape[0], ...]
+      every rank's input in rank order.
+world_size is an argument so that the fake implementations know the output shape; the real ones
+check it against the communicator's.
+
 input, residual [..., H] (any leading dims: T = numel / H), weight [H], all one dtype (float16,
 bfloat16, float32), contiguous, on one GPU; quant_scale one float32 on that GPU, read by the
 kernel (CUDA-graph safe). `comm_id` names a communicator registered with register(): an op
@@ -36,6 +46,9 @@ MAX_HIDDEN = 65536  # kMaxRmsNormHidden in the library
 # comm_id -> runner(input, residual_in, residual_out, out, weight, eps, weight_offset, scale)
 Runner = Callable[..., None]
 _runners: Dict[int, Runner] = {}
+# comm_id -> half_runner(reduce_scatter: bool, input, out, world_size): the halves' calls
+HalfRunner = Callable[..., None]
+_half_runners: Dict[int, HalfRunner] = {}
 # Never 0 or 1: torch.compile specializes those ints, and under dynamic=True a comm_id should stay
 # symbolic so that one compiled graph serves every communicator.
 _ids = itertools.count(2)
@@ -43,26 +56,40 @@ _ids = itertools.count(2)
 
 def register(comm) -> int:
     """The comm_id under which the ops reach `comm` (a tpcomm.Communicator)."""
-    return register_runner(_communicator_runner(comm))
+    return register_runner(_communicator_runner(comm), _communicator_half_runner(comm))
 
 
-def register_runner(runner: Runner) -> int:
-    """Registers any runner (tests use one that computes on the CPU); returns its comm_id."""
+def register_runner(runner: Runner, half_runner: Optional[HalfRunner] = None) -> int:
+    """Registers any runners (tests use ones that compute on the CPU); returns their comm_id."""
     comm_id = next(_ids)
     _runners[comm_id] = runner
+    if half_runner is not None:
+        _half_runners[comm_id] = half_runner
     return comm_id
 
 
 def unregister(comm_id: int) -> None:
     _runners.pop(comm_id, None)
+    _half_runners.pop(comm_id, None)
+
+
+def _unregistered(op: str, comm_id: int) -> TpcommInvalidUsageError:
+    return TpcommInvalidUsageError(
+        f"tpcomm.{op}: no communicator is registered as comm_id {comm_id} (closed, or never "
+        "passed to tpcomm.torch.register_communicator)", code=5)
 
 
 def _runner(comm_id: int) -> Runner:
     runner = _runners.get(comm_id)
     if runner is None:
-        raise TpcommInvalidUsageError(
-            f"tpcomm.fused_allreduce_rmsnorm: no communicator is registered as comm_id {comm_id} "
-            "(closed, or never passed to tpcomm.torch.register_communicator)", code=5)
+        raise _unregistered("fused_allreduce_rmsnorm", comm_id)
+    return runner
+
+
+def _half_runner(op: str, comm_id: int) -> HalfRunner:
+    runner = _half_runners.get(comm_id)
+    if runner is None:
+        raise _unregistered(op, comm_id)
     return runner
 
 
@@ -82,6 +109,25 @@ def _communicator_runner(comm) -> Runner:
             weight.data_ptr(), input.numel() // hidden, hidden,
             _buffers.torch_dtype_code(input.dtype), eps, weight_offset,
             scale.data_ptr() if scale is not None else 0)
+    return run
+
+
+def _communicator_half_runner(comm) -> HalfRunner:
+    def run(rs, input, out, world_size):
+        op = "reduce_scatter" if rs else "all_gather"
+        device = input.get_device() if input.is_cuda else None
+        if device != comm.device:
+            where = f"GPU {device}" if device is not None else str(input.device)
+            raise TpcommInvalidArgumentError(
+                f"tpcomm.{op}: the input is on {where}, but rank {comm.rank}'s communicator is on "
+                f"GPU {comm.device}", code=4)
+        if world_size != comm.world_size:
+            raise _bad(op, f"world_size is {world_size}, the communicator's is {comm.world_size}")
+        count = out.numel() if rs else input.numel()
+        if count == 0:
+            return  # nothing moves (and an empty tensor may have no address)
+        comm._half_torch_stream(rs, input.data_ptr(), out.data_ptr(), count,
+                                _buffers.torch_dtype_code(input.dtype))
     return run
 
 
@@ -184,3 +230,53 @@ def fused_allreduce_rmsnorm_quant_(quant_out: torch.Tensor, input: torch.Tensor,
 def _(quant_out, input, residual, weight, quant_scale, eps, weight_offset, comm_id):
     check("fused_allreduce_rmsnorm_quant_", input, residual, weight, eps, weight_offset,
           quant_scale, outs=(("quant_out", quant_out, FP8),))
+
+
+# ---- reduce-scatter and all-gather ----
+def half_shape(op, input, world_size):
+    """Checks a reduce-scatter's or all-gather's input (raising TpcommInvalidArgumentError naming
+    the op) and gives its output shape along dim 0."""
+    if _buffers.torch_dtype_code(input.dtype) is None:
+        raise _bad(op, f"input is {input.dtype}; float16, bfloat16 or float32 are supported")
+    if input.dim() < 1:
+        raise _bad(op, "input is a scalar; it must have a first dim to split or gather along")
+    if isinstance(world_size, int) and world_size < 1:  # a SymInt while tracing: unchecked
+        raise _bad(op, f"world_size is {world_size!r}; it must be >= 1")
+    if not input.is_contiguous():
+        raise _bad(op, f"input ({tuple(input.shape)}, strides {input.stride()}) is not "
+                       "contiguous")
+    first = input.shape[0]
+    if op == "reduce_scatter":
+        if first % world_size:
+            raise _bad(op, f"input's first dim {first} is not a multiple of world_size "
+                           f"{world_size}")
+        return (first // world_size,) + tuple(input.shape[1:])
+    return (first * world_size,) + tuple(input.shape[1:])
+
+
+def half_functional(op, input, world_size, comm_id):
+    """The body of reduce_scatter (op "reduce_scatter") and all_gather, callable without the
+    dispatcher's cost (eager callers; torch.compile must see the op)."""
+    out = input.new_empty(half_shape(op, input, world_size))
+    _half_runner(op, comm_id)(op == "reduce_scatter", input, out, world_size)
+    return out
+
+
+@torch.library.custom_op(f"{NAMESPACE}::reduce_scatter", mutates_args=())
+def reduce_scatter(input: torch.Tensor, world_size: int, comm_id: int) -> torch.Tensor:
+    return half_functional("reduce_scatter", input, world_size, comm_id)
+
+
+@reduce_scatter.register_fake
+def _(input, world_size, comm_id):
+    return input.new_empty(half_shape("reduce_scatter", input, world_size))
+
+
+@torch.library.custom_op(f"{NAMESPACE}::all_gather", mutates_args=())
+def all_gather(input: torch.Tensor, world_size: int, comm_id: int) -> torch.Tensor:
+    return half_functional("all_gather", input, world_size, comm_id)
+
+
+@all_gather.register_fake
+def _(input, world_size, comm_id):
+    return input.new_empty(half_shape("all_gather", input, world_size))

@@ -180,6 +180,80 @@ class Communicator:
             int(sendptr), int(recvptr), int(count), _buffers.dtype_code(dtype), _abi.SUM,
             self._live(), _buffers.stream_handle(stream)), "tpcommAllReduce")
 
+    # ---- reduce-scatter and all-gather (the two halves of the two-shot) ----
+    def reduce_scatter(self, tensor: Any, out: Any = None, stream: Any = None, *,
+                       dtype: DType = None) -> Any:
+        """tpcommReduceScatter: `tensor` holds world_size runs of n elements; rank r's `out`
+        (n elements) gets run r summed over the ranks in rank order, the same bits on every rank.
+        `out` None: a new torch tensor (torch input only), shaped [shape[0] / world_size, ...]
+        where the first dim divides. In place when `out` is this rank's run of `tensor`.
+        Buffers and streams as for all_reduce. Returns `out`."""
+        return self._half(True, tensor, out, stream, dtype)
+
+    def all_gather(self, tensor: Any, out: Any = None, stream: Any = None, *,
+                   dtype: DType = None) -> Any:
+        """tpcommAllGather: `out` (world_size x the input's elements; a new torch tensor shaped
+        [world_size * shape[0], ...] when None, torch input only) gets every rank's `tensor` in
+        rank order. In place when `tensor` is this rank's run of `out`. Returns `out`."""
+        return self._half(False, tensor, out, stream, dtype)
+
+    def reduce_scatter_raw(self, sendptr: int, recvptr: int, recvcount: int, dtype: DType,
+                           stream: Any = 0) -> None:
+        """The C call itself on raw device pointers (recvcount: elements per rank)."""
+        self._half_call(True, int(sendptr), int(recvptr), int(recvcount),
+                        _buffers.dtype_code(dtype), _buffers.stream_handle(stream))
+
+    def all_gather_raw(self, sendptr: int, recvptr: int, sendcount: int, dtype: DType,
+                       stream: Any = 0) -> None:
+        """The C call itself on raw device pointers (sendcount: elements per rank)."""
+        self._half_call(False, int(sendptr), int(recvptr), int(sendcount),
+                        _buffers.dtype_code(dtype), _buffers.stream_handle(stream))
+
+    def _half(self, rs, tensor, out, stream, dtype):
+        op = "reduce_scatter" if rs else "all_gather"
+        world = self.world_size
+        src, keep_src = _buffers.describe(tensor, dtype, stream)
+        if rs and src.count % world:
+            raise TpcommInvalidArgumentError(
+                f"{op}: the input has {src.count} elements, not a multiple of the world size "
+                f"{world}", code=4)
+        per = src.count // world if rs else src.count
+        if out is None:
+            if not _buffers.is_torch_tensor(tensor):
+                raise TpcommInvalidArgumentError(
+                    f"{op}: give out= for a non-torch input (only torch tensors are allocated)",
+                    code=4)
+            out = tensor.new_empty(_half_shape(rs, tuple(tensor.shape), world, per))
+        dst, keep_dst = _buffers.describe(out, dtype, stream)
+        want = per if rs else per * world
+        if dst.count != want or dst.dtype != src.dtype:
+            raise TpcommInvalidArgumentError(
+                f"{op}: out has {dst.count} x {_abi.DTYPE_NAMES[dst.dtype]}, it must hold {want} "
+                f"x {_abi.DTYPE_NAMES[src.dtype]}", code=4)
+        for buf in (src, dst):
+            if buf.device != self.device:  # unknown (None) or another GPU: the slow check
+                self._check_device(buf)
+        if per == 0:
+            return out
+        if stream is None:
+            handle = (self._torch_stream() if _buffers.is_torch_tensor(tensor)
+                      else (src.stream or 0))
+        else:
+            handle = _buffers.stream_handle(stream)
+        self._half_call(rs, src.ptr, dst.ptr, per, src.dtype, handle)
+        del keep_src, keep_dst  # DLPack capsules may die now: the call is enqueued
+        return out
+
+    def _half_call(self, rs, sendptr, recvptr, count, dtype_code, stream):
+        name = "tpcommReduceScatter" if rs else "tpcommAllGather"
+        handle = self._live()
+        check(getattr(_loader.lib(), name)(sendptr, recvptr, count, dtype_code, handle, stream),
+              name)
+
+    def _half_torch_stream(self, rs, sendptr, recvptr, count, dtype_code):
+        """_half_call on torch's current stream (tpcomm.torch's ops, tensors already checked)."""
+        self._half_call(rs, sendptr, recvptr, count, dtype_code, self._torch_stream())
+
     # ---- the fused layer epilogue ----
     def all_reduce_add_rmsnorm_raw(self, input: int, residual_in: int, residual_out: int,
                                    norm_out: int, gamma: int, tokens: int, hidden: int,
@@ -239,17 +313,28 @@ class Communicator:
         return _abi.call_info_dict(info)
 
     def explain(self, nbytes: Optional[int] = None, dtype: DType = "bfloat16",
-                count: Optional[int] = None) -> Dict[str, Any]:
-        """What the policy would choose for a call of `nbytes` (or `count` elements), without
-        running it. Raises the error the call would raise (e.g. strict mode refusing NCCL)."""
+                count: Optional[int] = None, collective: str = "all_reduce") -> Dict[str, Any]:
+        """What the policy would choose for a call of `nbytes` (or `count` elements) per rank,
+        without running it. Raises the error the call would raise (e.g. strict mode refusing
+        NCCL). collective: "all_reduce", "reduce_scatter" or "all_gather" (their per-rank count:
+        recvcount, sendcount; the answer's bytes are then the whole message)."""
         code = _buffers.dtype_code(dtype)
         if count is None:
             if nbytes is None:
                 raise TpcommInvalidArgumentError("explain: give nbytes or count", code=4)
             count = int(nbytes) // _abi.DTYPE_SIZES[code]
+        coll = _abi.COLL_NAMES.index(collective) if collective in _abi.COLL_NAMES else None
+        if coll is None:
+            raise TpcommInvalidArgumentError(
+                f"explain: collective {collective!r} is not one of {_abi.COLL_NAMES}", code=4)
         info = _abi.CallInfo()
-        r = _loader.lib().tpcommCommExplain(self._live(), int(count), code, ctypes.byref(info))
-        check(r, "tpcommCommExplain")
+        if coll == 0:
+            r = _loader.lib().tpcommCommExplain(self._live(), int(count), code, ctypes.byref(info))
+            check(r, "tpcommCommExplain")
+        else:
+            r = _loader.lib().tpcommCommExplainCollective(self._live(), coll, int(count), code,
+                                                          ctypes.byref(info))
+            check(r, "tpcommCommExplainCollective")
         return _abi.call_info_dict(info)
 
     def async_error(self) -> Optional[TpcommError]:
@@ -301,6 +386,17 @@ class Communicator:
 
     def _torch_stream(self):
         return _torch_raw_stream()(self.device)
+
+
+def _half_shape(rs, shape, world, per):
+    """The output shape of a reduce-scatter (first dim / world) or all-gather (first dim x world)
+    of `shape`, as torch.distributed and the engines have it; flat where the first dim does not
+    divide."""
+    if rs:
+        if shape and shape[0] % world == 0:
+            return (shape[0] // world,) + shape[1:]
+        return (per,)
+    return (shape[0] * world,) + shape[1:] if shape else (per * world,)
 
 
 _raw_stream = None

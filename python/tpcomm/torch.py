@@ -9,8 +9,9 @@ What differs from the engines' own class, on purpose:
   - never silent: when it cannot run, `disabled` is True and `disabled_reason` says why, and the
     reason is logged at WARNING (the engine then uses NCCL, as it would without us).
 
-Importing this module registers the fused all-reduce + add + RMSNorm ops (torch.ops.tpcomm.*,
-_torch_ops.py); register_communicator(comm) gives the comm_id they take.
+Importing this module registers the fused all-reduce + add + RMSNorm ops and the reduce-scatter
+and all-gather ops (torch.ops.tpcomm.*, _torch_ops.py); register_communicator(comm) gives the
+comm_id they take.
 """
 import contextlib
 import logging
@@ -41,10 +42,10 @@ class CustomAllreduce:
     and ignored; `config` is passed to tpcomm (buffer_bytes, timeout_ms, strict, algo, nccl).
     """
 
-    # Engine code reads these to decide on paths of its own. tpcomm serves none of them today:
-    # vLLM shards some layers and all-gathers their output when its ca object is
-    # `fully_connected` (an all-gather tpcomm declines, see custom_all_gather), and takes
-    # NVLink-multicast kernels when the MNNVL pointers are non-zero (DeepSeek-V4.1 mHC).
+    # Engine code reads these to decide on paths of its own, which tpcomm leaves alone: vLLM
+    # shards some layers when its ca object is `fully_connected` (a choice of its own model code,
+    # not one tpcomm should make for it; the all-gathers it does make reach custom_all_gather),
+    # and takes NVLink-multicast kernels when the MNNVL pointers are non-zero (DeepSeek-V4.1 mHC).
     fully_connected = False
     mnnvl_multicast_ptr = 0
     mnnvl_lamport_ag_multicast_ptr = 0
@@ -172,26 +173,61 @@ class CustomAllreduce:
         return None
 
     # vLLM's CudaCommunicator.custom_all_gather / custom_reduce_scatter call these on every
-    # sequence-parallel gather/scatter (and DeepSeek-V4.1's logits gather) and take their own
-    # NCCL path on None. tpcomm has no all-gather or reduce-scatter kernels yet, so it declines
-    # every call, and says so once per CustomAllreduce object.
+    # sequence-parallel gather/scatter (and DeepSeek-V4.1's logits gather) with a contiguous
+    # tensor, and take their own NCCL path on None. The contract is vLLM 0.33.0's
+    # (vllm/distributed/device_communicators/custom_all_reduce.py, CustomAllreduce.
+    # custom_all_gather / custom_reduce_scatter; cuda_communicator.py calls them): a new tensor
+    # along dim 0, [world * shape[0], ...] gathered in rank order, or [shape[0] / world, ...] with
+    # rank r's run summed over the ranks; None when should_custom_* is False. vLLM's own gates on
+    # 16-byte sizes and `fully_connected` are its kernels' limits, not tpcomm's: tpcomm serves
+    # any size up to max_size.
     def should_custom_all_gather(self, inp: "torch.Tensor") -> bool:
-        """False: tpcomm does not serve all-gathers (yet)."""
-        return False
+        """True when custom_all_gather will serve `inp`: enabled, a supported dtype, contiguous,
+        1..max_size bytes, on this communicator's GPU."""
+        return self._half_declines(inp, reduce_scatter=False) is None
 
     def custom_all_gather(self, inp: "torch.Tensor") -> Optional["torch.Tensor"]:
-        """None (not handled): the engine all-gathers `inp` along dim 0 on its own path."""
-        self._log_declined("custom_all_gather")
-        return None
+        """Every rank's `inp` along dim 0 in rank order, a new tensor; None (not handled, the
+        engine gathers on its own path) when should_custom_all_gather(inp) is False."""
+        return self._half("custom_all_gather", inp, reduce_scatter=False)
 
     def should_custom_reduce_scatter(self, inp: "torch.Tensor") -> bool:
-        """False: tpcomm does not serve reduce-scatters (yet)."""
-        return False
+        """True when custom_reduce_scatter will serve `inp`: should_custom_all_gather's
+        conditions and a first dim that the world size divides."""
+        return self._half_declines(inp, reduce_scatter=True) is None
 
     def custom_reduce_scatter(self, inp: "torch.Tensor") -> Optional["torch.Tensor"]:
-        """None (not handled): the engine reduce-scatters `inp` along dim 0 on its own path."""
-        self._log_declined("custom_reduce_scatter")
+        """This rank's run of `inp`'s dim 0 summed over the ranks, a new tensor; None (not
+        handled) when should_custom_reduce_scatter(inp) is False."""
+        return self._half("custom_reduce_scatter", inp, reduce_scatter=True)
+
+    def _half_declines(self, inp, reduce_scatter: bool) -> Optional[str]:
+        """Why custom_reduce_scatter / custom_all_gather would not serve `inp`, or None."""
+        if self.disabled or self.comm_id is None:
+            return "this rank's custom all-reduce is disabled"
+        if _buffers.torch_dtype_code(inp.dtype) is None:
+            return f"dtype {inp.dtype} is not float16, bfloat16 or float32"
+        if not inp.is_contiguous():
+            return "the input is not contiguous"
+        if not 0 < inp.numel() * inp.element_size() <= self.max_size:
+            return f"the input is empty or above max_size ({self.max_size} bytes)"
+        if inp.device != self.device:
+            return f"the input is not on {self.device}"
+        if inp.dim() < 1:
+            return "the input is a scalar"
+        if reduce_scatter and inp.shape[0] % self.world_size:
+            return f"the first dim is not a multiple of world size {self.world_size}"
         return None
+
+    def _half(self, op: str, inp, reduce_scatter: bool) -> Optional["torch.Tensor"]:
+        reason = self._half_declines(inp, reduce_scatter)
+        if reason is not None:
+            self._log_declined(op, reason)
+            return None
+        name = "reduce_scatter" if reduce_scatter else "all_gather"
+        if torch.compiler.is_compiling():  # the op: torch.compile traces it
+            return getattr(torch.ops.tpcomm, name)(inp, self.world_size, self.comm_id)
+        return _torch_ops.half_functional(name, inp, self.world_size, self.comm_id)
 
     def _log_declined(self, op: str, why: str = "tpcomm has no kernel for it") -> None:
         if (op, why) not in self._declined_logged:

@@ -96,6 +96,14 @@ const char* tpcommVariantName(int variant) {
       return "p2p_oneshot_pull";
     case tpcommVariantP2pTwoShotPull:
       return "p2p_twoshot_pull";
+    case tpcommVariantP2pReduceScatter:
+      return "p2p_reduce_scatter";
+    case tpcommVariantP2pAllGather:
+      return "p2p_all_gather";
+    case tpcommVariantHostReduceScatter:
+      return "host_reduce_scatter";
+    case tpcommVariantHostAllGather:
+      return "host_all_gather";
     default:
       return nullptr;
   }

@@ -14,6 +14,10 @@ const char* kindName(int kind) {
       return "all-reduce + add + RMSNorm";
     case kCallFusedFp8:
       return "all-reduce + add + RMSNorm + FP8";
+    case kCallReduceScatter:
+      return "reduce-scatter";
+    case kCallAllGather:
+      return "all-gather";
   }
   return "unknown call";
 }

@@ -74,6 +74,11 @@ struct tpcommComm {
   tpcomm::FusedCallArgs cached_fused_call;
   tpcomm::FusedPlan cached_fused;
   bool cached_fused_valid = false;
+  // The same for tpcommReduceScatter and tpcommAllGather (comm/half_collectives.cc), per
+  // collective.
+  tpcomm::CallArgs cached_half_call[2];
+  bool cached_half_valid[2] = {};
+  tpcomm::CallPlan cached_half[2];
   std::map<size_t, bool> logged_fallback_sizes;
   tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
   tpcomm::StreamOrder order;                // the streams of the last calls (comm/stream_order.h)

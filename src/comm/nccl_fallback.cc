@@ -116,6 +116,31 @@ void ncclFallbackDestroy(tpcommComm* c) {
   c->nccl = nullptr;
 }
 
+namespace {
+
+// Launches one NCCL call on `stream`, watched by the communicator's watchdog unless captured
+// (a replay of a captured call is invisible to the host: graphs are not watched, README).
+template <typename Launch>
+tpcommResult_t runWatched(tpcommComm* c, const NcclApi* api, cudaStream_t stream, bool capturing,
+                          Launch launch, std::string what) {
+  if (capturing) return launch();
+  NcclWatch& w = watchOf(c, api);
+  cudaEvent_t start = nullptr;
+  TPCOMM_CHECK(w.begin(stream, launch, &start));
+  if (t_group_depth > 0) {
+    t_grouped.push_back(GroupedCall{&w, stream, start, std::move(what)});
+    return tpcommSuccess;
+  }
+  return w.finish(stream, start, std::move(what));
+}
+
+std::string servedWhat(const char* op, size_t bytes, int rank) {
+  return std::string(op) + " of " + std::to_string(bytes) + " bytes served by NCCL on rank " +
+         std::to_string(rank);
+}
+
+}  // namespace
+
 tpcommResult_t ncclFallbackAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
                                      tpcommDataType_t dtype, cudaStream_t stream, bool capturing) {
   const NcclApi* api = ncclApi(nullptr);
@@ -127,18 +152,26 @@ tpcommResult_t ncclFallbackAllReduce(tpcommComm* c, const void* send, void* recv
                                     c->nccl, stream),
                      "ncclAllReduce");
   };
-  // A replay of a captured call is invisible to the host: graphs are not watched (README).
-  if (capturing) return launch();
-  NcclWatch& w = watchOf(c, api);
-  cudaEvent_t start = nullptr;
-  TPCOMM_CHECK(w.begin(stream, launch, &start));
-  std::string what = "tpcommAllReduce of " + std::to_string(count * dtypeSize(dtype)) +
-                     " bytes served by NCCL on rank " + std::to_string(c->rank);
-  if (t_group_depth > 0) {
-    t_grouped.push_back(GroupedCall{&w, stream, start, std::move(what)});
-    return tpcommSuccess;
-  }
-  return w.finish(stream, start, std::move(what));
+  return runWatched(c, api, stream, capturing, launch,
+                    servedWhat("tpcommAllReduce", count * dtypeSize(dtype), c->rank));
+}
+
+tpcommResult_t ncclFallbackHalf(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
+                                size_t count, tpcommDataType_t dtype, cudaStream_t stream,
+                                bool capturing) {
+  const NcclApi* api = ncclApi(nullptr);
+  if (!api || !c->nccl) return fail(tpcommInternalError, "NCCL fallback used without NCCL");
+  const ncclDataType_t nt = static_cast<ncclDataType_t>(dtype);
+  const bool rs = coll == tpcommCollReduceScatter;
+  auto launch = [&] {
+    return rs ? ncclCheck(api, api->reduceScatter(send, recv, count, nt, ncclSum, c->nccl, stream),
+                          "ncclReduceScatter")
+              : ncclCheck(api, api->allGather(send, recv, count, nt, c->nccl, stream),
+                          "ncclAllGather");
+  };
+  return runWatched(c, api, stream, capturing, launch,
+                    servedWhat(rs ? "tpcommReduceScatter" : "tpcommAllGather",
+                               count * dtypeSize(dtype) * static_cast<size_t>(c->world), c->rank));
 }
 
 tpcommResult_t ncclGroup(bool start) {

@@ -20,6 +20,11 @@ void ncclFallbackDestroy(tpcommComm* c);
 // capturing: the stream is capturing a graph; then the call is not watched.
 tpcommResult_t ncclFallbackAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
                                      tpcommDataType_t dtype, cudaStream_t stream, bool capturing);
+// tpcommReduceScatter / tpcommAllGather through ncclReduceScatter / ncclAllGather, watched the
+// same way. count: the per-rank count (recvcount, sendcount).
+tpcommResult_t ncclFallbackHalf(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
+                                size_t count, tpcommDataType_t dtype, cudaStream_t stream,
+                                bool capturing);
 // tpcommGroupStart / End. A watched call inside a group is enqueued at the outermost group end,
 // so its end event is recorded there.
 tpcommResult_t ncclGroup(bool start);

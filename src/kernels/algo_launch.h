@@ -49,6 +49,12 @@ KernelSet hostSentinelKernels(int world);
 // the two-shot.
 KernelSet pullOneShotKernels(int world);
 KernelSet pullTwoShotKernels(int world);
+// Reduce-scatter and all-gather (rsag.cu): the two-shot's halves, over peer memory (sentinel) and
+// host memory (LL).
+KernelSet reduceScatterKernels(int world);
+KernelSet allGatherKernels(int world);
+KernelSet hostReduceScatterKernels(int world);
+KernelSet hostAllGatherKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
 constexpr int kWorldClasses[] = {2, 4, 8};

@@ -72,4 +72,42 @@ TPCOMM_HOST_DEVICE inline ChunkStep chunkStep(const ChunkedCall& k, unsigned lon
   return s;
 }
 
+// Reduce-scatter and all-gather (rsag.cu) run two-shot's halves over a message that is already
+// split: rank d's segment is its own run of seg_vecs vectors (the call's count per rank), so a
+// step takes the same offsets [first, first + len) of every segment. The call is chunkedCall's
+// over world * seg_vecs vectors in the two-shot's slot layout (2 * world areas), whose steps hold
+// chunk_vecs / world vectors of each segment.
+TPCOMM_HOST_DEVICE inline ChunkedCall segmentedCall(size_t slot_entries, int world, size_t seg_vecs,
+                                                    size_t chunk_vecs, unsigned grid) {
+  ChunkedCall k = chunkedCall(slot_entries, 2 * world, world, static_cast<size_t>(world) * seg_vecs,
+                              chunk_vecs, grid);
+  const size_t per_step = k.chunk_vecs / static_cast<size_t>(world);
+  k.nsteps = per_step == 0 ? 0 : (seg_vecs + per_step - 1) / per_step;
+  k.per = (minVecs(per_step, seg_vecs) + grid - 1) / grid;
+  return k;
+}
+
+struct SegmentStep {
+  unsigned long long epoch;  // the step's epoch: its slot (and its LL flag, stepFlag)
+  size_t slot_off;           // byte offset of the step's slot in a staging buffer
+  size_t first;              // vector index, in every segment, of the step's first vector
+  size_t len;                // vectors of every segment in this step
+  size_t o0, o1;             // this thread's first offset in the step; the block's end
+};
+
+TPCOMM_HOST_DEVICE inline SegmentStep segmentStep(const ChunkedCall& k, unsigned long long epoch0,
+                                                  size_t step, size_t slot_bytes, unsigned block,
+                                                  unsigned thread) {
+  SegmentStep s;
+  const size_t seg_vecs = k.nvec / static_cast<size_t>(k.parts);
+  const size_t per_step = k.chunk_vecs / static_cast<size_t>(k.parts);
+  s.epoch = epoch0 + step;
+  s.slot_off = static_cast<size_t>(s.epoch % kNumSlots) * slot_bytes;
+  s.first = step * per_step;
+  s.len = minVecs(per_step, seg_vecs - s.first);
+  s.o0 = block * k.per + thread;
+  s.o1 = minVecs(block * k.per + k.per, s.len);
+  return s;
+}
+
 }  // namespace tpcomm

@@ -74,14 +74,17 @@ enum CallKind : int {
   kCallAllReduce = 1,
   kCallFused = 2,     // all-reduce + add + RMSNorm
   kCallFusedFp8 = 3,  // the same, the norm quantised to FP8 e4m3
+  kCallReduceScatter = 4,
+  kCallAllGather = 5,
 };
 constexpr size_t kPrintBytes = static_cast<size_t>(kNumSlots) * kMaxRanks * kVecBytes;
 
 // What a fingerprint says about a call (its record unpacked), as the host reports it.
 struct CallPrint {
-  unsigned long long count;  // elements (fused: rows x hidden)
-  int dtype;                 // dtypeIndex: 0 fp32, 1 fp16, 2 bf16
-  int kind;                  // CallKind
+  unsigned long long
+      count;  // elements (fused: rows x hidden; reduce-scatter, all-gather: per rank)
+  int dtype;  // dtypeIndex: 0 fp32, 1 fp16, 2 bf16
+  int kind;   // CallKind
 };
 
 // Written by a kernel that gave up waiting or saw a peer's call disagree with its own, read by

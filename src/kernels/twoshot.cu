@@ -1,5 +1,6 @@
 // Two-shot push all-reduce (bandwidth path): reduce-scatter then all-gather, chunked through the
-// staging slots so the message size is not capped by the buffer. Each chunk is one step (one slot):
+// staging slots so the message size is not capped by the buffer. Each chunk is one step (one slot),
+// its three phases the device functions of twoshot_device.cuh that rsag.cu runs one half of:
 //   1. every rank pushes segment d of the chunk into rank d's RS area;
 //   2. rank d sums its segment in rank order, writes it to its output and pushes the sum into
 //      every peer's AG area;
@@ -12,7 +13,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
-#include "kernels/session_device.cuh"
+#include "kernels/twoshot_device.cuh"
 
 namespace tpcomm {
 namespace {
@@ -22,13 +23,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                   size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
-  constexpr int K = Proto::kEntry;
   const int world = c.world;
   const ChunkedCall k =
       chunkedCall(slotVecs<Proto>(c), 2 * world, world, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
-  const size_t ag = world * seg_cap;  // entry index of the AG area: [owner][seg_cap]
   CallSession session(c);
   pdlWait();
   if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
@@ -41,49 +40,27 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const ChunkStep st =
         chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
     const uint32_t flag = stepFlag(st.epoch);
-    const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
-    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + slot_off);
+    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
+    // The chunk's segments: consecutive runs of the one message, in input and output alike.
+    const Segments<const T> in{send, 0, st.base, st.seg, count, st.seg, st.len};
+    const Segments<T> out{recv, 0, st.base, st.seg, count, st.seg, st.len};
 
-    // 1. Reduce-scatter push: segment d of my input into rank d's RS area ([source][seg_cap]).
-    for (int p = 1; p < world; ++p) {
-      const int d = (c.rank + p) % world;
-      const size_t end = min(o1, st.segLen(d));
-      uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[d] + slot_off);
-      pushRange<Proto, T>(c, send, base + d * seg, o0, end, stride, count,
-                          dst + c.rank * seg_cap * K, flag);
-    }
+    // 1. Reduce-scatter push: segment d of my input into rank d's RS area.
+    scatterPush<Proto, T>(c, st.slot_off, seg_cap, st.o0, st.o1, stride, flag, in);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
 
-    // 2. Reduce my segment in rank order; write it out and push it to every peer's AG area.
-    const size_t own_end = min(o1, st.segLen(c.rank));
-    const size_t own_first = base + c.rank * seg;      // vector index of my segment's start
-    constexpr int R = kW * K <= 4 ? kReduceBatch : 1;  // keeps the peers' entries in registers
-    for (size_t o = o0; o < own_end; o += stride * R) {
-      uint4 y[R];
-      if (!session.template reduce<Proto, T, kW>(wait, mine, seg_cap, o, stride, own_end, send,
-                                                 own_first + o, count, st.epoch, y))
-        return;  // timed out; no block-wide barrier follows
-#pragma unroll
-      for (int u = 0; u < R; ++u) {
-        if (o + u * stride >= own_end) continue;
-        for (int p = 1; p < world; ++p) {
-          uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[(c.rank + p) % world] + slot_off);
-          Proto::put(dst + (ag + c.rank * seg_cap + o + u * stride) * K, y[u], flag);
-        }
-        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y[u]);
-      }
-    }
+    // 2. Reduce my segment in rank order; push it to every peer's AG area and write it out.
+    if (!reduceOwn<Proto, T, kW>(session, wait, mine, seg_cap, st.o0, st.o1, stride, in, st.epoch,
+                                 [&](size_t o, const uint4& y) {
+                                   shareOwn<Proto, T>(c, st.slot_off, seg_cap, o, y, flag, out);
+                                 }))
+      return;  // timed out; no block-wide barrier follows
     if (step + 1 == k.nsteps) pdlLaunchDependents();
 
     // 3. All-gather receive: every other segment, from its owner.
-    for (int p = 1; p < world; ++p) {
-      const int d = (c.rank + p) % world;
-      const size_t end = min(o1, st.segLen(d));
-      if (!session.template receive<Proto, T>(wait, mine + (ag + d * seg_cap) * K, o0, end, stride,
-                                              recv, base + d * seg, count, d, st.epoch))
-        return;  // timed out
-    }
+    if (!gatherReceive<Proto, T>(session, wait, mine, seg_cap, st.o0, st.o1, stride, out, st.epoch))
+      return;  // timed out
   }
   session.close(k.nsteps);
 }

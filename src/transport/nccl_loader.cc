@@ -41,6 +41,8 @@ const NcclApi* ncclApi(std::string* why) {
          bind(lib, "ncclCommDestroy", &api.commDestroy, &error) &&
          bind(lib, "ncclCommAbort", &api.commAbort, &error) &&
          bind(lib, "ncclAllReduce", &api.allReduce, &error) &&
+         bind(lib, "ncclReduceScatter", &api.reduceScatter, &error) &&
+         bind(lib, "ncclAllGather", &api.allGather, &error) &&
          bind(lib, "ncclGroupStart", &api.groupStart, &error) &&
          bind(lib, "ncclGroupEnd", &api.groupEnd, &error) &&
          bind(lib, "ncclGetErrorString", &api.getErrorString, &error) &&

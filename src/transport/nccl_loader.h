@@ -17,6 +17,9 @@ struct NcclApi {
   ncclResult_t (*commAbort)(ncclComm_t);  // ends a hung call (comm/nccl_watchdog.h)
   ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                             cudaStream_t);
+  ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                cudaStream_t);
+  ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
   ncclResult_t (*groupStart)();
   ncclResult_t (*groupEnd)();
   const char* (*getErrorString)(ncclResult_t);

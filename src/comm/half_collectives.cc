@@ -1,0 +1,141 @@
+// tpcommReduceScatter and tpcommAllGather: the all-reduce's path (allreduce.cc) for the halves of
+// the two-shot: validate -> check the communicator is healthy -> ask the planner (plan/
+// half_plan.h) -> launch the planned half (or hand to NCCL, counted and logged) -> record it.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "comm/call_common.h"
+#include "comm/comm.h"
+#include "comm/nccl_fallback.h"
+#include "comm/registry.h"
+#include "comm/validate.h"
+#include "comm/validate_half.h"
+#include "common/error.h"
+#include "kernels/algo_launch.h"
+#include "plan/half_plan.h"
+
+namespace tpcomm {
+namespace {
+
+// The last plan of each collective, reused while its calls repeat (the hot path builds no
+// strings), as the all-reduce's planOf does.
+const CallPlan& halfPlanOf(tpcommComm* c, tpcommColl_t coll, const CallArgs& call) {
+  const int i = coll == tpcommCollReduceScatter ? 0 : 1;
+  const CallArgs& last = c->cached_half_call[i];
+  if (!c->cached_half_valid[i] || call.bytes != last.bytes || call.aligned != last.aligned) {
+    c->cached_half[i] = planHalfCall(factsOf(c), coll, call);
+    c->cached_half_call[i] = call;
+    c->cached_half_valid[i] = true;
+  }
+  return c->cached_half[i];
+}
+
+// The kernels take whole vectors of every rank's run where the buffers and the run length are
+// 16-byte aligned; else they move elements one by one at the edges (vec_device.cuh).
+bool halfAligned(const void* send, const void* recv, size_t bytes, int world) {
+  return aligned16(send) && aligned16(recv) &&
+         (bytes / static_cast<size_t>(world)) % kVecBytes == 0;
+}
+
+tpcommResult_t runHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                       tpcommDataType_t dt, tpcommComm_t comm, tpcommStream_t stream) {
+  const char* op = collOpName(coll);
+  TPCOMM_CHECK(checkComm(comm, op));
+  TPCOMM_CHECK(checkAsync(comm, op));
+  size_t bytes = 0;
+  TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
+                                comm->world, &bytes));
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  DeviceGuard guard(comm->device);
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  TPCOMM_CHECK(checkStream(comm, s, op, &cap));
+  if (count == 0) return tpcommSuccess;  // nothing moves on any rank: no launch, no record
+  TPCOMM_CHECK(checkCallBuffers(comm, op, cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
+
+  const CallPlan& p =
+      halfPlanOf(comm, coll, CallArgs{bytes, halfAligned(send, recv, bytes, comm->world)});
+  const Decision& d = p.decision;
+  if (d.error != tpcommSuccess)
+    return fail(d.error, "%s: %zu bytes on rank %d: %s", op, bytes, comm->rank, d.reason.c_str());
+  const bool capturing = cap != cudaStreamCaptureStatusNone;
+  TPCOMM_CHECK(orderCall(&comm->order, s, cap, op, comm->rank));
+  if (p.variant == tpcommVariantNccl) {
+    TPCOMM_CHECK(ncclFallbackHalf(comm, coll, send, recv, count, dt, s, capturing));
+  } else {
+    const LaunchArgs a{p.variant,
+                       p.grid.blocks,
+                       p.grid.threads,
+                       p.grid.push_batch,
+                       p.grid.push_eighths,
+                       p.pdl,
+                       p.aligned,
+                       p.chunk_vecs,
+                       p.geometry,
+                       send,
+                       recv,
+                       count,
+                       dt};
+    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
+  }
+  TPCOMM_CHECK(afterCall(&comm->order, s, cap));
+  recordCall(comm,
+             CallRecord{d.algo, p.variant, d.fallback, bytes, dt,
+                        isKernelVariant(p.variant) ? p.grid.blocks : 0, &d.reason,
+                        coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"},
+             capturing);
+  return tpcommSuccess;
+}
+
+}  // namespace
+}  // namespace tpcomm
+
+using namespace tpcomm;
+
+extern "C" tpcommResult_t tpcommReduceScatter(const void* sendbuff, void* recvbuff,
+                                              size_t recvcount, tpcommDataType_t datatype,
+                                              tpcommComm_t comm, tpcommStream_t stream) {
+  return runHalf(tpcommCollReduceScatter, sendbuff, recvbuff, recvcount, datatype, comm, stream);
+}
+
+extern "C" tpcommResult_t tpcommAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          tpcommDataType_t datatype, tpcommComm_t comm,
+                                          tpcommStream_t stream) {
+  return runHalf(tpcommCollAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
+
+extern "C" tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommColl_t collective,
+                                                      size_t count, tpcommDataType_t datatype,
+                                                      tpcommCallInfo_t* info) {
+  const char* op = "tpcommCommExplainCollective";
+  TPCOMM_CHECK(checkComm(comm, op));
+  if (!info) return fail(tpcommInvalidArgument, "%s: info is NULL", op);
+  if (collective == tpcommCollAllReduce) return tpcommCommExplain(comm, count, datatype, info);
+  if (collective != tpcommCollReduceScatter && collective != tpcommCollAllGather)
+    return fail(tpcommInvalidArgument,
+                "%s: collective %d is not a tpcommColl_t (tpcommCollAllReduce=%d, "
+                "tpcommCollReduceScatter=%d, tpcommCollAllGather=%d)",
+                op, static_cast<int>(collective), tpcommCollAllReduce, tpcommCollReduceScatter,
+                tpcommCollAllGather);
+  size_t part = 0;
+  TPCOMM_CHECK(payloadBytes(op, count, static_cast<int>(datatype), &part));
+  if (part > SIZE_MAX / static_cast<size_t>(comm->world))
+    return fail(tpcommInvalidArgument, "%s: count %zu x world %d overflows the byte size", op,
+                count, comm->world);
+  const size_t bytes = part * static_cast<size_t>(comm->world);
+  *info = tpcommCallInfo_t{};
+  info->bytes = bytes;
+  info->datatype = static_cast<int>(datatype);
+  if (count == 0) {
+    strncpy(info->reason, "count 0: nothing moves, nothing is launched", sizeof(info->reason) - 1);
+    return tpcommSuccess;
+  }
+  // As for 16-byte aligned buffers and runs (what torch and the engines allocate).
+  const CallPlan p = planHalfCall(factsOf(comm), collective, CallArgs{bytes, true});
+  const Decision& d = p.decision;
+  info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;
+  info->variant = p.variant;
+  info->blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
+  strncpy(info->reason, d.reason.c_str(), sizeof(info->reason) - 1);
+  return d.error;
+}

@@ -1,0 +1,84 @@
+// Reduce-scatter and all-gather: the two halves of the two-shot (twoshot_device.cuh), each on its
+// own, over the two-shot's slot layout and protocols (peer memory: sentinel; host memory: LL).
+// `count` is the per-rank count: reduce-scatter's input and all-gather's output hold world runs
+// of it, one per rank (segmentedCall, chunk_layout.h, steps through every run at once). The waits
+// are the one-shot's shape (every rank pushes to and reads from every peer in each step), so the
+// slot-reuse argument of docs/PROTOCOL.md holds as it does there.
+#include "kernels/algo_launch.h"
+#include "kernels/chunk_layout.h"
+#include "kernels/kernel_set.cuh"
+#include "kernels/twoshot_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+// kScatter: reduce-scatter, rank r's output is run r of every rank's input summed in rank order;
+// else all-gather, run r of every rank's output is rank r's input, bit for bit.
+template <typename Proto, typename T, int kW, bool kScatter>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    halfKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+               size_t chunk_vecs) {
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
+  const ChunkedCall k =
+      segmentedCall(slotVecs<Proto>(c), c.world, (count + E - 1) / E, chunk_vecs, gridDim.x);
+  const size_t stride = blockDim.x;
+  CallSession session(c);
+  pdlWait();
+  if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
+  WaitCtx wait = session.startWaits();
+  const bool checker = isPrintChecker();
+  if (checker) session.announce<Proto, kW>(session.print<T>(kKind, count));
+  for (size_t step = 0; step < k.nsteps; ++step) {
+    const SegmentStep st =
+        segmentStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const uint32_t flag = stepFlag(st.epoch);
+    uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
+    if constexpr (kScatter) {
+      const Segments<const T> in{send, count, st.first, 0, count, st.len, st.len};
+      scatterPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in);
+      if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
+      if (!reduceOwn<Proto, T, kW>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, in,
+                                   st.epoch, [&](size_t o, const uint4& y) {
+                                     storeVec<T>(recv, st.first + o, count, c.aligned, y);
+                                   }))
+        return;  // timed out
+      if (step + 1 == k.nsteps) pdlLaunchDependents();
+    } else {
+      const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
+      const Segments<T> out{recv, count, st.first, 0, count, st.len, st.len};
+      gatherPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in, out);
+      if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
+      if (step + 1 == k.nsteps) pdlLaunchDependents();
+      if (!gatherReceive<Proto, T>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, out,
+                                   st.epoch))
+        return;  // timed out
+    }
+  }
+  session.close(k.nsteps);
+}
+
+template <bool kScatter>
+struct Half {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&halfKernel<Proto, T, kW, kScatter>);
+  }
+};
+
+}  // namespace
+
+KernelSet reduceScatterKernels(int world) {
+  return kernelSetByWorld<Half<true>, SentinelProto>(world);
+}
+KernelSet allGatherKernels(int world) {
+  return kernelSetByWorld<Half<false>, SentinelProto>(world);
+}
+KernelSet hostReduceScatterKernels(int world) {
+  return kernelSetByWorld<Half<true>, LLProto>(world);
+}
+KernelSet hostAllGatherKernels(int world) {
+  return kernelSetByWorld<Half<false>, LLProto>(world);
+}
+
+}  // namespace tpcomm
