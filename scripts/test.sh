@@ -2,7 +2,8 @@
 # The test command (README, .ci/run): checks the C++/CUDA formatting, builds the full fat binary
 # (sm_75..sm_120 + PTX) with the tests, then runs every test that needs no GPU: the C++ CPU suite
 # (policy, validation, bootstrap, inspector with nvcc-built fixtures, topology, tuning tables,
-# doctor, tune) and the Python package's CPU tests; then the C++ CPU suite again under ASan+UBSan
+# doctor, tune), the Python package's CPU tests and the vLLM / SGLang contract tests
+# (scripts/engine_contract.sh); then the C++ CPU suite again under ASan+UBSan
 # and a short fuzzing run of the parsers (tests/fuzz). The GPU suite is tests/gpu/run_suite.sh, on
 # a GPU machine.
 set -euo pipefail
@@ -31,6 +32,13 @@ python3 -c "import scikit_build_core" 2>/dev/null || python3 -m pip install -q "
 python3 -c "import mypy" 2>/dev/null || python3 -m pip install -q mypy
 TPCOMM_LIBRARY="$PWD/$BUILD/src/libtpcomm.so" TPCOMM_CLI="$PWD/$BUILD/tools/tpcomm" \
   PYTHONPATH="$PWD/python" python3 -m pytest python/tests -q -m "not slow and not gpu"
+
+# The vLLM / SGLang plugins against the real engine wheels in a venv of their own (issue 23);
+# TPCOMM_CI_CONTRACT=0 skips it.
+if [[ ${TPCOMM_CI_CONTRACT:-1} != 0 ]]; then
+  echo "== engine contract tests (scripts/engine_contract.sh)"
+  scripts/engine_contract.sh
+fi
 
 # ---- Sanitizers and fuzzing (issue 18), after the main suite, each in a build folder of its own
 # with one architecture (host code is what they check). TPCOMM_CI_SANITIZE=0 / TPCOMM_CI_FUZZ=0

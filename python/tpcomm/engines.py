@@ -104,6 +104,14 @@ def forward_logs(engine_logger: logging.Logger) -> None:
     logger.propagate = False
 
 
+def stop_forwarding() -> None:
+    """Undoes forward_logs (the plugins' uninstall)."""
+    for h in [h for h in logger.handlers if isinstance(h, _Forward)]:
+        logger.removeHandler(h)
+    logger.propagate = True
+    logger.setLevel(logging.NOTSET)
+
+
 def summary(engine: str, version: str, replaced: List[str], left: List[str]) -> str:
     """The one line per process a plugin logs."""
     return (f"tpcomm {engine} plugin (pid {os.getpid()}, {engine} {version}): replaced "

@@ -82,6 +82,7 @@ def install() -> List[str]:
 
 def uninstall() -> None:
     patches.undo()
+    engines.stop_forwarding()
 
 
 def _sglang_version() -> str:

@@ -90,6 +90,7 @@ def install() -> List[str]:
 
 def uninstall() -> None:
     patches.undo()
+    engines.stop_forwarding()
 
 
 def _vllm_version() -> str:
