@@ -19,10 +19,9 @@ def _val(node: Any) -> Optional["torch.Tensor"]:
 def fusable(inp: Any, residual: Any, weight: Any) -> bool:
     """The fused op's contract, read from the fake tensors the graph carries: one dtype of
     float16/bfloat16/float32 for all three, weight [H] with H <= the kernel's limit."""
-    vals = [_val(n) for n in (inp, residual, weight)]
-    if any(v is None for v in vals):
+    x, r, w = _val(inp), _val(residual), _val(weight)
+    if x is None or r is None or w is None:
         return False
-    x, r, w = vals
     return (x.dtype in (torch.float16, torch.bfloat16, torch.float32) and r.dtype == x.dtype
             and w.dtype == x.dtype and x.dim() >= 1 and w.dim() == 1
             and isinstance(x.shape[-1], int) and x.shape[-1] == w.shape[0]

@@ -110,8 +110,9 @@ def _dispatch(original: Any, ca_module: Any) -> Any:
         if cls is getattr(ca_module, "CustomAllreduce", None):
             return CustomAllreduce
         v2 = engines.import_or_none(CUSTOM_AR_V2)
-        if v2 is not None and cls is getattr(v2, "CustomAllReduceV2", None):
-            return with_tpcomm(cls)
+        v2_class = getattr(v2, "CustomAllReduceV2", None)
+        if v2_class is not None and cls is v2_class:
+            return with_tpcomm(v2_class)
         if _bypass is not None:
             _bypass("the custom all-reduce", f"SGLang picked {getattr(cls, '__name__', cls)}")
         return cls

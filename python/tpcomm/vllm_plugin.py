@@ -144,7 +144,7 @@ def fusion_pass_class() -> type:
             from vllm.distributed.parallel_state import get_tp_group
 
             tp = get_tp_group()
-            ca = getattr(tp.device_communicator, "ca_comm", None)
+            ca: Any = getattr(tp.device_communicator, "ca_comm", None)
             if tp.world_size <= 1:
                 return
             if not _serves(ca):
