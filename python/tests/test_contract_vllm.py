@@ -8,6 +8,7 @@ import inspect
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -209,9 +210,12 @@ def fusion_pass(monkeypatch, ca):
     monkeypatch.setattr(parallel_state, "get_tp_group", lambda: tp)
     cls = pass_manager.AllReduceFusionPass
     assert cls.__name__ == "TpcommAllReduceFusionPass"
-    from vllm.config import VllmConfig
+    from vllm.config import CompilationConfig
 
-    return cls(VllmConfig())
+    # What VllmInductorPass reads of a VllmConfig (a whole one infers a device: none here).
+    config = types.SimpleNamespace(compilation_config=CompilationConfig(), model_config=None,
+                                   device_config=None)
+    return cls(config)
 
 
 def test_the_fuse_allreduce_rms_pass_emits_tpcomms_op(installed, monkeypatch):
@@ -247,6 +251,9 @@ def test_without_a_tpcomm_communicator_the_pass_stands_aside_or_fails_strict(ins
 # ---- logging through vLLM's logger
 def test_the_plugin_line_and_tpcomms_lines_print_through_vllms_logger(tmp_path):
     code = ("import logging\n"
+            "from vllm.config.logging import LoggingConfig\n"
+            "from vllm.logger import configure_logging\n"
+            "configure_logging(LoggingConfig())  # each vLLM process starts with it\n"
             "from vllm.plugins import load_general_plugins\n"
             "load_general_plugins()\n"
             "logging.getLogger('tpcomm').info('tpcomm CustomAllreduce: probe line')\n")

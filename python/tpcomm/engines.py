@@ -119,11 +119,13 @@ def summary(engine: str, version: str, replaced: List[str], left: List[str]) -> 
 
 
 def import_or_none(module: str) -> Optional[Any]:
+    """The engine's module, or None where it cannot be imported (an engine module can fail
+    with more than ImportError: vLLM's fusion passes read its CUDA extension's ops at import)."""
     import importlib
 
     try:
         return importlib.import_module(module)
-    except ImportError:
+    except Exception:
         return None
 
 

@@ -15,6 +15,7 @@ naming `tpcomm` in VLLM_PLUGINS; otherwise nothing changes. What it replaces:
   - the fuse_allreduce_rms pass (AllReduceFusionPass, FlashInfer's fused op) -> a pass that
     rewrites all-reduce + fused_add_rms_norm into torch.ops.tpcomm.fused_allreduce_rmsnorm.
 """
+import functools
 import logging
 from typing import Any, List, Optional
 
@@ -125,6 +126,7 @@ def _tpcomm_first(original: Any) -> Any:
     return all_reduce
 
 
+@functools.lru_cache(maxsize=None)
 def fusion_pass_class() -> type:
     """A vLLM inductor pass that fuses all-reduce + fused_add_rms_norm into tpcomm's op.
     Defined on demand: it subclasses vLLM's VllmInductorPass."""
