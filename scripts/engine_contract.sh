@@ -19,19 +19,22 @@ SGLANG=0.5.23
 TORCH=2.14.1 # sglang 0.5.23 pins it; vllm 0.33.0 asks for 2.14.0, same ABI for what is tested
 CUDA_LIB_WHEELS=(nvidia-cusparselt-cu13==0.8.1 nvidia-nvshmem-cu13==3.4.5 "nvidia-cufile==1.15.*"
   nvidia-nccl-cu13==2.30.7)
+# Imported by the engines but depending on torch or GPU packages themselves: --no-deps too.
+NO_DEPS_WHEELS=("triton~=3.8.0" torchvision==0.29.0 xgrammar==0.2.8 "llguidance>=1.7.0,<1.8.0")
 # What the modules under test import (found by importing them), with the engines' own bounds.
 IMPORT_DEPS=(numpy packaging "transformers>=5.16.1,<5.21" huggingface_hub tokenizers safetensors
   regex cachetools psutil sentencepiece requests tqdm blake3 py-cpuinfo protobuf
   "fastapi>=0.133,<0.137" aiohttp openai pydantic orjson prometheus_client pillow
   prometheus-fastapi-instrumentator tiktoken partial-json-parser jsonschema pyzmq msgspec pyyaml
   einops cloudpickle watchfiles python-json-logger pybase64 cbor2 ijson setproctitle
-  openai-harmony anthropic opentelemetry-sdk opentelemetry-api lark uvloop
-  typing_extensions sympy networkx jinja2 fsspec filelock pytest)
+  openai-harmony anthropic opentelemetry-sdk opentelemetry-api lark uvloop apache-tvm-ffi==0.1.11
+  dill ipython typing_extensions sympy networkx jinja2 fsspec filelock pytest)
 
 CACHE=${TPCOMM_CONTRACT_CACHE:-$HOME/.cache/tpcomm-contract}
 VENV=${TPCOMM_CONTRACT_VENV:-build-contract/venv}
 PY=python3
-STAMP="vllm=$VLLM sglang=$SGLANG torch=$TORCH ${CUDA_LIB_WHEELS[*]} ${IMPORT_DEPS[*]}"
+STAMP="vllm=$VLLM sglang=$SGLANG torch=$TORCH ${CUDA_LIB_WHEELS[*]} ${NO_DEPS_WHEELS[*]}
+${IMPORT_DEPS[*]}"
 t0=$SECONDS
 
 if [[ ! -x $VENV/bin/python || "$(cat "$VENV/.tpcomm-stamp" 2>/dev/null)" != "$STAMP" ]]; then
@@ -41,10 +44,10 @@ if [[ ! -x $VENV/bin/python || "$(cat "$VENV/.tpcomm-stamp" 2>/dev/null)" != "$S
   mkdir -p "$CACHE"
   # The big wheels once into the cache; pip skips a file that is already there.
   $PY -m pip download -q --no-deps -d "$CACHE" "torch==$TORCH" "vllm==$VLLM" "sglang==$SGLANG" \
-    "${CUDA_LIB_WHEELS[@]}"
+    "${CUDA_LIB_WHEELS[@]}" "${NO_DEPS_WHEELS[@]}"
   # --no-compile: byte-compiling torch and the engines costs more than the tests import.
   "$VENV/bin/pip" install -q --no-compile --no-deps --find-links "$CACHE" --no-index \
-    "torch==$TORCH" "vllm==$VLLM" "sglang==$SGLANG" "${CUDA_LIB_WHEELS[@]}"
+    "torch==$TORCH" "vllm==$VLLM" "sglang==$SGLANG" "${CUDA_LIB_WHEELS[@]}" "${NO_DEPS_WHEELS[@]}"
   "$VENV/bin/pip" install -q --no-compile "${IMPORT_DEPS[@]}"
   echo "$STAMP" >"$VENV/.tpcomm-stamp"
 fi

@@ -118,6 +118,16 @@ def summary(engine: str, version: str, replaced: List[str], left: List[str]) -> 
             f"{'; '.join(replaced) or 'nothing'}. Left to {engine}: {'; '.join(left) or 'nothing'}")
 
 
+def version(distribution: str) -> str:
+    """The installed engine's version, as its wheel says."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def import_or_none(module: str) -> Optional[Any]:
     """The engine's module, or None where it cannot be imported (an engine module can fail
     with more than ImportError: vLLM's fusion passes read its CUDA extension's ops at import)."""

@@ -76,7 +76,7 @@ def install() -> List[str]:
         _bypass("the AR + RMSNorm fusion", f"{LAYERNORM}._forward_with_allreduce_fusion is "
                 "missing")
         left.append("the AR + RMSNorm fusion")
-    log.info(engines.summary("SGLang", _sglang_version(), replaced, left))
+    log.info(engines.summary("SGLang", engines.version("sglang"), replaced, left))
     return replaced
 
 
@@ -84,14 +84,6 @@ def uninstall() -> None:
     patches.undo()
     engines.stop_forwarding()
 
-
-def _sglang_version() -> str:
-    try:
-        from sglang.version import __version__
-
-        return str(__version__)
-    except ImportError:
-        return "unknown"
 
 
 def serves(ca: Any) -> bool:

@@ -85,7 +85,7 @@ def install() -> List[str]:
             patches.replace(fusion, "AllReduceFusionPass", fused_pass)
         replaced.append("fuse_allreduce_rms (all-reduce + fused_add_rms_norm -> "
                         "tpcomm::fused_allreduce_rmsnorm)")
-    log.info(engines.summary("vLLM", _vllm_version(), replaced, left))
+    log.info(engines.summary("vLLM", engines.version("vllm"), replaced, left))
     return replaced
 
 
@@ -93,14 +93,6 @@ def uninstall() -> None:
     patches.undo()
     engines.stop_forwarding()
 
-
-def _vllm_version() -> str:
-    try:
-        from vllm import __version__
-
-        return str(__version__)
-    except ImportError:
-        return "unknown"
 
 
 def _tpcomm_first(original: Any) -> Any:
