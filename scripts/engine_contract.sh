@@ -21,8 +21,9 @@ CUDA_LIB_WHEELS=(nvidia-cusparselt-cu13==0.8.1 nvidia-nvshmem-cu13==3.4.5 "nvidi
   nvidia-nccl-cu13==2.30.7)
 # Imported by the engines but depending on torch or GPU packages themselves: --no-deps too.
 NO_DEPS_WHEELS=("triton~=3.8.0" torchvision==0.29.0 xgrammar==0.2.8 "llguidance>=1.7.0,<1.8.0")
-# What the modules under test import (found by importing them), with the engines' own bounds.
-IMPORT_DEPS=(numpy packaging "transformers>=5.16.1,<5.21" huggingface_hub tokenizers safetensors
+# What the modules under test import (found by importing them), with the engines' own bounds
+# (transformers: the version SGLang pins, inside vLLM's range).
+IMPORT_DEPS=(numpy packaging transformers==5.19.0 huggingface_hub tokenizers safetensors
   regex cachetools psutil sentencepiece requests tqdm blake3 py-cpuinfo protobuf
   "fastapi>=0.133,<0.137" aiohttp openai pydantic orjson prometheus_client pillow
   prometheus-fastapi-instrumentator tiktoken partial-json-parser jsonschema pyzmq msgspec pyyaml
