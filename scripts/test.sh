@@ -3,9 +3,9 @@
 # (sm_75..sm_120 + PTX) with the tests, then runs every test that needs no GPU: the C++ CPU suite
 # (policy, validation, bootstrap, inspector with nvcc-built fixtures, topology, tuning tables,
 # doctor, tune) and the Python package's CPU tests, then the same Python tests against the binary
-# wheel made from that build and installed into a clean venv; then the C++ CPU suite under
-# ASan+UBSan and a short fuzzing run of the parsers (tests/fuzz). The GPU suite is
-# tests/gpu/run_suite.sh, on a GPU machine.
+# wheel made from that build and installed into a clean venv, and the vLLM / SGLang contract tests
+# (scripts/engine_contract.sh); then the C++ CPU suite under ASan+UBSan and a short fuzzing run of
+# the parsers (tests/fuzz). The GPU suite is tests/gpu/run_suite.sh, on a GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TPCOMM_BUILD_DIR:-build}
@@ -50,6 +50,13 @@ if [[ ${TPCOMM_CI_WHEEL:-1} != 0 ]]; then
     TPCOMM_TEST_WHEEL="$wheel" TPCOMM_EXPECT_INSTALLED=1 bin/python -m pytest "$repo/python/tests" \
     -q -p no:cacheprovider -m "not slow and not gpu" --rootdir "$repo")
   echo "   wheel step: $((SECONDS - t0)) s ($(du -h "$wheel" | cut -f1) $(basename "$wheel"))"
+fi
+
+# The vLLM / SGLang plugins against the real engine wheels in a venv of their own (issue 23);
+# TPCOMM_CI_CONTRACT=0 skips it.
+if [[ ${TPCOMM_CI_CONTRACT:-1} != 0 ]]; then
+  echo "== engine contract tests (scripts/engine_contract.sh)"
+  scripts/engine_contract.sh
 fi
 
 # ---- Sanitizers and fuzzing (issue 18), after the main suite, each in a build folder of its own

@@ -70,14 +70,18 @@ def test_tpcomm_torch_needs_torch():
     assert "IMPORTERROR" in r.stdout, r.stdout + r.stderr
 
 
-def test_vllm_plugin_is_inert_by_default():
-    """The vllm.general_plugins entry point runs in every vLLM process: off unless asked for."""
+def test_engine_plugins_are_inert_by_default():
+    """The vllm.general_plugins / sglang.srt.plugins entry points run in every engine process:
+    off unless asked for, and importing nothing heavy then."""
     r = run_python("""
         import os, sys
-        os.environ.pop("TPCOMM_VLLM", None)
-        import tpcomm.engines
-        tpcomm.engines.vllm_plugin()
-        assert "torch" not in sys.modules
+        for key in ("TPCOMM_VLLM", "VLLM_PLUGINS", "TPCOMM_SGLANG", "SGLANG_PLUGINS"):
+            os.environ.pop(key, None)
+        import tpcomm.engines, tpcomm.sglang_plugin, tpcomm.vllm_plugin
+        tpcomm.vllm_plugin.plugin()
+        tpcomm.sglang_plugin.plugin()
+        tpcomm.engines.vllm_plugin()  # the entry point older wheels declared
+        assert "torch" not in sys.modules and "vllm" not in sys.modules
         print("OK")
     """)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr

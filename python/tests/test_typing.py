@@ -8,7 +8,7 @@ import pytest
 
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tpcomm")
 PUBLIC_MODULES = ["__init__.py", "communicator.py", "cli.py", "engines.py", "errors.py",
-                  "torch.py"]
+                  "torch.py", "vllm_plugin.py", "sglang_plugin.py"]
 
 
 def _public_functions(tree):

@@ -1,58 +1,161 @@
-"""Swapping tpcomm.torch.CustomAllreduce into vLLM and SGLang without editing their source.
+"""What the vLLM and SGLang plugins share: the switch, strict mode, patches that can be undone,
+and tpcomm's log lines routed into the engine's logger.
 
-Both engines import their CustomAllreduce lazily, inside the constructor of the object that owns
-the tensor-parallel group (vLLM: CudaCommunicator.__init__; SGLang: GroupCoordinator.__init__,
-through dispatch_custom_allreduce), so replacing the name in the defining module before that
-constructor runs is enough. It must happen in every worker process: vLLM runs the
-`vllm.general_plugins` entry point (ours is vllm_plugin, opt-in with TPCOMM_VLLM=1) in each
-process it starts; for SGLang call patch_sglang() from sitecustomize.py or your launcher
-(docs/PYTHON.md). Each patch logs one line, so an enabled swap is never invisible.
+The plugins themselves are tpcomm.vllm_plugin and tpcomm.sglang_plugin, reached through the
+engines' entry-point groups (`vllm.general_plugins`, `sglang.srt.plugins`, pyproject.toml), which
+each engine loads in every process it starts. Installing tpcomm changes nothing: a plugin acts
+only when enabled (enabled() below); docs/PYTHON.md says what each one replaces.
 """
-import importlib
 import logging
 import os
+from typing import Any, List, Optional, Set, Tuple
+
+from .errors import TpcommFallbackRefusedError
 
 logger = logging.getLogger("tpcomm")
 
-VLLM_MODULE = "vllm.distributed.device_communicators.custom_all_reduce"
-SGLANG_MODULE = "sglang.srt.distributed.device_communicators.custom_all_reduce"
+# The entry points' names (pyproject.toml): what VLLM_PLUGINS / SGLANG_PLUGINS list to pick us.
+PLUGIN_NAME = "tpcomm"
 
 
-def _patch(module_name: str, engine: str) -> type:
-    from .torch import CustomAllreduce  # imports torch: only when a patch is asked for
+def enabled(switch: str, plugin_list: str) -> bool:
+    """On when `switch` (TPCOMM_VLLM / TPCOMM_SGLANG) is 1, or when the engine's own plugin list
+    (VLLM_PLUGINS / SGLANG_PLUGINS, comma-separated) names tpcomm; `switch`=0 always wins."""
+    value = os.environ.get(switch)
+    if value is not None and value.strip() != "":
+        return value.strip() == "1"
+    names = {n.strip() for n in os.environ.get(plugin_list, "").split(",")}
+    return PLUGIN_NAME in names
 
-    module = importlib.import_module(module_name)
-    setattr(module, "CustomAllreduce", CustomAllreduce)
-    if hasattr(module, "dispatch_custom_allreduce"):  # SGLang; takes (group, device) in some
-        setattr(module, "dispatch_custom_allreduce",  # versions
-                lambda *args, **kwargs: CustomAllreduce)
-    logger.warning("tpcomm: %s's custom all-reduce is now tpcomm.torch.CustomAllreduce (pid %d)",
-                   engine, os.getpid())
-    return CustomAllreduce
+
+def strict() -> bool:
+    """TPCOMM_STRICT=1: a call the plugin should serve but cannot is an error, not a fallback
+    (the library reads the same variable for its own NCCL fallbacks)."""
+    return os.environ.get("TPCOMM_STRICT", "0").strip() == "1"
+
+
+class Bypasses:
+    """Says once per reason that tpcomm let the engine's own path serve something; raises
+    TpcommFallbackRefusedError instead under TPCOMM_STRICT=1."""
+
+    def __init__(self, engine_logger: logging.Logger) -> None:
+        self.logger = engine_logger
+        self.seen: Set[Tuple[str, str]] = set()
+
+    def __call__(self, what: str, why: str) -> None:
+        if strict():
+            raise TpcommFallbackRefusedError(
+                f"tpcomm plugin: {what} was not served by tpcomm ({why}) and TPCOMM_STRICT=1")
+        if (what, why) not in self.seen:
+            self.seen.add((what, why))
+            self.logger.info("tpcomm plugin: %s is left to the engine (%s; logged once)", what,
+                             why)
+
+
+class Patches:
+    """Attribute replacements on the engine's modules and classes, recorded so that tests (and
+    uninstall()) can put the originals back. Replacing twice is a no-op: engines may load a
+    plugin more than once per process."""
+
+    def __init__(self) -> None:
+        self.done: List[Tuple[Any, str, Any]] = []
+
+    def replace(self, owner: Any, name: str, new: Any) -> Any:
+        old = getattr(owner, name, None)
+        if getattr(old, "_tpcomm_original", None) is not None or old is new:
+            return old
+        if callable(new) and not isinstance(new, type):
+            try:
+                new._tpcomm_original = old
+            except AttributeError:
+                pass
+        setattr(owner, name, new)
+        self.done.append((owner, name, old))
+        return old
+
+    def undo(self) -> None:
+        for owner, name, old in reversed(self.done):
+            if old is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
+        self.done.clear()
+
+
+class _Forward(logging.Handler):
+    """Hands tpcomm's records to the engine's logger, whose handlers and format the engine set
+    up (a `tpcomm` logger of its own is configured by nobody inside an engine)."""
+
+    def __init__(self, target: logging.Logger) -> None:
+        super().__init__()
+        self.target = target
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.target.isEnabledFor(record.levelno):
+            self.target.handle(record)
+
+
+def forward_logs(engine_logger: logging.Logger) -> None:
+    """Routes the `tpcomm` logger (CustomAllreduce's lines) into `engine_logger`."""
+    if any(isinstance(h, _Forward) for h in logger.handlers):
+        return
+    logger.addHandler(_Forward(engine_logger))
+    logger.setLevel(engine_logger.getEffectiveLevel())
+    logger.propagate = False
+
+
+def stop_forwarding() -> None:
+    """Undoes forward_logs (the plugins' uninstall)."""
+    for h in [h for h in logger.handlers if isinstance(h, _Forward)]:
+        logger.removeHandler(h)
+    logger.propagate = True
+    logger.setLevel(logging.NOTSET)
+
+
+def summary(engine: str, version: str, replaced: List[str], left: List[str]) -> str:
+    """The one line per process a plugin logs."""
+    return (f"tpcomm {engine} plugin (pid {os.getpid()}, {engine} {version}): replaced "
+            f"{'; '.join(replaced) or 'nothing'}. Left to {engine}: {'; '.join(left) or 'nothing'}")
+
+
+def version(distribution: str) -> str:
+    """The installed engine's version, as its wheel says."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def import_or_none(module: str) -> Optional[Any]:
+    """The engine's module, or None where it cannot be imported (an engine module can fail
+    with more than ImportError: vLLM's fusion passes read its CUDA extension's ops at import)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except Exception:
+        return None
 
 
 def patch_vllm() -> None:
-    """Makes vLLM build tpcomm.torch.CustomAllreduce for its TP group (vLLM versions that
-    import CustomAllreduce from custom_all_reduce.py inside CudaCommunicator.__init__).
-    Custom all-reduce must still be enabled in vLLM (no --disable-custom-all-reduce)."""
-    cls = _patch(VLLM_MODULE, "vLLM")
-    # Older vLLM picked the class through cuda_communicator.dispatch_custom_allreduce().
-    try:
-        cuda_comm = importlib.import_module("vllm.distributed.device_communicators.cuda_communicator")
-    except ImportError:
-        return
-    if hasattr(cuda_comm, "dispatch_custom_allreduce"):
-        setattr(cuda_comm, "dispatch_custom_allreduce", lambda *args, **kwargs: cls)
+    """Installs the vLLM plugin now, whatever TPCOMM_VLLM says."""
+    from . import vllm_plugin
+
+    vllm_plugin.install()
 
 
 def patch_sglang() -> None:
-    """Makes SGLang build tpcomm.torch.CustomAllreduce for its TP group. Custom all-reduce must
-    still be enabled (no --disable-custom-all-reduce)."""
-    _patch(SGLANG_MODULE, "SGLang")
+    """Installs the SGLang plugin now, whatever TPCOMM_SGLANG says."""
+    from . import sglang_plugin
+
+    sglang_plugin.install()
 
 
 def vllm_plugin() -> None:
-    """The `vllm.general_plugins` entry point: patches only when TPCOMM_VLLM=1, so installing
-    tpcomm never changes vLLM behind anyone's back."""
-    if os.environ.get("TPCOMM_VLLM", "0") == "1":
-        patch_vllm()
+    """Kept for the entry point older tpcomm wheels declared."""
+    from . import vllm_plugin as plugin
+
+    plugin.plugin()
+

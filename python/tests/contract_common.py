@@ -1,0 +1,112 @@
+"""What the engine contract tests share: importing the real engine (skip where it is not
+installed, fail under TPCOMM_CONTRACT=1, which scripts/engine_contract.sh sets), an enabled
+tpcomm CustomAllreduce whose tensors live on the CPU, and the call sites of the engine's
+custom all-reduce object read from the engine's own source."""
+import ast
+import importlib
+import inspect
+import os
+import types
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+import pytest
+
+
+def engine(module: str):
+    try:
+        return importlib.import_module(module)
+    except Exception as e:  # an engine's import can fail in many ways; say which
+        if os.environ.get("TPCOMM_CONTRACT") == "1":
+            pytest.fail(f"{module} cannot be imported in the contract venv: {e!r}")
+        pytest.skip(f"{module} is not importable here ({e!r}); scripts/engine_contract.sh "
+                    "installs it")
+
+
+def run_on_cpu(input, residual_in, residual_out, out, weight, eps, weight_offset, scale):
+    """The fused op's runner for two ranks that hold the same partial."""
+    from tpcomm import testing
+
+    o, r = testing.add_rmsnorm_reference(input.float() * 2, residual_in, weight, eps,
+                                         weight_offset, scale)
+    residual_out.copy_(r)
+    out.copy_(o)
+
+
+def cpu_custom_allreduce(monkeypatch, world_size=2):
+    """An enabled tpcomm.torch.CustomAllreduce on the CPU: its fused op runs run_on_cpu; its
+    plain all-reduce (a GPU kernel) is replaced by a recorder, `ca.calls`."""
+    from tpcomm import torch as tt
+
+    monkeypatch.setattr(tt, "dist", types.SimpleNamespace(
+        get_rank=lambda group: 0, get_world_size=lambda group: world_size))
+    ca = tt.CustomAllreduce(object(), "cpu", max_size=1 << 20)
+    ca.disabled, ca.disabled_reason = False, None
+    ca.comm_id = tt._torch_ops.register_runner(run_on_cpu)
+    ca.calls = []
+
+    def custom_all_reduce(inp):
+        ca.calls.append(("custom_all_reduce", inp))
+        return inp * world_size
+
+    def should_custom_ar(inp):
+        return 0 < inp.numel() * inp.element_size() <= ca.max_size
+
+    ca.custom_all_reduce, ca.should_custom_ar = custom_all_reduce, should_custom_ar
+    return ca
+
+
+class Spy:
+    """A stand-in for an engine's *other* backend (FlashInfer, ...): says it would take every
+    input and records what it was given."""
+
+    def __init__(self, **answers):
+        self.calls: List[Tuple[str, tuple]] = []
+        self.disabled = False
+        self.answers = answers
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            self.calls.append((name, args))
+            return self.answers.get(name, True)
+        return call
+
+
+def call_sites(path: Path, receivers: Set[str]) -> Dict[str, List[Tuple[int, int, Set[str]]]]:
+    """{attribute: [(line, positional count, keyword names) or (line, -1, {}) for a read]} for
+    every `<receiver>.attribute` in the file, receiver one of `receivers` (`ca_comm`,
+    `self.ca_comm`, ...)."""
+    tree = ast.parse(path.read_text())
+    calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    found: Dict[str, List[Tuple[int, int, Set[str]]]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or ast.unparse(node.value) not in receivers:
+            continue
+        call = calls.get(id(node))
+        if call is None:
+            found.setdefault(node.attr, []).append((node.lineno, -1, set()))
+        else:
+            found.setdefault(node.attr, []).append(
+                (node.lineno, len(call.args), {k.arg for k in call.keywords if k.arg}))
+    return found
+
+
+def probed(path: Path) -> Set[str]:
+    """Names the file looks up with hasattr/getattr(ca_comm, "name"...): optional hooks."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("hasattr", "getattr") and len(node.args) >= 2 \
+                and isinstance(node.args[1], ast.Constant):
+            names.add(node.args[1].value)
+    return names
+
+
+def binds(method, positional: int, keywords: Set[str]) -> bool:
+    """Whether a call with that many positional arguments and those keywords binds."""
+    sig = inspect.signature(method)
+    try:
+        sig.bind(*([None] * positional), **{k: None for k in keywords})
+        return True
+    except TypeError:
+        return False
