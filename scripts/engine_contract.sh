@@ -11,6 +11,8 @@
 # cusparseLt, nvshmem, NCCL), which come as their wheels. Downloads are cached in
 # $TPCOMM_CONTRACT_CACHE (default ~/.cache/tpcomm-contract, ~1.2 GB) and the venv is reused
 # while the pins are unchanged ($TPCOMM_CONTRACT_VENV, default build-contract/venv).
+#   scripts/engine_contract.sh [--prepare]   (--prepare: build the venv only; scripts/test.sh runs
+#                                             it in the background, beside the compile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +53,11 @@ if [[ ! -x $VENV/bin/python || "$(cat "$VENV/.tpcomm-stamp" 2>/dev/null)" != "$S
     "torch==$TORCH" "vllm==$VLLM" "sglang==$SGLANG" "${CUDA_LIB_WHEELS[@]}" "${NO_DEPS_WHEELS[@]}"
   "$VENV/bin/pip" install -q --no-compile "${IMPORT_DEPS[@]}"
   echo "$STAMP" >"$VENV/.tpcomm-stamp"
+fi
+
+if [[ ${1:-} == --prepare ]]; then
+  echo "   venv ready after $((SECONDS - t0)) s (prepared only)"
+  exit 0
 fi
 
 # tpcomm from this checkout, without building the library (the plugins' code paths tested here
