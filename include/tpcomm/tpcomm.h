@@ -67,7 +67,9 @@ typedef enum {
   tpcommAlgoHostTwoShot = 5, /* two-shot through pinned host shared memory (no P2P) */
   tpcommAlgoIsland = 6,      /* hierarchical for two-socket PCIe: reduce in islands, exchange */
   tpcommAlgoHostBulk = 7,    /* one-shot through pinned host memory, bulk data + a flag per block */
-  tpcommNumAlgos = 8
+  /* 8, 9: reserved */
+  tpcommAlgoOneShotCe = 10, /* one-shot whose data crosses by copy engines (forced only) */
+  tpcommNumAlgos = 11
 } tpcommAlgo_t;
 
 /* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
@@ -93,7 +95,10 @@ typedef enum {
   /* ... and where no fused kernel takes the call: the all-reduce's own variant, then this kernel */
   tpcommVariantAddRmsNorm = 15,    /* the add + RMSNorm epilogue kernel after the all-reduce */
   tpcommVariantAddRmsNormFp8 = 16, /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 17
+  /* 17..20: reserved */
+  tpcommVariantP2pOneShotCe = 21, /* one-shot, peer copies by copy engines + a reduce kernel */
+  /* 22: reserved */
+  tpcommNumVariants = 23
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -294,8 +299,8 @@ TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInf
  * variants). */
 TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 TPCOMM_API const char* tpcommAlgoName(
-    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
-/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
+    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown (or a reserved value) */
+/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown (or a reserved value). */
 TPCOMM_API const char* tpcommVariantName(int variant);
 
 /* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with

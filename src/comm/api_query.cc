@@ -45,6 +45,8 @@ const char* tpcommAlgoName(int algo) {
       return "island";
     case tpcommAlgoHostBulk:
       return "host_bulk";
+    case tpcommAlgoOneShotCe:
+      return "oneshot_ce";
     default:
       return nullptr;
   }
@@ -86,6 +88,8 @@ const char* tpcommVariantName(int variant) {
       return "add_rmsnorm";
     case tpcommVariantAddRmsNormFp8:
       return "add_rmsnorm_fp8";
+    case tpcommVariantP2pOneShotCe:
+      return "p2p_oneshot_ce";
     default:
       return nullptr;
   }

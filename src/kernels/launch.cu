@@ -49,6 +49,8 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.host_sentinel_step_bytes = hostSentinelStepBytes(c);
   s.host_chunk_vecs = hostTwoShotChunkVecs(c);
   s.bulk_step_bytes = hostBulkStepBytes(c);
+  // The CE landing slots have the peer slots' size and layout (kernels/ce_layout.h).
+  s.ce_step_bytes = c.ce[c.rank] ? oneShotStepBytes(c) : 0;
   return s;
 }
 

@@ -22,6 +22,7 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantFusedHostOneShotFp8, fusedHostFp8Kernels, false},
     {tpcommVariantAddRmsNorm, addRmsNormKernels, false},
     {tpcommVariantAddRmsNormFp8, addRmsNormFp8Kernels, false},
+    {tpcommVariantP2pOneShotCe, oneShotCeKernels, false},
 };
 
 }  // namespace

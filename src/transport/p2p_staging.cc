@@ -10,16 +10,19 @@
 
 namespace tpcomm {
 
-tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s) {
+tpcommResult_t stagingCreate(int device, size_t slot_bytes, bool with_ce, Staging* s) {
   *s = Staging{};
   s->device = device;
   s->slot_bytes = slot_bytes;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   const size_t total = kNumSlots * slot_bytes;
-  TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes));
+  const size_t ce_bytes = with_ce ? ceAreaBytes(slot_bytes) : 0;
+  TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes + ce_bytes));
   TPCOMM_CUDA_CHECK(cudaMemset(s->buf, kSentinelByte, total));
   s->prints = s->buf + total;
-  TPCOMM_CUDA_CHECK(cudaMemset(s->prints, 0, kPrintBytes));
+  // The prints and the CE area are zeroed together: no record, no flag, no acknowledgement.
+  TPCOMM_CUDA_CHECK(cudaMemset(s->prints, 0, kPrintBytes + ce_bytes));
+  if (with_ce) s->ce = s->prints + kPrintBytes;
   TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->state), sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaMemset(s->state, 0, sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s->host_error), sizeof(HostError),

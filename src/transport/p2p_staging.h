@@ -19,14 +19,18 @@ struct Staging {
   // The call fingerprints (kPrintBytes, zeroed: no record), right after the slots in the same
   // allocation, so peers reach them through the one IPC mapping of buf.
   char* prints = nullptr;
+  // The copy-engine one-shot's area (CeControl + landing slots, device_comm.h), after the prints
+  // in the same allocation; null unless asked for at creation.
+  char* ce = nullptr;
   size_t slot_bytes = 0;
   RankState* state = nullptr;           // device memory
   HostError* host_error = nullptr;      // pinned, mapped
   HostError* host_error_dev = nullptr;  // its device alias
 };
 
-// Allocates and clears everything on `device` (which becomes current).
-tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s);
+// Allocates and clears everything on `device` (which becomes current); with_ce: also the
+// copy-engine one-shot's area.
+tpcommResult_t stagingCreate(int device, size_t slot_bytes, bool with_ce, Staging* s);
 void stagingDestroy(Staging* s);
 
 tpcommResult_t stagingExport(const Staging& s, cudaIpcMemHandle_t* handle);

@@ -134,6 +134,10 @@ TEST(Correctness, World2HostBulk) {
   runMatrix(2, tpcommAlgoHostBulk, true, 0);
 }
 
+// The copy-engine one-shot: peer copies and a reduce kernel (oneshot_ce.cu), the whole matrix.
+TEST(Correctness, World2OneShotCe) {
+  runMatrix(2, tpcommAlgoOneShotCe, true, 0);
+}
 TEST(Correctness, World2Nccl) {
   if (visibleGpus() < 2) GTEST_SKIP() << "NCCL needs 2 distinct GPUs";
   runMatrix(2, tpcommAlgoNccl, false, 0);
@@ -146,7 +150,7 @@ TEST(Correctness, ManyStepsWithAPartialLastStep) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
     for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot,
-                     tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
+                     tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotCe}) {
       tpcommConfig_t cfg = configFor(algo, 8, 20000);
       cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB (host inboxes: 64 KiB)
       std::string err;
@@ -308,7 +312,7 @@ TEST_P(SharedWorld, AutoFullMatrixDefaultGrids) {
 TEST_P(SharedWorld, EveryAlgorithmDefaultGrids) {
   const int world = GetParam();
   for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoIsland, tpcommAlgoHostOneShot,
-                   tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
+                   tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotCe}) {
     if (algo == tpcommAlgoIsland && !(world >= 4 && world % 2 == 0)) continue;
     SCOPED_TRACE(tpcommAlgoName(algo));
     runMatrix(world, algo, /*big=*/true, /*max_blocks=*/0, /*light=*/true, /*host_ll=*/false,
@@ -325,7 +329,7 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
   const std::pair<int, int> runs[] = {{2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},
                                       {2, tpcommAlgoHostOneShot}, {2, tpcommAlgoHostTwoShot},
                                       {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
-                                      {8, tpcommAlgoIsland}};
+                                      {8, tpcommAlgoIsland},      {2, tpcommAlgoOneShotCe}};
   for (const auto& [world, algo] : runs) {
     SCOPED_TRACE(std::string(tpcommAlgoName(algo)) + " world " + std::to_string(world));
     const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);

@@ -113,13 +113,20 @@ TEST(Graph, CaptureHundredTwoShotCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoTwoShot);
 }
 
-TEST(Stress, HundredThousandCallsWithoutSync) {
+// The copy-engine one-shot: its peer copies become memcpy nodes, and the epoch its flags carry
+// must change from one replay to the next although the nodes do not.
+TEST(Graph, CaptureHundredCeCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoOneShotCe);
+}
+
+// 100k calls of `algo` without a host sync, each output compared on the GPU with the first.
+void hundredThousandCalls(int algo) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommDataType_t dt = tpcommBfloat16;
   const int world = 2;
   const size_t counts[] = {1, 100, 2048, 4099, 16384, 65536, 262147, 1048576};
   const int nsizes = 8;
-  const tpcommConfig_t cfg = configFor(tpcommAlgoAuto);
+  const tpcommConfig_t cfg = configFor(algo);
   std::string err;
   size_t per = 0;
   for (size_t c : counts) per += (c + 63) / 64 * 64;
@@ -186,6 +193,15 @@ TEST(Stress, HundredThousandCallsWithoutSync) {
     EXPECT_EQ(async, tpcommSuccess);
     cudaFree(bad[r]);
   }
+}
+
+TEST(Stress, HundredThousandCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoAuto);
+}
+// The copy-engine one-shot, whose landing slot is the host's count of steps: 100k calls of
+// irregular sizes rotate it through every slot many times over, each reuse behind its guard.
+TEST(Stress, HundredThousandCeCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoOneShotCe);
 }
 
 }  // namespace

@@ -186,7 +186,8 @@ INSTANTIATE_TEST_SUITE_P(Algo, Mismatch,
                                            Algo{tpcommAlgoHostOneShot, false, "host_oneshot"},
                                            Algo{tpcommAlgoHostOneShot, true, "host_oneshot_ll"},
                                            Algo{tpcommAlgoHostTwoShot, false, "host_twoshot"},
-                                           Algo{tpcommAlgoHostBulk, false, "host_bulk"}),
+                                           Algo{tpcommAlgoHostBulk, false, "host_bulk"},
+                                           Algo{tpcommAlgoOneShotCe, false, "oneshot_ce"}),
                          [](const ::testing::TestParamInfo<Algo>& i) {
                            return std::string(i.param.name);
                          });
