@@ -37,6 +37,7 @@ std::set<const void*> everyGetterKernel() {
       {"fusedHostFp8Kernels", fusedHostFp8Kernels},
       {"addRmsNormKernels", addRmsNormKernels},
       {"addRmsNormFp8Kernels", addRmsNormFp8Kernels},
+      {"oneShotCeKernels", oneShotCeKernels},
   };
   std::set<const void*> out;
   for (const auto& [name, get] : getters)
