@@ -69,7 +69,8 @@ typedef enum {
   tpcommAlgoHostBulk = 7,    /* one-shot through pinned host memory, bulk data + a flag per block */
   tpcommAlgoOneShotPull = 8, /* one-shot over peer memory, pull: peers read my own slot (loads) */
   tpcommAlgoTwoShotPull = 9, /* two-shot over peer memory, pull: both halves read peers' slots */
-  tpcommNumAlgos = 10
+  tpcommAlgoOneShotCe = 10,  /* one-shot whose data crosses by copy engines (forced only) */
+  tpcommNumAlgos = 11
 } tpcommAlgo_t;
 
 /* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
@@ -98,7 +99,7 @@ typedef enum {
   tpcommVariantP2pOneShotPullLean = 17, /* one-shot pull over peer memory, one step, no tail */
   tpcommVariantP2pOneShotPull = 18,     /* one-shot pull over peer memory, general kernel */
   tpcommVariantP2pTwoShotPull = 19,     /* two-shot pull over peer memory */
-  /* 20: reserved (variants of work in flight; tpcommVariantName gives NULL for them) */
+  tpcommVariantP2pOneShotCe = 20, /* one-shot, peer copies by copy engines + a reduce kernel */
   /* tpcommReduceScatter / tpcommAllGather: the two halves of the two-shot kernels */
   tpcommVariantP2pReduceScatter = 21,  /* reduce-scatter over peer memory */
   tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
@@ -327,8 +328,8 @@ TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInf
  * variants). */
 TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 TPCOMM_API const char* tpcommAlgoName(
-    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
-/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
+    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown (or a reserved value) */
+/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown (or a reserved value). */
 TPCOMM_API const char* tpcommVariantName(int variant);
 
 /* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with

@@ -23,19 +23,18 @@ DTYPE_SIZES = {FLOAT16: 2, FLOAT32: 4, BFLOAT16: 2}
 
 SUM = 0  # tpcommRedOp_t
 
-# tpcommAlgo_t (the names are the library's own, from tpcommAlgoName).
+# tpcommAlgo_t (the names are the library's own, from tpcommAlgoName); None: a reserved value.
 ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
-              "host_bulk", "oneshot_pull", "twoshot_pull")
+              "host_bulk", "oneshot_pull", "twoshot_pull", "oneshot_ce")
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
-# tpcommVariant_t (the names are the library's own, from tpcommVariantName).
+# tpcommVariant_t (the names are the library's own, from tpcommVariantName); None: reserved.
 VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
                  "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
                  "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
-                 "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull",
-                 None,  # 20: reserved (tpcomm.h)
+                 "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull", "p2p_oneshot_ce",
                  "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather")
 NUM_VARIANTS = len(VARIANT_NAMES)
 
@@ -182,7 +181,7 @@ def call_info_dict(info):
 
 def stats_dict(stats):
     return {
-        "calls": {ALGO_NAMES[a]: int(stats.calls[a]) for a in range(NUM_ALGOS)},
+        "calls": {name: int(stats.calls[a]) for a, name in enumerate(ALGO_NAMES) if name},
         "fallbacks": int(stats.fallbacks),
         "captured": int(stats.captured),
         "bytes": int(stats.bytes),

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "comm/call_common.h"
+#include "comm/ce_copies.h"
 #include "comm/comm.h"
 #include "comm/nccl_fallback.h"
 #include "comm/registry.h"
@@ -72,7 +73,9 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
         p.variant, p.grid.blocks, p.grid.threads, p.grid.push_batch, p.grid.push_eighths,
         p.pdl,     p.aligned,     p.chunk_vecs,   p.geometry,        sendbuff,
         recvbuff,  count,         datatype};
-    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
+    TPCOMM_CHECK(p.variant == tpcommVariantP2pOneShotCe
+                     ? launchOneShotCe(comm->dev, a, &comm->ce_steps, s)
+                     : launchAllReduceKernel(comm->dev, a, s));
   }
   TPCOMM_CHECK(afterCall(&comm->order, s, cap));
   record(comm, p, bytes, datatype, cap != cudaStreamCaptureStatusNone);

@@ -49,6 +49,8 @@ const char* tpcommAlgoName(int algo) {
       return "oneshot_pull";
     case tpcommAlgoTwoShotPull:
       return "twoshot_pull";
+    case tpcommAlgoOneShotCe:
+      return "oneshot_ce";
     default:
       return nullptr;
   }
@@ -104,6 +106,8 @@ const char* tpcommVariantName(int variant) {
       return "host_reduce_scatter";
     case tpcommVariantHostAllGather:
       return "host_all_gather";
+    case tpcommVariantP2pOneShotCe:
+      return "p2p_oneshot_ce";
     default:
       return nullptr;
   }

@@ -29,6 +29,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.two_islands = c->two_islands;
   f.nccl_available = c->nccl != nullptr;
   f.host_transport = c->host_seg.dev != nullptr;
+  f.ce_staging = c->dev.ce[c->rank] != nullptr;
   f.forced_algo = c->settings.algo;
   f.strict = c->settings.strict;
   f.tuned = c->tuned;

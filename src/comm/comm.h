@@ -54,7 +54,8 @@ struct tpcommComm {
   bool islands_found = false;       // island_of_rank is the topology's split, not the halves
   tpcomm::LaunchKnobs knobs;        // grid shape and variant options (plan/knobs.h)
   tpcomm::SlotCapacity slots;       // what one step of each slot layout holds (init)
-  tpcomm::HostSegment host_seg;     // host-memory transport (mapped only when used)
+  uint64_t ce_steps = 0;  // oneshot_ce steps enqueued: step k lands in slot k % 4 (ce_copies.h)
+  tpcomm::HostSegment host_seg;  // host-memory transport (mapped only when used)
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;

@@ -52,7 +52,7 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->settings = s;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   TPCOMM_CHECK(checkKernelImages(device, &c->ptx_jit));
-  TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, &c->staging));
+  TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, needsCeStaging(s.algo), &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
   c->cc_major = c->self.cc_major;  // read once, by fillIdentity
   c->cc_minor = c->self.cc_minor;
@@ -110,6 +110,10 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
     d.prints[p] = d.bufs[p] ? d.bufs[p] + kNumSlots * d.slot_bytes : nullptr;
     d.pulls[p] = d.prints[p] ? d.prints[p] + kPrintBytes : nullptr;
   }
+  // The CE areas follow the pull outboxes where every rank made one (the forced algorithm is
+  // agreed).
+  for (int p = 0; p < c->world && c->staging.ce; ++p)
+    d.ce[p] = d.pulls[p] ? d.pulls[p] + pullOutboxBytes(d.slot_bytes) : nullptr;
   TPCOMM_CUDA_CHECK(cudaSetDevice(c->device));
   TPCOMM_CHECK(setupHostTransport(c, all));
   fillIslands(c, &d);

@@ -57,6 +57,9 @@ KernelSet hostReduceScatterKernels(int world);
 KernelSet hostAllGatherKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
+// The copy-engine one-shot's kernel (oneshot_ce.cu): the guard before a step's peer copies and
+// the reduce after them, one kernel told apart by its operand (kernels/ce_layout.h).
+KernelSet oneShotCeKernels(int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
 // What one step of each algorithm's slot layout holds, as the kernels lay slots out
@@ -72,6 +75,7 @@ struct SlotCapacity {
   size_t bulk_step_bytes = 0;           // an outbox slot of host_bulk
   size_t pull_step_bytes = 0;           // a pull outbox slot (oneshot_pull)
   size_t pull_chunk_vecs = 0;           // vectors per twoshot_pull step
+  size_t ce_step_bytes = 0;             // a source's region of a CE landing slot (0: no CE area)
 };
 SlotCapacity slotCapacity(const DeviceComm& c);
 // The rows of SlotCapacity one by one.

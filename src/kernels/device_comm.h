@@ -57,6 +57,30 @@ constexpr size_t pullOutboxBytes(size_t slot_bytes) {
 // the same on every machine and the policy can count on them (plan/policy.cc).
 constexpr size_t kHostSentinelSlotBytes = 1u << 20;
 
+// The copy-engine one-shot (oneshot_ce.cu, docs/PROTOCOL.md "Copy engines"): a rank's data
+// reaches its peers by peer copies in the call's stream, not by stores of a kernel. Every rank
+// that forced it at init (comm/init.cc) has a CE area after its print array, in the same
+// allocation as its slots (peers reach it through the same mapping): this control block, then
+// kNumSlots landing slots of slot_bytes, one region per source rank as the one-shot's slots.
+// Zeroed at creation: 0 is no flag and no acknowledgement (both carry a step epoch + 1).
+struct alignas(16) CeControl {
+  // Written by the peers' flag copies, after their data copies: flag[s][q] = the step epoch + 1
+  // of rank q's data now in landing slot s.
+  unsigned long long flag[kNumSlots][kMaxRanks];
+  // Written by the peers' reduce kernels once they have read this rank's data: ack[s][q] = the
+  // step epoch + 1 of the last step q read from slot s; ~0 once q reads nothing more (aborted).
+  unsigned long long ack[kNumSlots][kMaxRanks];
+  // This rank's own words, never written by a peer:
+  unsigned long long flag_src;         // what this rank's flag copies carry (set by the guard)
+  unsigned long long sent[kNumSlots];  // step epoch + 1 of this rank's last step into slot s
+  unsigned int released;               // peers the guard stopped waiting for (bit per rank)
+  unsigned int finished;               // blocks of the running reduce kernel done reading
+};
+constexpr size_t kCeControlBytes = (sizeof(CeControl) + 255) / 256 * 256;
+constexpr size_t ceAreaBytes(size_t slot_bytes) {
+  return kCeControlBytes + static_cast<size_t>(kNumSlots) * slot_bytes;
+}
+
 // Per-rank state in device memory, private to the rank. 16-byte aligned: the lean one-shot loads
 // epoch, arrive and abort as one vector (readEpochThread, epoch_device.cuh).
 struct alignas(16) RankState {
@@ -156,6 +180,9 @@ struct DeviceComm {
   // pull_slot_bytes. Null where the peer-memory transport is not set up.
   char* pulls[kMaxRanks];
   size_t pull_slot_bytes;
+  // Every rank's CE area (CeControl, then its landing slots of slot_bytes) as seen from this
+  // rank; null where the communicator has none (oneshot_ce not forced at init).
+  char* ce[kMaxRanks];
 };
 
 }  // namespace tpcomm

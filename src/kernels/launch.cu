@@ -59,6 +59,8 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.bulk_step_bytes = hostBulkStepBytes(c);
   s.pull_step_bytes = pullOneShotStepBytes(c);
   s.pull_chunk_vecs = pullTwoShotChunkVecs(c);
+  // The CE landing slots have the peer slots' size and layout (kernels/ce_layout.h).
+  s.ce_step_bytes = c.ce[c.rank] ? oneShotStepBytes(c) : 0;
   return s;
 }
 

@@ -25,6 +25,7 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantP2pOneShotPullLean, pullOneShotKernels, true},
     {tpcommVariantP2pOneShotPull, pullOneShotKernels, false},
     {tpcommVariantP2pTwoShotPull, pullTwoShotKernels, false},
+    {tpcommVariantP2pOneShotCe, oneShotCeKernels, false},
     {tpcommVariantP2pReduceScatter, reduceScatterKernels, false},
     {tpcommVariantP2pAllGather, allGatherKernels, false},
     {tpcommVariantHostReduceScatter, hostReduceScatterKernels, false},

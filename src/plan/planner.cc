@@ -28,6 +28,8 @@ size_t chunkVecs(const CommFacts& f, int algo) {
   switch (algo) {
     case tpcommAlgoOneShot:
       return stepBytes(f.knobs.oneshot_step_bytes, s.oneshot_step_bytes) / kVecBytes;
+    case tpcommAlgoOneShotCe:
+      return s.ce_step_bytes / kVecBytes;
     case tpcommAlgoTwoShot:
       return s.twoshot_chunk_vecs;
     case tpcommAlgoHostTwoShot:
@@ -64,6 +66,8 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
       return lean ? tpcommVariantP2pOneShotPullLean : tpcommVariantP2pOneShotPull;
     case tpcommAlgoTwoShotPull:
       return tpcommVariantP2pTwoShotPull;
+    case tpcommAlgoOneShotCe:
+      return tpcommVariantP2pOneShotCe;
     case tpcommAlgoNccl:
       return tpcommVariantNccl;
   }
@@ -102,6 +106,10 @@ bool needsHostTransport(int world, Fabric fabric, int forced_algo) {
   return world > 1 && (fabric == Fabric::kHost || isHostAlgo(forced_algo));
 }
 
+bool needsCeStaging(int forced_algo) {
+  return forced_algo == tpcommAlgoOneShotCe;
+}
+
 bool autoIsland(bool islands_found, Fabric fabric) {
   return kIslandAutoSelect && islands_found && fabric == Fabric::kPcie;
 }
@@ -114,6 +122,7 @@ PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   in.two_islands = f.two_islands;
   in.nccl_available = f.nccl_available;
   in.host_transport = f.host_transport;
+  in.ce_staging = f.ce_staging;
   in.forced_algo = f.forced_algo;
   in.strict = f.strict;
   in.tuned = f.tuned;
@@ -137,6 +146,9 @@ OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t 
     case tpcommAlgoOneShotPull:
       region = f.slots.pull_step_bytes / kVecBytes;
       break;
+    case tpcommAlgoOneShotCe:
+      region = f.slots.ce_step_bytes / kVecBytes;
+      break;
     default:
       return OneShotCall{};
   }
@@ -151,7 +163,9 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
 }
 
 bool isKernelVariant(tpcommVariant_t v) {
-  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants;
+  // Reserved values (no name) are no variant at all.
+  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants &&
+         tpcommVariantName(v) != nullptr;
 }
 
 CallPlan planCall(const CommFacts& f, const CallArgs& call) {

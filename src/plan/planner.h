@@ -26,6 +26,7 @@ struct CommFacts {
   bool two_islands = false;          // auto may pick island (PolicyInput::two_islands)
   bool nccl_available = false;       // an NCCL communicator exists
   bool host_transport = false;       // the host shared-memory transport is set up
+  bool ce_staging = false;           // the copy engines' landing slots exist (needsCeStaging)
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // this machine's table (`tpcomm tune`), if agreed
@@ -64,6 +65,9 @@ bool fabricForTransport(int transport, Fabric agreed, Fabric* out);
 // Whether a communicator sets up the host-memory transport: no working P2P, or a host algorithm
 // forced (TPCOMM_TRANSPORT=host makes the fabric kHost).
 bool needsHostTransport(int world, Fabric fabric, int forced_algo);
+// Whether a communicator allocates the copy-engine variant's landing slots (oneshot_ce.cu): only
+// when that variant is forced at init, since auto never picks it (plan/policy.cc).
+bool needsCeStaging(int forced_algo);
 // Whether auto may pick the island algorithm: real islands in the topology, over PCIe.
 bool autoIsland(bool islands_found, Fabric fabric);
 

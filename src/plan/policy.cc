@@ -24,7 +24,8 @@ std::string fmtBytes(size_t b) {
 }
 
 bool isP2pAlgo(int a) {
-  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland || isPullAlgo(a);
+  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland ||
+         isPullAlgo(a) || a == tpcommAlgoOneShotCe;
 }
 
 // Why algorithm a cannot serve this call, or "" if it can. A forced island needs no islands in
@@ -35,6 +36,10 @@ std::string unavailable(const PolicyInput& in, int a, bool forced) {
   if (isHostAlgo(a) && !in.host_transport)
     return "the host-memory transport is not set up (it is used when P2P does not work, with "
            "TPCOMM_TRANSPORT=host, or when a host algorithm is forced at init)";
+  if (a == tpcommAlgoOneShotCe && !in.ce_staging)
+    return "its copy-engine landing slots exist only when oneshot_ce is forced at init "
+           "(TPCOMM_ALGO / config.algo)";
+  if (isForcedOnlyAlgo(a) && !forced) return "a forced-only algorithm (auto never picks it)";
   if (a == tpcommAlgoNccl && !in.nccl_available)
     return "no NCCL communicator (libnccl not found, TPCOMM_NCCL=off, or ranks share a GPU)";
   if (a == tpcommAlgoIsland && !islandWorld(in.world))
@@ -110,6 +115,8 @@ Decision choose(const PolicyInput& in) {
     }
     d.algo = in.forced_algo;
     d.reason = std::string("forced (TPCOMM_ALGO / config.algo = ") + name + ")";
+    if (isForcedOnlyAlgo(in.forced_algo))
+      d.reason += "; forced only: auto never picks it until a measurement says it wins";
     return d;
   }
 

@@ -30,6 +30,7 @@ struct PolicyInput {
                                      // auto may pick island (forcing it needs only islandWorld)
   bool nccl_available = false;       // an NCCL communicator exists
   bool host_transport = false;       // the host shared-memory transport is set up
+  bool ce_staging = false;           // the copy-engine variant's landing slots exist
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
@@ -69,6 +70,14 @@ inline bool isPullAlgo(int a) {
 
 // The pull variant of a push algorithm over peer memory (one-shot, two-shot), else `a` itself.
 int pullVariantOf(int a);
+
+// The algorithms that only ever run when forced (TPCOMM_ALGO / config.algo): no built-in table
+// names them, and a tuning-table row that does is not obeyed (auto falls back, saying why; their
+// resources exist only when forced at init). oneshot_ce: the copy-engine one-shot, until a
+// measurement or the fabric probe says where it wins.
+inline bool isForcedOnlyAlgo(int a) {
+  return a == tpcommAlgoOneShotCe;
+}
 
 Decision choose(const PolicyInput& in);
 

@@ -10,21 +10,23 @@
 
 namespace tpcomm {
 
-tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s) {
+tpcommResult_t stagingCreate(int device, size_t slot_bytes, bool with_ce, Staging* s) {
   *s = Staging{};
   s->device = device;
   s->slot_bytes = slot_bytes;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   const size_t total = kNumSlots * slot_bytes;
   const size_t pull_bytes = pullOutboxBytes(slot_bytes);
+  const size_t ce_bytes = with_ce ? ceAreaBytes(slot_bytes) : 0;
   TPCOMM_CUDA_CHECK(
-      cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes + pull_bytes));
+      cudaMalloc(reinterpret_cast<void**>(&s->buf), total + kPrintBytes + pull_bytes + ce_bytes));
   TPCOMM_CUDA_CHECK(cudaMemset(s->buf, kSentinelByte, total));
   s->prints = s->buf + total;
-  TPCOMM_CUDA_CHECK(cudaMemset(s->prints, 0, kPrintBytes));
-  // Pull slots need no initial value (a flag says what is current); their flags must start at 0.
+  // Zeroed together: no record; pull slots need no initial value (a flag says what is current)
+  // but their flags start at 0; no CE flag, no acknowledgement.
+  TPCOMM_CUDA_CHECK(cudaMemset(s->prints, 0, kPrintBytes + pull_bytes + ce_bytes));
   s->pull = s->prints + kPrintBytes;
-  TPCOMM_CUDA_CHECK(cudaMemset(s->pull, 0, pull_bytes));
+  if (with_ce) s->ce = s->pull + pull_bytes;
   TPCOMM_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&s->state), sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaMemset(s->state, 0, sizeof(RankState)));
   TPCOMM_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&s->host_error), sizeof(HostError),

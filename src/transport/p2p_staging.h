@@ -21,14 +21,18 @@ struct Staging {
   char* prints = nullptr;
   // The pull outbox (pullOutboxBytes: slots, then zeroed flags), right after the prints.
   char* pull = nullptr;
+  // The copy-engine one-shot's area (CeControl + landing slots, device_comm.h), after the prints
+  // in the same allocation; null unless asked for at creation.
+  char* ce = nullptr;
   size_t slot_bytes = 0;
   RankState* state = nullptr;           // device memory
   HostError* host_error = nullptr;      // pinned, mapped
   HostError* host_error_dev = nullptr;  // its device alias
 };
 
-// Allocates and clears everything on `device` (which becomes current).
-tpcommResult_t stagingCreate(int device, size_t slot_bytes, Staging* s);
+// Allocates and clears everything on `device` (which becomes current); with_ce: also the
+// copy-engine one-shot's area.
+tpcommResult_t stagingCreate(int device, size_t slot_bytes, bool with_ce, Staging* s);
 void stagingDestroy(Staging* s);
 
 tpcommResult_t stagingExport(const Staging& s, cudaIpcMemHandle_t* handle);

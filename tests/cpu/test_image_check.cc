@@ -45,6 +45,7 @@ std::set<const void*> everyGetterKernel() {
       {"fusedP2pClusterFp8Kernels", fusedP2pClusterFp8Kernels},
       {"addRmsNormKernels", addRmsNormKernels},
       {"addRmsNormFp8Kernels", addRmsNormFp8Kernels},
+      {"oneShotCeKernels", oneShotCeKernels},
   };
   std::set<const void*> out;
   for (const auto& [name, get] : getters)

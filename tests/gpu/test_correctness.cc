@@ -146,6 +146,10 @@ TEST(Correctness, World2TwoShotPullSmallGrid) {
   runMatrix(2, tpcommAlgoTwoShotPull, false, 3);
 }
 
+// The copy-engine one-shot: peer copies and a reduce kernel (oneshot_ce.cu), the whole matrix.
+TEST(Correctness, World2OneShotCe) {
+  runMatrix(2, tpcommAlgoOneShotCe, true, 0);
+}
 TEST(Correctness, World2Nccl) {
   if (visibleGpus() < 2) GTEST_SKIP() << "NCCL needs 2 distinct GPUs";
   runMatrix(2, tpcommAlgoNccl, false, 0);
@@ -159,7 +163,7 @@ TEST(Correctness, ManyStepsWithAPartialLastStep) {
   for (int world : {2, 3}) {
     for (int algo :
          {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot,
-          tpcommAlgoHostBulk, tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull}) {
+          tpcommAlgoHostBulk, tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull, tpcommAlgoOneShotCe}) {
       tpcommConfig_t cfg = configFor(algo, 8, 20000);
       cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB (host inboxes, pull outboxes: 64 KiB)
       std::string err;
@@ -320,9 +324,9 @@ TEST_P(SharedWorld, AutoFullMatrixDefaultGrids) {
 // Every algorithm forced (island at the worlds it serves): the reduced matrix, 64 MiB included.
 TEST_P(SharedWorld, EveryAlgorithmDefaultGrids) {
   const int world = GetParam();
-  for (int algo :
-       {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoIsland, tpcommAlgoHostOneShot,
-        tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull}) {
+  for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoIsland, tpcommAlgoHostOneShot,
+                   tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotPull,
+                   tpcommAlgoTwoShotPull, tpcommAlgoOneShotCe}) {
     if (algo == tpcommAlgoIsland && !(world >= 4 && world % 2 == 0)) continue;
     SCOPED_TRACE(tpcommAlgoName(algo));
     runMatrix(world, algo, /*big=*/true, /*max_blocks=*/0, /*light=*/true, /*host_ll=*/false,
@@ -336,10 +340,11 @@ INSTANTIATE_TEST_SUITE_P(World, SharedWorld, ::testing::Values(3, 4, 5, 6, 7, 8)
 // "not arrived" (no hang), and -0.0 must survive (-0 + -0 = -0).
 TEST(Correctness, SentinelPayloadAndNegativeZero) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const std::pair<int, int> runs[] = {
-      {2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},     {2, tpcommAlgoHostOneShot},
-      {2, tpcommAlgoHostTwoShot}, {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
-      {8, tpcommAlgoIsland},      {2, tpcommAlgoOneShotPull}, {2, tpcommAlgoTwoShotPull}};
+  const std::pair<int, int> runs[] = {{2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},
+                                      {2, tpcommAlgoHostOneShot}, {2, tpcommAlgoHostTwoShot},
+                                      {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
+                                      {8, tpcommAlgoIsland},      {2, tpcommAlgoOneShotPull},
+                                      {2, tpcommAlgoTwoShotPull}, {2, tpcommAlgoOneShotCe}};
   for (const auto& [world, algo] : runs) {
     SCOPED_TRACE(std::string(tpcommAlgoName(algo)) + " world " + std::to_string(world));
     const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);

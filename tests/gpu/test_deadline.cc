@@ -143,7 +143,8 @@ const LoneCall kLoneCalls[] = {
     {"auto, 2 KiB", tpcommAlgoAuto, nullptr, 1024},
     {"two-shot, 8 MiB", tpcommAlgoTwoShot, nullptr, size_t{4} << 20},
     {"host bulk, 2 MiB", tpcommAlgoHostBulk, nullptr, size_t{1} << 20},
-    {"host one-shot LL, 64 KiB", tpcommAlgoHostOneShot, kHostLLKnobs, size_t{32} << 10}};
+    {"host one-shot LL, 64 KiB", tpcommAlgoHostOneShot, kHostLLKnobs, size_t{32} << 10},
+    {"copy-engine one-shot, 2 KiB", tpcommAlgoOneShotCe, nullptr, 1024}};
 
 // (b) A peer that never arrives: rank 0's call gives up after the timeout and a small margin (its
 // waits' first checks and the launch), not later. A good call first, so that module loading and

@@ -37,7 +37,13 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
                         {tpcommAlgoHostBulk, size_t{1} << 20, 0},
                         {tpcommAlgoOneShotPull, 1024, 0},
                         {tpcommAlgoOneShotPull, size_t{1} << 20, 256u << 10},
-                        {tpcommAlgoTwoShotPull, size_t{4} << 20, 0}};
+                        {tpcommAlgoTwoShotPull, size_t{4} << 20, 0},
+
+                        // The copy-engine one-shot, one step and eight (128 KiB regions): after
+                        // the first step's timeout the later steps' guards do not wait for the
+                        // peer that never came.
+                        {tpcommAlgoOneShotCe, 1024, 0},
+                        {tpcommAlgoOneShotCe, size_t{1} << 20, 256u << 10}};
   for (const Case& k : cases) {
     tpcommConfig_t cfg = configFor(k.algo, 0, /*timeout_ms=*/300);
     cfg.bufferBytes = k.buffer_bytes;

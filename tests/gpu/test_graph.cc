@@ -124,6 +124,12 @@ TEST(Graph, CaptureHundredTwoShotPullCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoTwoShotPull);
 }
 
+// The copy-engine one-shot: its peer copies become memcpy nodes, and the epoch its flags carry
+// must change from one replay to the next although the nodes do not.
+TEST(Graph, CaptureHundredCeCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoOneShotCe);
+}
+
 // 100k calls of `algo` (auto: what the policy picks) of irregular sizes with no host sync, every
 // output compared on the GPU with its size's first, reference-checked result.
 void hundredThousandCalls(int algo) {
@@ -215,6 +221,12 @@ TEST(Stress, HundredThousandOneShotPullCallsWithoutSync) {
 }
 TEST(Stress, HundredThousandTwoShotPullCallsWithoutSync) {
   hundredThousandCalls(tpcommAlgoTwoShotPull);
+}
+
+// The copy-engine one-shot, whose landing slot is the host's count of steps: 100k calls of
+// irregular sizes rotate it through every slot many times over, each reuse behind its guard.
+TEST(Stress, HundredThousandCeCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoOneShotCe);
 }
 
 }  // namespace

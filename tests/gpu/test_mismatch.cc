@@ -188,7 +188,9 @@ INSTANTIATE_TEST_SUITE_P(Algo, Mismatch,
                                            Algo{tpcommAlgoHostTwoShot, false, "host_twoshot"},
                                            Algo{tpcommAlgoHostBulk, false, "host_bulk"},
                                            Algo{tpcommAlgoOneShotPull, false, "oneshot_pull"},
-                                           Algo{tpcommAlgoTwoShotPull, false, "twoshot_pull"}),
+                                           Algo{tpcommAlgoTwoShotPull, false, "twoshot_pull"},
+
+                                           Algo{tpcommAlgoOneShotCe, false, "oneshot_ce"}),
                          [](const ::testing::TestParamInfo<Algo>& i) {
                            return std::string(i.param.name);
                          });

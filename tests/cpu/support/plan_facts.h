@@ -23,6 +23,10 @@ inline CommFacts factsFor(int world, Fabric fabric, int forced_algo = -1) {
     d.out_slot_bytes = bulkSlotBytes(d.host_slot_bytes);
     d.hs_slot_bytes = kHostSentinelSlotBytes;
   }
+  // oneshot_ce forced: the CE area exists (init makes it then); the planner only asks whether.
+  static char ce_area;
+  f.ce_staging = needsCeStaging(forced_algo) && fabric != Fabric::kHost;
+  if (f.ce_staging) d.ce[0] = &ce_area;
   f.slots = slotCapacity(d);
   return f;
 }
