@@ -1,7 +1,7 @@
 // The copy-engine one-shot (oneshot_ce) as the host sees it: forced only (TPCOMM_ALGO,
 // config.algo), named by the planner and Explain, never picked by auto or a tuning table, refused
-// with a reason where it cannot run; its CE-area layout; the names of the reserved enum values
-// (8, 9: algorithms; 17..20, 22: variants) are absent and every name lookup survives them.
+// with a reason where it cannot run; its CE-area layout; name lookups that refuse what is no
+// algorithm's name or value.
 #include <gtest/gtest.h>
 
 #include <cstdint>
