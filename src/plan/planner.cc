@@ -109,6 +109,7 @@ PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   in.forced_algo = f.forced_algo;
   in.strict = f.strict;
   in.tuned = f.tuned;
+  in.fabric_verdict = f.fabric_verdict;
   return in;
 }
 

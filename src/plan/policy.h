@@ -11,6 +11,7 @@
 
 #include "kernels/island_world.h"
 #include "topo/fabric.h"
+#include "topo/fabric_verdict.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -21,6 +22,17 @@ struct SizeRule {
   int algo;  // tpcommAlgo_t
 };
 using SizeTable = std::vector<SizeRule>;
+
+// The pull algorithms, tpcommAlgo_t 8 and 9 ("oneshot_pull", "twoshot_pull"), come with the pull
+// kernels (branch i21-pull), merged separately: named here so the fabric verdict's tables build
+// either way, and used only where the library has them (kPullAlgosBuilt). At the merge these
+// become tpcommAlgoOneShotPull / tpcommAlgoTwoShotPull.
+constexpr int kAlgoOneShotPull = 8;
+constexpr int kAlgoTwoShotPull = 9;
+constexpr bool kPullAlgosBuilt = tpcommNumAlgos > kAlgoTwoShotPull;
+inline bool isPullAlgo(int a) {
+  return a == kAlgoOneShotPull || a == kAlgoTwoShotPull;
+}
 
 struct PolicyInput {
   int world = 2;
@@ -33,6 +45,11 @@ struct PolicyInput {
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
+  // The fabric probe's verdict (topo/fabric_probe.h), agreed by every rank at init: over PCIe, a
+  // write collapse takes the pull tables (SM pushes are never picked), anything else the push
+  // tables. The one input the probe gives the policy (the pull kernels' planner hook).
+  FabricVerdict fabric_verdict = FabricVerdict::kUnknown;
+  bool pull_built = kPullAlgosBuilt;  // the library has the pull algorithms (tests set it)
 };
 
 struct Decision {
@@ -43,8 +60,11 @@ struct Decision {
 };
 
 // Built-in defaults per fabric and world size, from measurements (docs/BENCHMARKS.md); with
-// two_islands (kPcie only), the table that lets auto pick the island algorithm (an estimate).
-const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false);
+// two_islands (kPcie only), the table that lets auto pick the island algorithm (an estimate);
+// over PCIe with a write collapse, the pull tables (estimates from the published numbers:
+// docs/TOPOLOGY.md, "Which variant runs on which PCIe box").
+const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false,
+                              FabricVerdict verdict = FabricVerdict::kUnknown);
 
 // Whether a communicator lets auto pick the island algorithm where its islands allow it
 // (autoIsland, plan/planner.h). On since the island kernel passed the GPU suite

@@ -43,7 +43,8 @@ bool reject(std::string* why, const std::string& reason) {
 }
 
 bool needsP2p(int algo) {
-  return algo == tpcommAlgoOneShot || algo == tpcommAlgoTwoShot || algo == tpcommAlgoIsland;
+  return algo == tpcommAlgoOneShot || algo == tpcommAlgoTwoShot || algo == tpcommAlgoIsland ||
+         isPullAlgo(algo);
 }
 
 std::string algoText(int algo) {
