@@ -15,7 +15,6 @@
 #include "topo/cache_dir.h"
 #include "topo/classify.h"
 #include "topo/fabric_probe_cache.h"
-#include "topo/fabric_probe_kernels.h"
 #include "topo/p2p_cache.h"
 
 namespace tpcomm {
@@ -47,15 +46,14 @@ bool lockProbe(const std::string& cache_path, UniqueFd* lock) {
 FabricVerdict decide(const topo::Topology& machine) {
   const int mode = env().fabric_probe;  // 0 auto, 1 cached, 2 off
   std::vector<int> gpus;
-  for (int g = 0; g < machine.size() && g < topo::kProbeMaxTargets; ++g) gpus.push_back(g);
+  for (int g = 0; g < machine.size() && g < topo::kProbeMaxGpus; ++g) gpus.push_back(g);
   if (mode == 2) {
     TPCOMM_INFO(TOPO, "fabric probe off (TPCOMM_FABRIC_PROBE=off): push defaults");
     return FabricVerdict::kUnknown;
   }
   if (gpus.size() < 2) return FabricVerdict::kUnknown;
   const Fabric fabric = topo::fabricFor(machine, gpus);
-  if (fabric == Fabric::kNvlink) return FabricVerdict::kUnknown;  // NVLink never collapses
-  if (fabric == Fabric::kHost) return FabricVerdict::kNoP2p;
+  if (fabric != Fabric::kPcie) return policyVerdict(fabric, nullptr);
   topo::FabricProbeOptions o;
   o.budget_ms = kProbeBudgetMs;
   o.may_run = mode == 0;
@@ -68,7 +66,7 @@ FabricVerdict decide(const topo::Topology& machine) {
   if (o.may_run) {
     // No kernel touches peer memory before the bounded copy test has seen P2P work (cached).
     topo::checkP2pHealth(&t, gpus);
-    if (topo::fabricFor(t, gpus) != Fabric::kPcie) return FabricVerdict::kNoP2p;
+    if (topo::fabricFor(t, gpus) != Fabric::kPcie) return policyVerdict(Fabric::kHost, nullptr);
   }
   topo::FabricProbe p;
   std::string why;
@@ -80,10 +78,22 @@ FabricVerdict decide(const topo::Topology& machine) {
   const topo::FabricFinding f = topo::judgeFabric(p, true);
   TPCOMM_INFO(TOPO, "fabric probe (%s): %s: %s; %s", topo::probeSourceName(source),
               fabricVerdictName(f.verdict), f.what.c_str(), f.action.c_str());
-  return f.verdict;
+  return policyVerdict(Fabric::kPcie, &f);
 }
 
 }  // namespace
+
+FabricVerdict policyVerdict(Fabric fabric, const topo::FabricFinding* finding) {
+  switch (fabric) {
+    case Fabric::kNvlink:
+      return FabricVerdict::kUnknown;
+    case Fabric::kHost:
+      return FabricVerdict::kNoP2p;
+    case Fabric::kPcie:
+      return finding ? finding->verdict : FabricVerdict::kUnknown;
+  }
+  return FabricVerdict::kUnknown;
+}
 
 FabricVerdict machineFabricVerdict(const topo::Topology& machine) {
   static std::once_flag once;

@@ -12,6 +12,9 @@
 namespace tpcomm {
 namespace topo {
 
+// GPUs one probe measures at most (a machine's first eight: kMaxRanks).
+constexpr int kProbeMaxGpus = 8;
+
 // One direction of traffic, from the GPU whose kernels run to the target memory. Negative: not
 // measured (the probe ran out of time, or the measurement does not apply).
 struct LinkSpeed {

@@ -326,8 +326,9 @@ void probeHost(Session* S, FabricProbe* out) {
 
 bool runFabricProbe(const std::vector<int>& gpus, int budget_ms, FabricProbe* out,
                     std::string* why) {
-  if (gpus.empty() || gpus.size() > static_cast<size_t>(kProbeMaxTargets)) {
-    *why = strFormat("the fabric probe takes 1..%d GPUs, not %zu", kProbeMaxTargets, gpus.size());
+  static_assert(kProbeMaxGpus <= kProbeMaxTargets, "a probe kernel must reach every other GPU");
+  if (gpus.empty() || gpus.size() > static_cast<size_t>(kProbeMaxGpus)) {
+    *why = strFormat("the fabric probe takes 1..%d GPUs, not %zu", kProbeMaxGpus, gpus.size());
     return false;
   }
   int prev = 0;

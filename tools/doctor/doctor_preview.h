@@ -29,6 +29,7 @@ struct PreviewOptions {
   int forced_algo = -1;                 // TPCOMM_ALGO (-1: auto)
   bool strict = false;                  // TPCOMM_STRICT
   const TuningTable* tuning = nullptr;  // the table loaded for this machine, if any
+  FabricVerdict fabric_verdict = FabricVerdict::kUnknown;  // the probe's, as init would agree it
 };
 
 struct PreviewRow {
@@ -83,6 +84,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.forced_algo = o.forced_algo;
   f.strict = o.strict;
   f.tuned = tuned;
+  f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;
   DeviceComm d{};
