@@ -12,6 +12,7 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
+#include "kernels/fabric_probe_run.h"
 #include "topo/cache_dir.h"
 #include "topo/classify.h"
 #include "topo/fabric_probe_cache.h"
@@ -56,6 +57,7 @@ FabricVerdict decide(const topo::Topology& machine) {
   if (fabric != Fabric::kPcie) return policyVerdict(fabric, nullptr);
   topo::FabricProbeOptions o;
   o.budget_ms = kProbeBudgetMs;
+  o.prober = topo::runFabricProbe;
   o.may_run = mode == 0;
   topo::Topology t = machine;
   UniqueFd lock;

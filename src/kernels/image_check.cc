@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/algo_launch.h"
+#include "kernels/fabric_probe_kernels.h"
 #include "kernels/variant_table.h"
 
 namespace tpcomm {
@@ -50,6 +51,7 @@ std::vector<const void*> checkedKernels() {
     for (int w : kWorldClasses)
       for (int d = 0; d < kNumDtypes; ++d)
         if (const void* fn = variantKernel(table[r].variant, w, d)) out.push_back(fn);
+  for (const void* fn : topo::probeKernels()) out.push_back(fn);  // doctor's and init's probe
   return out;
 }
 

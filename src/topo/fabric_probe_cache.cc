@@ -6,7 +6,6 @@
 #include "common/trusted_file.h"
 #include "topo/cache_dir.h"
 #include "topo/fabric_probe_json.h"
-#include "topo/fabric_probe_run.h"
 
 namespace tpcomm {
 namespace topo {
@@ -85,8 +84,11 @@ ProbeSource obtainFabricProbe(const Topology& topo, const std::vector<int>& gpus
   p.topology_key = key;
   p.fabric_hash = hash;
   p.gpus = gpus;
-  const FabricProber run = o.prober ? o.prober : FabricProber(runFabricProbe);
-  if (!run(gpus, o.budget_ms, &p, why)) return ProbeSource::kNone;
+  if (!o.prober) {
+    *why = "no prober given (this caller only reads the cache)";
+    return ProbeSource::kNone;
+  }
+  if (!o.prober(gpus, o.budget_ms, &p, why)) return ProbeSource::kNone;
   p.topology_key = key;  // whatever the prober left there, the cache is keyed on these
   p.fabric_hash = hash;
   p.gpus = gpus;

@@ -27,8 +27,9 @@ bool readFabricProbeCache(const std::string& path, const std::string& key, const
                           bool* missing = nullptr);
 tpcommResult_t writeFabricProbeCache(const std::string& path, const FabricProbe& probe);
 
-// Measures: fills every number it can within budget_ms (fabric_probe_run.h; the CPU tests pass a
-// fake). Returns false when it could not run at all (*why).
+// Measures: fills every number it can within budget_ms (kernels/fabric_probe_run.h
+// runFabricProbe, which callers above this layer pass; the CPU tests pass a fake). Returns false
+// when it could not run at all (*why).
 using FabricProber = std::function<bool(const std::vector<int>& gpus, int budget_ms,
                                         FabricProbe* out, std::string* why)>;
 
@@ -38,7 +39,7 @@ struct FabricProbeOptions {
   bool reprobe = false;    // ignore a cached result (tpcomm doctor --reprobe)
   bool may_run = true;     // false: the cache only (TPCOMM_FABRIC_PROBE=cached)
   std::string cache_path;  // "": fabricProbeCachePath(topo)
-  FabricProber prober;     // empty: runFabricProbe
+  FabricProber prober;     // empty: the cache only (as may_run = false)
 };
 
 enum class ProbeSource { kNone, kCache, kMeasured };

@@ -10,6 +10,7 @@
 #include "comm/probe_view.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "kernels/fabric_probe_run.h"
 #include "kernels/image_check.h"
 #include "topo/discover.h"
 #include "topo/p2p_cache.h"
@@ -88,6 +89,7 @@ void collectProbe(const DoctorOptions& o, DoctorFacts* f) {
   if (!p2p) gpus.resize(1);
   topo::FabricProbeOptions po;
   po.reprobe = o.reprobe;
+  po.prober = topo::runFabricProbe;
   f->probe_cache_path = topo::fabricProbeCachePath(f->topo);
   f->probe_source = topo::obtainFabricProbe(f->topo, gpus, po, &f->probe, &f->probe_why);
   if (f->probe_source != topo::ProbeSource::kNone)

@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "kernels/fabric_probe_run.h"
 #include "tools/commands.h"
 #include "tools/doctor/doctor_facts.h"
 #include "tools/doctor/doctor_preview.h"
@@ -174,8 +175,9 @@ void printProbe(const topo::Topology& topo, const std::vector<int>& devlist) {
   topo::FabricProbe probe;
   std::string why;
   const bool p2p = topo::fabricFor(topo, devlist) != Fabric::kHost;
-  if (topo::obtainFabricProbe(topo, p2p ? devlist : std::vector<int>{devlist[0]},
-                              topo::FabricProbeOptions(), &probe,
+  topo::FabricProbeOptions o;
+  o.prober = topo::runFabricProbe;
+  if (topo::obtainFabricProbe(topo, p2p ? devlist : std::vector<int>{devlist[0]}, o, &probe,
                               &why) == topo::ProbeSource::kNone) {
     fprintf(stderr, "tpcomm tune: no fabric probe (%s)\n", why.c_str());
     return;

@@ -1,10 +1,10 @@
-// The fabric probe on the GPUs (fabric_probe_run.cu): per pair and with every pair at once, SM
-// store and load bandwidth (a kernel writing / reading the peer's buffer), copy-engine bandwidth
-// (cudaMemcpyPeerAsync) and one-way latency (a flag ping-pong between two kernels), then the
-// same between gpus[0] and pinned host memory. Every measurement has its own deadline inside the
-// budget (stream polling; the ping-pong kernels also stop at a %globaltimer deadline); what does
-// not finish leaves its numbers at -1 and out->error says why (a stuck measurement's buffers are
-// leaked, as the P2P test does: freeing them would wait for it).
+// The fabric probe on the GPUs (kernels in fabric_probe_kernels.cu): per pair and with every pair
+// at once, SM store and load bandwidth (a kernel writing / reading the peer's buffer), copy-engine
+// bandwidth (cudaMemcpyPeerAsync) and one-way latency (a flag ping-pong between two kernels), then
+// the same between gpus[0] and pinned host memory. Every measurement has its own deadline inside
+// the budget (stream polling; the ping-pong kernels also stop at a %globaltimer deadline); what
+// does not finish leaves its numbers at -1 and out->error says why (a stuck measurement's buffers
+// are leaked, as the P2P test does: freeing them would wait for it).
 #pragma once
 
 #include <string>

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace tpcomm {
 namespace topo {
@@ -32,6 +33,9 @@ cudaError_t launchProbeLoads(const ProbeTargets& t, int blocks, void* sink, cuda
 cudaError_t launchProbePing(unsigned* mine, unsigned* theirs, int rounds, bool starter,
                             unsigned long long timeout_ns, unsigned long long* result_ns,
                             cudaStream_t s);
+
+// The probe's kernels, for the start-up image check (kernels/image_check.h).
+std::vector<const void*> probeKernels();
 
 }  // namespace topo
 }  // namespace tpcomm

@@ -1,4 +1,4 @@
-#include "topo/fabric_probe_run.h"
+#include "kernels/fabric_probe_run.h"
 
 #include <cuda_runtime_api.h>
 
@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "common/str_format.h"
-#include "topo/fabric_probe_kernels.h"
+#include "kernels/fabric_probe_kernels.h"
 #include "topo/stream_wait.h"
 
 namespace tpcomm {
@@ -239,11 +239,13 @@ double pingUs(Session* S, int dev_a, cudaStream_t sa, unsigned* mine_a, unsigned
       std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - ProbeClock::now()).count();
   std::string why;
   // Flags to 0 before either kernel runs: a reset racing the starter's first write would stall.
+  // Each flag is reset by its own GPU.
   if (!S->fail(cudaSetDevice(dev_a), "cudaSetDevice") ||
       !S->fail(cudaMemsetAsync(mine_a, 0, sizeof(unsigned), sa), "cudaMemsetAsync") ||
-      !S->fail(cudaMemsetAsync(mine_b, 0, sizeof(unsigned), sa), "cudaMemsetAsync") ||
-      !S->wait(waitForStream(sa, deadline, &why), why, "the flag reset") ||
       !S->fail(cudaSetDevice(dev_b), "cudaSetDevice") ||
+      !S->fail(cudaMemsetAsync(mine_b, 0, sizeof(unsigned), sb), "cudaMemsetAsync") ||
+      !S->wait(waitForStream(sa, deadline, &why), why, "the flag reset") ||
+      !S->wait(waitForStream(sb, deadline, &why), why, "the flag reset") ||
       !S->fail(launchProbePing(mine_b, mine_a, kPingRounds, false, timeout_ns, nullptr, sb),
                "the echo kernel") ||
       !S->fail(cudaSetDevice(dev_a), "cudaSetDevice") ||
@@ -313,12 +315,10 @@ void probeAllPairs(Session* S, FabricProbe* out) {
 void probeHost(Session* S, FabricProbe* out) {
   Rank& r = S->ranks[0];
   unsigned* flags = reinterpret_cast<unsigned*>(static_cast<char*>(S->host_dev) + kBytes);
-  unsigned* host_flags = reinterpret_cast<unsigned*>(static_cast<char*>(S->host) + kBytes);
   bandwidth(
       S, {0}, [&](int) { return std::vector<void*>{S->host_dev}; },
       [&](int) { return std::vector<int>{-1}; }, [&](int) { return r.buf; }, kBytes, &out->host);
   if (!S->error.empty()) return;
-  host_flags[0] = host_flags[1] = 0;
   out->host.latency_us = pingUs(S, r.dev, r.s, flags, r.result, r.dev, r.s2, flags + 1);
 }
 

@@ -1,5 +1,5 @@
+#include "kernels/fabric_probe_kernels.h"
 #include "kernels/wait_device.cuh"
-#include "topo/fabric_probe_kernels.h"
 
 namespace tpcomm {
 namespace topo {
@@ -47,6 +47,11 @@ __global__ void probePing(volatile unsigned* mine, volatile unsigned* theirs, in
 }
 
 }  // namespace
+
+std::vector<const void*> probeKernels() {
+  return {reinterpret_cast<const void*>(probeStores), reinterpret_cast<const void*>(probeLoads),
+          reinterpret_cast<const void*>(probePing)};
+}
 
 cudaError_t launchProbeStores(const ProbeTargets& t, int blocks, cudaStream_t s) {
   probeStores<<<dim3(blocks, t.count), kProbeThreads, 0, s>>>(t);
