@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "topo/fabric_probe.h"
 #include "kernels/fabric_probe_run.h"
+#include "topo/fabric_probe.h"
 
 namespace tpcomm::topo {
 namespace {
