@@ -235,8 +235,9 @@ double pingUs(Session* S, int dev_a, cudaStream_t sa, unsigned* mine_a, unsigned
               int dev_b, cudaStream_t sb, unsigned* mine_b) {
   ProbeClock::time_point deadline;
   if (!S->next(&deadline, "the flag ping-pong")) return -1;
-  const unsigned long long timeout_ns =
+  const long long left_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - ProbeClock::now()).count();
+  const unsigned long long timeout_ns = left_ns > 0 ? static_cast<unsigned long long>(left_ns) : 0;
   std::string why;
   // Flags to 0 before either kernel runs: a reset racing the starter's first write would stall.
   // Each flag is reset by its own GPU.

@@ -55,6 +55,15 @@ FabricFinding judgeFabric(const FabricProbe& p, bool p2p_works) {
         "measures faster)";
     return f;
   }
+  if (p.gpus.size() < 2) {
+    f.verdict = FabricVerdict::kUnknown;
+    f.what = strFormat(
+        "one GPU: pinned host memory only (stores %.1f GB/s, loads %.1f GB/s, "
+        "copies %.1f GB/s, %.2f us one way)",
+        p.host.store_gbps, p.host.load_gbps, p.host.copy_gbps, p.host.latency_us);
+    f.action = "nothing to decide: an all-reduce needs two GPUs";
+    return f;
+  }
   const double single_store = medianStoreGbps(p);
   const double single_load = medianLoadGbps(p);
   const double all_store = p.all_pairs.store_gbps;

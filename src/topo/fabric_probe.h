@@ -60,7 +60,8 @@ struct FabricFinding {
 };
 
 // The verdict from the numbers. p2p_works: the GPUs probed reach each other by P2P (no P2P gives
-// kNoP2p whatever the numbers). Missing numbers (a probe cut short) give kUnknown.
+// kNoP2p whatever the numbers). Missing numbers (a probe cut short) and a probe of one GPU
+// (host memory only) give kUnknown.
 FabricFinding judgeFabric(const FabricProbe& probe, bool p2p_works);
 
 // The median of the pairs' single-pair numbers (negative: none measured).

@@ -63,6 +63,15 @@ TEST(FabricVerdict, NoP2pWhateverTheNumbers) {
   EXPECT_NE(f.action.find("host"), std::string::npos);
 }
 
+TEST(FabricVerdict, OneGpuHasNothingToJudge) {
+  FabricProbe p;
+  p.gpus = {0};
+  p.host = {52, 50, 55, 1.38};
+  const FabricFinding f = judgeFabric(p, true);
+  EXPECT_EQ(f.verdict, FabricVerdict::kUnknown);
+  EXPECT_NE(f.what.find("one GPU"), std::string::npos) << f.what;
+}
+
 TEST(FabricVerdict, AProbeCutShortIsUnknown) {
   FabricProbe p = syntheticFabric(37, 27, 56, 2.7, 27);
   p.all_pairs = LinkSpeed{};

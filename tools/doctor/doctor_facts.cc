@@ -85,7 +85,8 @@ void collectProbe(const DoctorOptions& o, DoctorFacts* f) {
   }
   std::vector<int> gpus;
   for (int g = 0; g < f->topo.size() && g < topo::kProbeMaxGpus; ++g) gpus.push_back(g);
-  const bool p2p = gpus.size() >= 2 && topo::fabricFor(f->topo, gpus) != Fabric::kHost;
+  // One GPU: host memory only (nothing to judge); no P2P: host memory of GPU 0 (no_p2p).
+  const bool p2p = gpus.size() < 2 || topo::fabricFor(f->topo, gpus) != Fabric::kHost;
   if (!p2p) gpus.resize(1);
   topo::FabricProbeOptions po;
   po.reprobe = o.reprobe;
