@@ -33,6 +33,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.forced_algo = c->settings.algo;
   f.strict = c->settings.strict;
   f.tuned = c->tuned;
+  f.fabric_verdict = c->fabric_verdict;
   f.slots = c->slots;
   f.knobs = c->knobs;
   f.grid_caps = &c->grid_caps;

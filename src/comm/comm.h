@@ -47,9 +47,10 @@ struct tpcommComm {
   tpcomm::TuningTable tuning;                // this machine's table (`tpcomm tune`), if any
   const tpcomm::SizeTable* tuned = nullptr;  // its rows for this world and fabric, if agreed
   bool ranks_share_gpu = false;
-  tpcomm::GridCaps grid_caps;       // grids capped so ranks sharing a GPU co-reside (fabric.cc)
-  bool clusters = false;            // every rank's GPU launches thread-block clusters (fabric.cc)
-  bool two_islands = false;         // auto may pick the island algorithm (comm/fabric.cc)
+  tpcomm::GridCaps grid_caps;  // grids capped so ranks sharing a GPU co-reside (fabric.cc)
+  bool clusters = false;       // every rank's GPU launches thread-block clusters (fabric.cc)
+  bool two_islands = false;    // auto may pick the island algorithm (comm/fabric.cc)
+  tpcomm::FabricVerdict fabric_verdict = tpcomm::FabricVerdict::kUnknown;  // agreed (fabric.cc)
   std::vector<int> island_of_rank;  // 0 or 1 per rank (even worlds >= 4), else empty
   bool islands_found = false;       // island_of_rank is the topology's split, not the halves
   tpcomm::LaunchKnobs knobs;        // grid shape and variant options (plan/knobs.h)

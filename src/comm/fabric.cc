@@ -54,14 +54,15 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
     }
   }
   c->two_islands = autoIsland(c->islands_found, c->fabric);
+  c->fabric_verdict = agreeFabricVerdict(all, c->world);
   // A tuning table is used only when every rank loaded the same one: the policy must pick the
   // same algorithm on every rank.
   c->tuned = nullptr;
   if (agreeTuning(all, c->world)) c->tuned = c->tuning.tableFor(c->world, c->fabric);
-  TPCOMM_INFO(INIT, "rank %d: fabric %s%s%s%s, %s", c->rank, fabricName(c->fabric),
+  TPCOMM_INFO(INIT, "rank %d: fabric %s%s%s%s, fabric probe %s, %s", c->rank, fabricName(c->fabric),
               c->settings.transport == 2 ? " (TPCOMM_TRANSPORT=host)" : "",
               c->ranks_share_gpu ? ", some ranks share a GPU" : "",
-              reason.empty() ? "" : (", " + reason).c_str(),
+              reason.empty() ? "" : (", " + reason).c_str(), fabricVerdictName(c->fabric_verdict),
               c->tuned ? "tuning table in use" : "built-in policy defaults");
   if (!c->island_of_rank.empty()) {
     std::string islands[2];

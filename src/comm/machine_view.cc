@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "comm/probe_view.h"
 #include "comm/rank_info.h"
 #include "common/log.h"
 #include "topo/classify.h"
@@ -99,6 +100,7 @@ void buildMachineView(int device, MachineView* v, TuningTable* table, std::strin
   }
   cudaGetLastError();
   if (!t) return;
+  v->fabric_verdict = static_cast<uint8_t>(machineFabricVerdict(*t));
   *key = t->key();
   std::string why;
   const std::string path = defaultTuningPath(*key);
@@ -199,6 +201,16 @@ bool agreeClusters(const RankInfo* all, int world) {
   for (int r = 0; r < world; ++r)
     if (!all[r].view.occupancy.clusters) return false;
   return world > 0;
+}
+
+FabricVerdict agreeFabricVerdict(const RankInfo* all, int world) {
+  bool same = true;
+  for (int r = 0; r < world; ++r) {
+    const auto v = static_cast<FabricVerdict>(all[r].view.fabric_verdict);
+    if (v == FabricVerdict::kWriteCollapse) return v;
+    same = same && all[r].view.fabric_verdict == all[0].view.fabric_verdict;
+  }
+  return same ? static_cast<FabricVerdict>(all[0].view.fabric_verdict) : FabricVerdict::kUnknown;
 }
 
 bool agreeTuning(const RankInfo* all, int world) {

@@ -26,7 +26,8 @@ struct MachineView {
     uint8_t path;    // topo::PathClass from this rank's GPU (kUnknown without a topology)
   };
   uint32_t count;
-  uint32_t pad;
+  uint8_t fabric_verdict;  // FabricVerdict of the machine's fabric probe (comm/probe_view.h)
+  uint8_t pad[3];
   uint64_t tuning_hash;  // of the tuning table this rank loaded; 0: none
   Gpu gpus[kMaxRanks];
   VariantOccupancy occupancy;  // of this rank's GPU (init: queryOccupancy), for the grid caps
@@ -53,6 +54,11 @@ bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_ra
 // their processes see the GPU differently, e.g. under different MPS limits). Every rank computes
 // the same from the same handles.
 GridCaps agreeGridCaps(const RankInfo* all, int world);
+
+// The fabric verdict every rank uses: a write collapse if any rank's view saw one (pushes must
+// not run where one rank measured them collapsing), else the views' common verdict, else
+// kUnknown (the push defaults). Every rank computes the same.
+FabricVerdict agreeFabricVerdict(const RankInfo* all, int world);
 
 // True when every rank loaded the same tuning table (non-zero equal hashes).
 bool agreeTuning(const RankInfo* all, int world);

@@ -58,6 +58,8 @@ tpcommResult_t checkHandleFields(const RankInfo& i, int r) {
   TPCOMM_RANGE(nccl_wanted, 0, r == 0 ? 1 : 0, r == 0 ? "0 or 1" : "0 (only rank 0 offers NCCL)");
   if (i.view.count > static_cast<uint32_t>(kMaxRanks))
     return badField(r, "view.count", i.view.count, "0..8 GPUs (kMaxRanks)");
+  if (i.view.fabric_verdict > static_cast<uint8_t>(FabricVerdict::kNoP2p))
+    return badField(r, "view.fabric_verdict", i.view.fabric_verdict, "a FabricVerdict 0..3");
   for (uint32_t g = 0; g < i.view.count; ++g) {
     const MachineView::Gpu& gpu = i.view.gpus[g];
     TPCOMM_CHECK(checkString(r, "view.gpus[].bus", gpu.bus, sizeof(gpu.bus)));

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #include "common/byte_size.h"
 
@@ -37,6 +38,10 @@ const std::vector<EnvVarDoc> kDocs = {
      "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
      "host_sentinel, fused_cluster, host_fence, pdl (src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_TUNING_FILE", "", "tuning table to use instead of the one in the user's cache folder"},
+    {"TPCOMM_FABRIC_PROBE", "auto",
+     "auto | cached | off: over PCIe with P2P, init reads the fabric probe's cached verdict and, "
+     "with auto, probes when there is none (a few seconds, once per machine); cached: never "
+     "probes at init (tpcomm doctor does); off: no verdict, the push defaults"},
 };
 
 bool parseInt(const char* s, long lo, long hi, long* out) {
@@ -61,6 +66,21 @@ struct EnvReader {
   void bad(const char* name, const char* value, const char* why) const {
     e->errors.push_back(std::string(name) + "=" + value + ": " + why);
   }
+  // One of `names` (*out: its index); unset leaves *out as it is; `expected` says what else.
+  void choice(const char* name, std::initializer_list<const char*> names, const char* expected,
+              int* out) const {
+    const char* s = get(name);
+    if (!s) return;
+    int i = 0;
+    for (const char* n : names) {
+      if (!strcmp(s, n)) {
+        *out = i;
+        return;
+      }
+      ++i;
+    }
+    bad(name, s, expected);
+  }
   // An integer in lo..hi into *out; unset leaves *out as it is.
   void integer(const char* name, long lo, long hi, const char* expected, int* out) const {
     long v = 0;
@@ -83,19 +103,6 @@ void readBufferBytes(const EnvReader& r) {
       r.bad("TPCOMM_BUFFER_BYTES", s, "expected bytes in 64K..16G (65536..2^34)");
     else
       r.e->buffer_bytes = bytes;
-  }
-}
-
-void readTransport(const EnvReader& r) {
-  if (const char* s = r.get("TPCOMM_TRANSPORT")) {
-    if (!strcmp(s, "auto"))
-      r.e->transport = 0;
-    else if (!strcmp(s, "p2p"))
-      r.e->transport = 1;
-    else if (!strcmp(s, "host"))
-      r.e->transport = 2;
-    else
-      r.bad("TPCOMM_TRANSPORT", s, "expected auto, p2p or host");
   }
 }
 
@@ -147,7 +154,9 @@ Env parseEnvironment(const EnvLookup& lookup) {
   }
   if (const char* s = r.get("TPCOMM_NCCL_LIBRARY")) e.nccl_library = s;
   r.integer("TPCOMM_MAX_BLOCKS", 0, 1024, "expected 0..1024", &e.max_blocks);
-  readTransport(r);
+  r.choice("TPCOMM_TRANSPORT", {"auto", "p2p", "host"}, "expected auto, p2p or host", &e.transport);
+  r.choice("TPCOMM_FABRIC_PROBE", {"auto", "cached", "off"}, "expected auto, cached or off",
+           &e.fabric_probe);
   r.integer("TPCOMM_PDL", 0, 1, "expected 0 or 1", &e.pdl);
   if (const char* s = r.get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
   if (const char* s = r.get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/config.cc

@@ -32,6 +32,7 @@ struct Env {
   int transport = 0;  // 0 auto, 1 p2p, 2 host
   int pdl = 1;        // programmatic dependent launch on sm_90+
   std::string tuning_file;
+  int fabric_probe = 0;             // 0 auto, 1 cached, 2 off (TPCOMM_FABRIC_PROBE)
   std::string knobs;                // TPCOMM_KNOBS as given (plan/knobs.h parses it)
   std::vector<std::string> errors;  // "TPCOMM_X=value: why"; init fails when non-empty
 };

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "kernels/algo_launch.h"
+#include "kernels/fabric_probe_kernels.h"
 #include "kernels/variant_table.h"
 
 namespace tpcomm {
@@ -52,6 +53,7 @@ std::vector<const void*> checkedKernels() {
         for (const void* fn :
              {variantKernel(table[r].variant, w, d), variantClusterKernel(table[r].variant, w, d)})
           if (fn) out.push_back(fn);
+  for (const void* fn : topo::probeKernels()) out.push_back(fn);  // doctor's and init's probe
   return out;
 }
 

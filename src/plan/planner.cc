@@ -126,7 +126,9 @@ PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   in.forced_algo = f.forced_algo;
   in.strict = f.strict;
   in.tuned = f.tuned;
-  in.prefer_pull = f.prefer_pull;
+  in.fabric_verdict = f.fabric_verdict;
+  in.prefer_pull = f.prefer_pull ||
+                   (f.fabric == Fabric::kPcie && f.fabric_verdict == FabricVerdict::kWriteCollapse);
   return in;
 }
 

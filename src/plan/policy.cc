@@ -28,6 +28,10 @@ bool isP2pAlgo(int a) {
          isPullAlgo(a) || a == tpcommAlgoOneShotCe;
 }
 
+bool writeCollapse(const PolicyInput& in) {
+  return in.fabric == Fabric::kPcie && in.fabric_verdict == FabricVerdict::kWriteCollapse;
+}
+
 // Why algorithm a cannot serve this call, or "" if it can. A forced island needs no islands in
 // the topology: the communicator then splits the ranks into halves (comm/fabric.cc).
 std::string unavailable(const PolicyInput& in, int a, bool forced) {
@@ -57,9 +61,12 @@ int lookup(const SizeTable& t, size_t bytes) {
 }
 
 // The tpcomm algorithm that can always serve a call on this fabric (chunked two-shot; over host
-// memory the bulk one-shot, faster than the LL two-shot at every size measured).
-int bandwidthAlgo(Fabric f) {
-  return f == Fabric::kHost ? tpcommAlgoHostBulk : tpcommAlgoTwoShot;
+// memory the bulk one-shot, faster than the LL two-shot at every size measured; where stores
+// collapse, the two-shot pull).
+int bandwidthAlgo(const PolicyInput& in) {
+  if (in.fabric == Fabric::kHost) return tpcommAlgoHostBulk;
+  if (writeCollapse(in)) return tpcommAlgoTwoShotPull;
+  return tpcommAlgoTwoShot;
 }
 
 }  // namespace
@@ -74,7 +81,7 @@ int pullVariantOf(int a) {
 // NCCL; larger worlds, PCIe and the island rows are estimates from bytes moved per GPU. Numbers
 // and reasoning: docs/BENCHMARKS.md, "Launch knobs and the built-in policy tables". `tpcomm tune`
 // replaces them per machine.
-const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
+const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands, FabricVerdict verdict) {
   static const SizeTable nvlink2 = {{kInf, tpcommAlgoOneShot}};
   static const SizeTable nvlinkN = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcie2 = {{256 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
@@ -86,10 +93,19 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
       {64 * KiB, tpcommAlgoHostOneShot}, {4 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
   static const SizeTable host8 = {
       {64 * KiB, tpcommAlgoHostOneShot}, {1 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
+  // Stores collapse, loads hold: pull, and NCCL from where its 37-41 GB/s bus bandwidth beats
+  // two-shot pull's reads at the ~27 GB/s loads ran (about 1 MiB at 8 ranks; estimates until
+  // `tpcomm tune` measures such a box). No island: its legs push.
+  static const SizeTable pcieCollapse2 = {{256 * KiB, tpcommAlgoOneShotPull},
+                                          {kInf, tpcommAlgoTwoShotPull}};
+  static const SizeTable pcieCollapseN = {
+      {32 * KiB, tpcommAlgoOneShotPull}, {1 * MiB, tpcommAlgoTwoShotPull}, {kInf, tpcommAlgoNccl}};
   switch (fabric) {
     case Fabric::kNvlink:
       return world <= 2 ? nvlink2 : nvlinkN;
     case Fabric::kPcie:
+      if (verdict == FabricVerdict::kWriteCollapse)
+        return world <= 2 ? pcieCollapse2 : pcieCollapseN;
       if (two_islands && islandWorld(world) && world >= 6) return pcieIslands;
       return world <= 2 ? pcie2 : pcieN;
     case Fabric::kHost:
@@ -101,7 +117,7 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands) {
 Decision choose(const PolicyInput& in) {
   Decision d;
   if (in.forced_algo > tpcommAlgoAuto) {
-    const char* name = tpcommAlgoName(in.forced_algo);
+    const char* name = tpcommAlgoName(in.forced_algo);  // unknown here: not this library's
     if (!name) {
       d.error = tpcommInvalidArgument;
       d.reason = "forced algorithm " + std::to_string(in.forced_algo) + " is not a tpcommAlgo_t";
@@ -120,10 +136,16 @@ Decision choose(const PolicyInput& in) {
     return d;
   }
 
-  const SizeTable& table = in.tuned ? *in.tuned : defaultTable(in.fabric, in.world, in.two_islands);
+  const SizeTable& table =
+      in.tuned ? *in.tuned : defaultTable(in.fabric, in.world, in.two_islands, in.fabric_verdict);
   const char* source = in.tuned ? "tuning table" : "default table";
   int a = lookup(table, in.bytes);
-  d.reason = std::string(source) + " for " + fabricName(in.fabric) + ", world " +
+  // The verdict is named wherever the probe gave one over PCIe (the only fabric it steers).
+  const std::string verdict =
+      in.fabric == Fabric::kPcie && in.fabric_verdict != FabricVerdict::kUnknown
+          ? std::string(" (fabric probe: ") + fabricVerdictName(in.fabric_verdict) + ")"
+          : "";
+  d.reason = std::string(source) + " for " + fabricName(in.fabric) + verdict + ", world " +
              std::to_string(in.world) + ", " + fmtBytes(in.bytes);
   if (in.prefer_pull && !in.tuned && pullVariantOf(a) != a) {
     a = pullVariantOf(a);
@@ -131,7 +153,7 @@ Decision choose(const PolicyInput& in) {
   }
   std::string why = unavailable(in, a, /*forced=*/false);
   if (!why.empty() && a != tpcommAlgoNccl) {
-    const int b = bandwidthAlgo(in.fabric);
+    const int b = bandwidthAlgo(in);
     d.reason += std::string(": ") + tpcommAlgoName(a) + " unavailable (" + why + "), using " +
                 tpcommAlgoName(b);
     a = b;
@@ -139,14 +161,15 @@ Decision choose(const PolicyInput& in) {
   }
   if (a == tpcommAlgoNccl) {
     if (!in.nccl_available) {
-      const int b = bandwidthAlgo(in.fabric);
+      const int b = bandwidthAlgo(in);  // not NCCL: it checks nccl_available
       d.reason += std::string(": NCCL measured faster but ") +
                   unavailable(in, a, /*forced=*/false) + ", using " + tpcommAlgoName(b);
       a = b;
       why = unavailable(in, a, /*forced=*/false);
     } else {
       d.fallback = true;
-      d.reason += ": NCCL measured faster here";
+      d.reason += a == lookup(table, in.bytes) ? ": NCCL measured faster here"
+                                               : " (SM pushes collapse on this fabric)";
       if (in.strict) {
         d.error = tpcommFallbackRefused;
         d.reason += " (refused: TPCOMM_STRICT=1)";
@@ -154,6 +177,8 @@ Decision choose(const PolicyInput& in) {
       }
     }
   }
+  if (writeCollapse(in) && !isPullAlgo(a) && a != tpcommAlgoNccl && in.tuned == nullptr)
+    d.reason += " although SM stores collapse on this fabric (no pull kernels, no NCCL)";
   if (!why.empty()) {
     d.error = tpcommUnsupported;
     d.reason += std::string(": ") + tpcommAlgoName(a) + " cannot run: " + why;

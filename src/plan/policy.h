@@ -11,6 +11,7 @@
 
 #include "kernels/island_world.h"
 #include "topo/fabric.h"
+#include "topo/fabric_verdict.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -34,10 +35,13 @@ struct PolicyInput {
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
-  // The fabric probe's verdict (i21-probe sets it): peer stores collapse on this fabric while
-  // loads hold, so the built-in tables' push one-shot and two-shot become their pull variants.
-  // False ("push is fine"): NVLink and healthy PCIe keep the push tables. A tuned table names
-  // its algorithms itself and is not rewritten.
+  // The fabric probe's verdict (topo/fabric_probe.h), agreed by every rank at init: over PCIe, a
+  // write collapse takes the pull tables (SM pushes are never picked), anything else the push
+  // tables. The one input the probe gives the policy.
+  FabricVerdict fabric_verdict = FabricVerdict::kUnknown;
+  // The push one-shot and two-shot of the built-in push tables become their pull variants
+  // (policyInputOf sets it for a write collapse over PCIe, where the pull tables name the pulls
+  // already; tests set it alone). A tuned table names its algorithms itself and is not rewritten.
   bool prefer_pull = false;
 };
 
@@ -49,8 +53,11 @@ struct Decision {
 };
 
 // Built-in defaults per fabric and world size, from measurements (docs/BENCHMARKS.md); with
-// two_islands (kPcie only), the table that lets auto pick the island algorithm (an estimate).
-const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false);
+// two_islands (kPcie only), the table that lets auto pick the island algorithm (an estimate);
+// over PCIe with a write collapse, the pull tables (estimates from the published numbers:
+// docs/TOPOLOGY.md, "Which variant runs on which PCIe box").
+const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands = false,
+                              FabricVerdict verdict = FabricVerdict::kUnknown);
 
 // Whether a communicator lets auto pick the island algorithm where its islands allow it
 // (autoIsland, plan/planner.h). On since the island kernel passed the GPU suite

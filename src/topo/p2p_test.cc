@@ -1,21 +1,19 @@
 #include "topo/p2p_test.h"
 
 #include <cuda_runtime_api.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
 #include "common/log.h"
+#include "topo/stream_wait.h"
 
 namespace tpcomm {
 namespace topo {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = ProbeClock;
 
 // 4 MiB: enough pages (1024 of 4 KiB) for address translation problems to show, and well under a
 // millisecond on any working P2P link, so start-up stays fast.
@@ -69,26 +67,6 @@ bool enablePeer(int dev, int peer, bool* enabled, std::string* why) {
   return ok(e, "cudaDeviceEnablePeerAccess", why);
 }
 
-enum class Wait { kDone, kTimeout, kError };
-
-// Spins (yielding) for the first 2 ms, where a healthy copy finishes: a sleep there would add
-// its own granularity (tens of us in VMs) to every copy and to the time reported. Sleeps after.
-Wait waitFor(cudaStream_t s, Clock::time_point deadline, std::string* why) {
-  const Clock::time_point spin_until = Clock::now() + std::chrono::milliseconds(2);
-  for (;;) {
-    const cudaError_t e = cudaStreamQuery(s);
-    if (e == cudaSuccess) return Wait::kDone;
-    if (e != cudaErrorNotReady) return ok(e, "cudaStreamQuery", why) ? Wait::kDone : Wait::kError;
-    const Clock::time_point now = Clock::now();
-    if (now > deadline) return Wait::kTimeout;
-    if (now < spin_until) {
-      sched_yield();
-    } else {
-      usleep(100);
-    }
-  }
-}
-
 std::vector<uint32_t> pattern(int a, int b, int round) {
   std::vector<uint32_t> p(kBytes / sizeof(uint32_t));
   uint32_t x = 0x9e3779b9u * static_cast<uint32_t>((a * 131 + b) * 4 + round + 1);
@@ -134,7 +112,7 @@ P2pHealth prepare(Probe* p, const std::vector<uint32_t>& want, int timeout_ms, s
     return P2pHealth::kUnknown;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   for (cudaStream_t s : {p->sa, p->sb}) {
-    const Wait w = waitFor(s, deadline, why);
+    const Wait w = waitForStream(s, deadline, why);
     if (w == Wait::kTimeout) {
       p->stuck = true;
       *why = "copies within one GPU did not finish within " + std::to_string(timeout_ms) + " ms";
@@ -161,7 +139,7 @@ P2pHealth copyBothWays(Probe* p, int timeout_ms, double* us, std::string* why) {
     if (!ok(cudaMemcpyPeerAsync(st.dst, st.dst_dev, st.src, st.src_dev, kBytes, st.s),
             "cudaMemcpyPeerAsync", why))
       return P2pHealth::kBroken;
-    const Wait w = waitFor(st.s, deadline, why);
+    const Wait w = waitForStream(st.s, deadline, why);
     if (w == Wait::kError) return P2pHealth::kBroken;
     if (w == Wait::kTimeout) {
       p->stuck = true;

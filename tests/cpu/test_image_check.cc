@@ -12,6 +12,7 @@
 #include "inspect/inspect.h"
 #include "kernels/add_rmsnorm.h"
 #include "kernels/algo_launch.h"
+#include "kernels/fabric_probe_kernels.h"
 #include "kernels/fused_oneshot.h"
 #include "kernels/image_check.h"
 
@@ -55,6 +56,7 @@ std::set<const void*> everyGetterKernel() {
         for (int d = 0; d < kNumDtypes; ++d)
           if (fns[d]) out.insert(fns[d]);
     }
+  for (const void* fn : topo::probeKernels()) out.insert(fn);  // the fabric probe's, no getter
   return out;
 }
 

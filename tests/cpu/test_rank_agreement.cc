@@ -161,3 +161,29 @@ TEST(RankAgreement, IslandsFromEveryView) {
 
 }  // namespace
 }  // namespace tpcomm
+
+namespace tpcomm {
+namespace {
+
+// The fabric probe's verdict from every rank's view: one rank that saw the stores collapse keeps
+// every rank from pushing; views that differ otherwise agree on "unknown" (the push defaults).
+TEST(RankAgreement, FabricVerdictFromEveryView) {
+  std::vector<RankInfo> all = {info(0, 4, "0000:18:00.0"), info(1, 4, "0000:2a:00.0"),
+                               info(2, 4, "0000:3a:00.0"), info(3, 4, "0000:5d:00.0")};
+  auto set = [&all](std::vector<FabricVerdict> v) {
+    for (size_t r = 0; r < all.size(); ++r) all[r].view.fabric_verdict = static_cast<uint8_t>(v[r]);
+    return agreeFabricVerdict(all.data(), static_cast<int>(all.size()));
+  };
+  using V = FabricVerdict;
+  EXPECT_EQ(set({V::kPushFine, V::kPushFine, V::kPushFine, V::kPushFine}), V::kPushFine);
+  EXPECT_EQ(set({V::kPushFine, V::kUnknown, V::kWriteCollapse, V::kPushFine}), V::kWriteCollapse);
+  EXPECT_EQ(set({V::kPushFine, V::kUnknown, V::kPushFine, V::kPushFine}), V::kUnknown);
+  EXPECT_EQ(set({V::kUnknown, V::kUnknown, V::kUnknown, V::kUnknown}), V::kUnknown);
+  // A handle with a verdict outside the enum is refused by name.
+  all[2].view.fabric_verdict = 9;
+  EXPECT_EQ(checkHandleFields(all[2], 2), tpcommInvalidArgument);
+  EXPECT_NE(std::string(lastError()).find("view.fabric_verdict"), std::string::npos) << lastError();
+}
+
+}  // namespace
+}  // namespace tpcomm

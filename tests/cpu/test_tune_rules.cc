@@ -2,6 +2,7 @@
 // the merge into rules, never slower than NCCL, and how a world's table joins the machine's file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -222,6 +223,46 @@ TEST(TuneRules, MergeTableKeepsOtherWorldsOfTheSameMachineAndFabric) {
   t = mergeTable(nullptr, key, Fabric::kPcie, 4, {{SIZE_MAX, kO}}, json::Value::object());
   EXPECT_EQ(t.tables.size(), 1u);
   EXPECT_EQ(t.measured.find("tool")->asString(), "tpcomm tune");
+}
+
+}  // namespace
+}  // namespace tpcomm::cli
+
+namespace tpcomm::cli {
+namespace {
+
+// Every algorithm of the library is a candidate, whatever was added since (the pull and
+// copy-engine variants: tpcommAlgo_t 8..10), NCCL last, Auto never.
+TEST(TuneRules, CandidatesAreEveryAlgorithmThenNccl) {
+  const std::vector<int> c = candidatesFor(11);
+  ASSERT_EQ(c.size(), 10u);
+  EXPECT_EQ(c.back(), tpcommAlgoNccl);
+  for (int a = 1; a < 11; ++a) EXPECT_EQ(std::count(c.begin(), c.end(), a), 1) << a;
+  EXPECT_EQ(std::count(c.begin(), c.end(), tpcommAlgoAuto), 0);
+  EXPECT_EQ(candidatesFor(tpcommNumAlgos).size(), static_cast<size_t>(tpcommNumAlgos - 1));
+}
+
+// A collapsing fabric as published (8 ranks): pushes at 2.7 GB/s lose everywhere, the pulls win
+// the small and middle sizes, NCCL the large ones; the table is never slower than NCCL.
+TEST(TuneRules, OnACollapsingFabricThePullsWinAndNcclKeepsTheLargeSizes) {
+  constexpr int kOP = tpcommAlgoOneShotPull, kTP = tpcommAlgoTwoShotPull;
+  EXPECT_TRUE(eligibleOn(Fabric::kPcie, kOP));
+  EXPECT_FALSE(eligibleOn(Fabric::kHost, kTP));
+  const auto s =
+      samples({{14 * KiB, {{kO, 41.0}, {kT, 44.0}, {kOP, 8.1}, {kTP, 12.0}, {kN, 24.0}}},
+               {256 * KiB, {{kO, 700.0}, {kT, 150.0}, {kOP, 70.0}, {kTP, 30.0}, {kN, 40.0}}},
+               {16 * MiB, {{kO, 9e4}, {kT, 9e3}, {kOP, 4e3}, {kTP, 1200.0}, {kN, 900.0}}}},
+              8);
+  const std::vector<SizePick> picks = pickPerSize(s, 8, sizesOf(s), 0.02);
+  const SizeTable rules = mergeRules(picks);
+  ASSERT_EQ(rules.size(), 3u);
+  EXPECT_EQ(rules[0].algo, kOP);
+  EXPECT_EQ(rules[1].algo, kTP);
+  EXPECT_EQ(rules[2].algo, kN);
+  std::string why;
+  TuningTable t = tableOf(rules, 8);
+  t.fabric = Fabric::kPcie;
+  EXPECT_TRUE(tableNeverSlowerThanNccl(t, s, 0.05, &why)) << why;
 }
 
 }  // namespace

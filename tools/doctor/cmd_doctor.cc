@@ -18,17 +18,22 @@ constexpr int kExitUsage = 2;
 
 void usage(FILE* out) {
   fprintf(out,
-          "usage: tpcomm doctor [--json] [--retest-p2p] [--env] [--topology FILE]\n"
+          "usage: tpcomm doctor [--json] [--retest-p2p] [--reprobe] [--no-probe] [--env]\n"
+          "                     [--topology FILE]\n"
           "\n"
           "Checks this machine before you trust it: NVIDIA driver and CUDA runtime, every GPU\n"
           "(name, cc, PCI bus id, NUMA node, UUID), this build's architecture coverage against\n"
           "each GPU (the inspector, run on this executable and on libtpcomm.so), every GPU pair\n"
-          "(NVLinks, PCIe path, P2P supported, P2P working), the algorithm the policy would pick\n"
+          "(NVLinks, PCIe path, P2P supported, P2P working), the fabric probe (SM stores, SM\n"
+          "loads, copy engines and latency per pair and with all pairs at once, and pinned host\n"
+          "memory; its verdict, e.g. write collapse), the algorithm the policy would pick\n"
           "for 1 KiB .. 64 MiB at each world size (and which tuning table it uses), NCCL, and\n"
           "the TPCOMM_* variables that are set.\n"
           "\n"
           "  --json           machine-readable output (keys in docs/DOCTOR.md)\n"
           "  --retest-p2p     test P2P between every pair again instead of trusting the cache\n"
+          "  --reprobe        run the fabric probe again instead of trusting its cache\n"
+          "  --no-probe       no fabric probe (nor its cached result)\n"
           "  --env            list every TPCOMM_* variable with its default and meaning\n"
           "  --topology FILE  judge a topology dump (tpcomm doctor --json's \"topology\", or\n"
           "                   docs/TOPOLOGY.md) instead of this machine's GPUs\n"
@@ -53,6 +58,10 @@ int cmdDoctor(int argc, char** argv) {
       json = true;
     } else if (arg == "--retest-p2p" || arg == "--retest") {
       opts.retest_p2p = true;
+    } else if (arg == "--reprobe") {
+      opts.reprobe = true;
+    } else if (arg == "--no-probe") {
+      opts.no_probe = true;
     } else if (arg == "--env") {
       env_all = true;
     } else if (arg == "--topology" && i + 1 < argc) {

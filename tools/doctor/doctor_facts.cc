@@ -7,8 +7,10 @@
 
 #include <cstdlib>
 
+#include "comm/probe_view.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "kernels/fabric_probe_run.h"
 #include "kernels/image_check.h"
 #include "topo/discover.h"
 #include "topo/p2p_cache.h"
@@ -74,6 +76,27 @@ void collectBinaries(DoctorFacts* f) {
   }
 }
 
+// The fabric probe of every GPU (at most 8) whose P2P works, from the cache when current: where
+// P2P is broken the probe measures host memory only (gpus[0]), as a box without P2P uses it.
+void collectProbe(const DoctorOptions& o, DoctorFacts* f) {
+  if (o.no_probe) {
+    f->probe_why = "not run (--no-probe)";
+    return;
+  }
+  std::vector<int> gpus;
+  for (int g = 0; g < f->topo.size() && g < topo::kProbeMaxGpus; ++g) gpus.push_back(g);
+  // One GPU: host memory only (nothing to judge); no P2P: host memory of GPU 0 (no_p2p).
+  const bool p2p = gpus.size() < 2 || topo::fabricFor(f->topo, gpus) != Fabric::kHost;
+  if (!p2p) gpus.resize(1);
+  topo::FabricProbeOptions po;
+  po.reprobe = o.reprobe;
+  po.prober = topo::runFabricProbe;
+  f->probe_cache_path = topo::fabricProbeCachePath(f->topo);
+  f->probe_source = topo::obtainFabricProbe(f->topo, gpus, po, &f->probe, &f->probe_why);
+  if (f->probe_source != topo::ProbeSource::kNone)
+    f->probe_finding = topo::judgeFabric(f->probe, p2p);
+}
+
 void collectGpus(const DoctorOptions& o, DoctorFacts* f) {
   if (!o.topology_file.empty()) {
     f->simulated_from = o.topology_file;
@@ -100,6 +123,7 @@ void collectGpus(const DoctorOptions& o, DoctorFacts* f) {
     f->p2p_cache_path = topo::p2pCachePath(f->topo);
     f->p2p_checked = topo::checkP2pHealth(&f->topo, all, p2p) == tpcommSuccess;
   }
+  collectProbe(o, f);
   // The driver's own answer (cudaFuncGetAttributes on every kernel), next to the inspector's.
   for (int g = 0; g < f->topo.size(); ++g)
     f->kernel_check.push_back(checkKernelImages(g) == tpcommSuccess ? "" : plainError(lastError()));
@@ -147,6 +171,13 @@ void collectSetup(DoctorFacts* f) {
   p.forced_algo = e.algo;
   p.strict = e.strict != 0;
   p.tuning = f->tuning_status == TuningLoad::kLoaded ? &f->tuning : nullptr;
+  // The verdict as init would use it (comm/probe_view.h), TPCOMM_FABRIC_PROBE=off included.
+  f->env_fabric_probe_off = e.fabric_probe == 2;
+  if (f->have_fabric && !f->env_fabric_probe_off)
+    f->policy_verdict =
+        policyVerdict(f->fabric_all.fabric,
+                      f->probe_source != topo::ProbeSource::kNone ? &f->probe_finding : nullptr);
+  p.fabric_verdict = f->policy_verdict;
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include "tools/doctor/doctor_coverage.h"
 #include "tools/doctor/doctor_preview.h"
 #include "topo/classify.h"
+#include "topo/fabric_probe.h"
+#include "topo/fabric_probe_cache.h"
 #include "topo/topology.h"
 
 namespace tpcomm::cli {
@@ -40,6 +42,16 @@ struct DoctorFacts {
   std::vector<std::string> kernel_check;  // per GPU: "" (driver found every kernel) or why not
   bool have_fabric = false;               // at least two GPUs: fabric_all is set
   topo::Classification fabric_all;        // all GPUs together
+
+  // The fabric probe of every GPU (topo/fabric_probe.h): source kNone when it did not run (no
+  // GPU, --no-probe, a simulated topology, or it could not start: probe_why).
+  topo::ProbeSource probe_source = topo::ProbeSource::kNone;
+  std::string probe_why;
+  std::string probe_cache_path;
+  topo::FabricProbe probe;
+  topo::FabricFinding probe_finding;                       // judged when probe_source is not kNone
+  FabricVerdict policy_verdict = FabricVerdict::kUnknown;  // what a communicator would use
+  bool env_fabric_probe_off = false;                       // TPCOMM_FABRIC_PROBE=off
 
   // This build.
   std::string built_archs;  // builtArchitectures()
@@ -72,6 +84,8 @@ struct DoctorFacts {
 
 struct DoctorOptions {
   bool retest_p2p = false;
+  bool reprobe = false;       // --reprobe: measure the fabric again instead of trusting the cache
+  bool no_probe = false;      // --no-probe: no fabric probe (nor its cached result)
   std::string topology_file;  // non-empty: judge this topology dump instead of the live GPUs
 };
 

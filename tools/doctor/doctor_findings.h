@@ -161,6 +161,38 @@ inline void linkFindings(const DoctorFacts& f, std::vector<Finding>* out) {
   }
 }
 
+// The fabric probe's verdict, with what tpcomm does about it. Only a write collapse costs speed
+// (exit 1): tpcomm then pulls, which the published boxes show is still far below a healthy push.
+inline void probeFindings(const DoctorFacts& f, std::vector<Finding>* out) {
+  if (f.probe_source == topo::ProbeSource::kNone) {
+    if (f.gpus_visible && f.simulated_from.empty() && !f.probe_why.empty())
+      out->push_back({Severity::kNote, "fabric probe: " + f.probe_why, ""});
+    return;
+  }
+  const topo::FabricFinding& p = f.probe_finding;
+  const std::string src = std::string(" (") + topo::probeSourceName(f.probe_source) +
+                          (f.probe.sameGpu() ? "; every pair is one GPU's memory" : "") + ")";
+  const std::string what =
+      "fabric probe" + src + ": " + fabricVerdictName(p.verdict) + ": " + p.what + "; " + p.action;
+  const bool steers = f.have_fabric && f.fabric_all.fabric == Fabric::kPcie;
+  if (p.verdict == FabricVerdict::kWriteCollapse && steers) {
+    out->push_back({Severity::kWarning, what,
+                    "nothing to set: tpcomm already avoids SM pushes here; `tpcomm tune` measures "
+                    "the pull variants against NCCL on this box (PCIe switch firmware or ACS "
+                    "settings are where the collapse itself comes from)"});
+  } else if (p.verdict == FabricVerdict::kUnknown && !f.probe.error.empty()) {
+    out->push_back({Severity::kNote, what, "`tpcomm doctor --reprobe` measures again"});
+  } else {
+    out->push_back(
+        {Severity::kNote,
+         what + (steers || !f.have_fabric ? "" : " (the verdict steers PCIe boxes only)"), ""});
+  }
+  if (f.env_fabric_probe_off)
+    out->push_back({Severity::kNote,
+                    "TPCOMM_FABRIC_PROBE=off: communicators ignore the verdict (push defaults)",
+                    ""});
+}
+
 inline void setupFindings(const DoctorFacts& f, std::vector<Finding>* out) {
   if (f.nccl_off) {
     out->push_back({Severity::kNote, "TPCOMM_NCCL=off: no NCCL fallback", ""});
@@ -223,6 +255,7 @@ inline std::vector<Finding> findingsFor(const DoctorFacts& f) {
   }
   coverageFindings(f, &out);
   linkFindings(f, &out);
+  probeFindings(f, &out);
   setupFindings(f, &out);
   return out;
 }

@@ -138,6 +138,7 @@ Value previewJson(const DoctorFacts& f) {
   opts.set("forced_algo", p.forced_algo > 0 ? str(tpcommAlgoName(p.forced_algo)) : Value());
   opts.set("strict", Value::boolean(p.strict));
   opts.set("tuned", Value::boolean(p.tuning != nullptr));
+  opts.set("fabric_verdict", str(fabricVerdictName(p.fabric_verdict)));
   o.set("options", std::move(opts));
   Value worlds = Value::array();
   for (const PreviewWorld& w : f.preview) {
@@ -220,6 +221,7 @@ json::Value doctorJson(const DoctorFacts& f, const std::vector<Finding>& finding
   p2p.set("cache_path", str(f.p2p_cache_path));
   root.set("p2p", std::move(p2p));
   root.set("fabric", fabricJson(f));
+  root.set("fabric_probe", probeJson(f));
   root.set("coverage", coverageJson(f));
   root.set("tuning", tuningJson(f));
   root.set("policy", previewJson(f));

@@ -30,6 +30,7 @@ struct PreviewOptions {
   bool strict = false;                  // TPCOMM_STRICT
   const TuningTable* tuning = nullptr;  // the table loaded for this machine, if any
   bool prefer_pull = false;             // the fabric probe's verdict (PolicyInput::prefer_pull)
+  FabricVerdict fabric_verdict = FabricVerdict::kUnknown;  // the probe's, as init would agree it
 };
 
 struct PreviewRow {
@@ -85,6 +86,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.strict = o.strict;
   f.tuned = tuned;
   f.prefer_pull = o.prefer_pull && w->fabric != Fabric::kHost;
+  f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;
   DeviceComm d{};

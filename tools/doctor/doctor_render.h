@@ -13,6 +13,11 @@ namespace tpcomm::cli {
 std::string doctorText(const DoctorFacts& f, const std::vector<Finding>& findings);
 json::Value doctorJson(const DoctorFacts& f, const std::vector<Finding>& findings, bool env_all);
 
+// The fabric probe: a text section (nothing when it did not run on live GPUs) and its JSON
+// (doctor_probe.cc).
+void probeSection(const DoctorFacts& f, std::string* out);
+json::Value probeJson(const DoctorFacts& f);
+
 // Every TPCOMM_* variable with its default and meaning, and the value when set (`--env`).
 std::string envText();
 json::Value envJson();

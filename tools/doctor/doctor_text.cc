@@ -187,7 +187,8 @@ void previewSection(const DoctorFacts& f, std::string* out) {
     *out += "  (reasons: tpcomm doctor --json)\n";
     return;
   }
-  *out += "world N = ranks on GPUs 0..N-1; ";
+  *out += "world N = ranks on GPUs 0..N-1; fabric probe verdict " +
+          std::string(fabricVerdictName(f.policy_verdict)) + "; ";
   if (f.tuning_status == TuningLoad::kLoaded)
     *out += "tuning table " + f.tuning_path + ")\n";
   else
@@ -235,6 +236,7 @@ std::string doctorText(const DoctorFacts& f, const std::vector<Finding>& finding
   gpuSection(f, &out);
   coverageSection(f, &out);
   pairSection(f, &out);
+  probeSection(f, &out);
   previewSection(f, &out);
   envSection(f, &out);
   findingSection(findings, exitCodeFor(findings), &out);

@@ -9,6 +9,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
+#include "kernels/fabric_probe_run.h"
 #include "tools/commands.h"
 #include "tools/doctor/doctor_facts.h"
 #include "tools/doctor/doctor_preview.h"
@@ -16,7 +17,9 @@
 #include "tools/tune/tune_measure.h"
 #include "tools/tune/tune_report.h"
 #include "tools/tune/tune_rules.h"
+#include "topo/classify.h"
 #include "topo/discover.h"
+#include "topo/fabric_probe_cache.h"
 #include "topo/p2p_cache.h"
 
 namespace tpcomm::cli {
@@ -166,6 +169,24 @@ bool pickWorld(const TuneArgs& a, topo::Topology* topo, int* world) {
   return true;
 }
 
+// The fabric probe's verdict for these GPUs (cached, else measured): the built-in tables this
+// table replaces follow it, so the user sees which kind of box the numbers come from.
+void printProbe(const topo::Topology& topo, const std::vector<int>& devlist) {
+  topo::FabricProbe probe;
+  std::string why;
+  const bool p2p = topo::fabricFor(topo, devlist) != Fabric::kHost;
+  topo::FabricProbeOptions o;
+  o.prober = topo::runFabricProbe;
+  if (topo::obtainFabricProbe(topo, p2p ? devlist : std::vector<int>{devlist[0]}, o, &probe,
+                              &why) == topo::ProbeSource::kNone) {
+    fprintf(stderr, "tpcomm tune: no fabric probe (%s)\n", why.c_str());
+    return;
+  }
+  const topo::FabricFinding f = topo::judgeFabric(probe, p2p);
+  fprintf(stderr, "tpcomm tune: fabric probe: %s: %s\n             %s\n",
+          fabricVerdictName(f.verdict), f.what.c_str(), f.action.c_str());
+}
+
 MeasureConfig measureConfig(const TuneArgs& a, int world) {
   MeasureConfig cfg;
   for (int g = 0; g < world; ++g) cfg.devlist.push_back(g);
@@ -232,6 +253,7 @@ int cmdTune(int argc, char** argv) {
 
   // The fabric these ranks will run on, as the communicator sees it (P2P health from the cache).
   topo::checkP2pHealth(&topo, cfg.devlist);
+  printProbe(topo, cfg.devlist);
   PreviewOptions popts;
   popts.transport = env().transport;
   const PreviewWorld fabric = previewWorld(topo, cfg.devlist, popts);

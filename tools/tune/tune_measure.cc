@@ -7,6 +7,7 @@
 
 #include "bench/timing.h"
 #include "tests/support/host_data.h"
+#include "tools/tune/tune_rules.h"
 #include "transport/nccl_loader.h"
 
 namespace tpcomm::cli {
@@ -239,9 +240,7 @@ std::string measureOne(const MeasureConfig& cfg, std::vector<timing::Rank>& rank
 }  // namespace
 
 std::vector<int> tuneCandidates() {
-  return {tpcommAlgoOneShot,     tpcommAlgoTwoShot,     tpcommAlgoIsland,
-          tpcommAlgoHostOneShot, tpcommAlgoHostTwoShot, tpcommAlgoHostBulk,
-          tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull, tpcommAlgoNccl};
+  return candidatesFor(tpcommNumAlgos);
 }
 
 std::string measureAll(const MeasureConfig& cfg, MeasureResult* out) {

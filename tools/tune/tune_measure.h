@@ -30,9 +30,9 @@ struct MeasureResult {
   long wrong = 0;                     // results outside tolerance (a bug: reported, exit 1)
 };
 
-// The candidates tune tries, in column order: oneshot, twoshot, island, host_oneshot,
-// host_twoshot, host_bulk, then NCCL. Those that cannot run here are skipped with the library's
-// reason.
+// The candidates tune tries, in column order: every tpcommAlgo_t this library has (oneshot,
+// twoshot, ..., the pull and copy-engine variants where built), then NCCL (candidatesFor). Those
+// that cannot run here are skipped with the library's reason.
 std::vector<int> tuneCandidates();
 
 // Measures every candidate at every size; progress on stderr. Returns "" or why the measurement

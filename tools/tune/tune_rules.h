@@ -26,6 +26,17 @@ inline std::vector<size_t> sweepSizes(size_t min_bytes, size_t max_bytes, size_t
   return s;
 }
 
+// The candidates `tpcomm tune` measures, in column order: every algorithm of a library with
+// num_algos of them (tpcommNumAlgos), Auto left out and NCCL last, so that an algorithm added to
+// tpcomm.h is measured without a change here.
+inline std::vector<int> candidatesFor(int num_algos) {
+  std::vector<int> c;
+  for (int a = tpcommAlgoAuto + 1; a < num_algos; ++a)
+    if (a != tpcommAlgoNccl) c.push_back(a);
+  c.push_back(tpcommAlgoNccl);
+  return c;
+}
+
 // Whether a communicator left to choose on `fabric` can run `algo`, i.e. whether a table for that
 // fabric may name it: peer-memory algorithms need P2P, and the host-memory transport is set up
 // only where P2P does not work (or is turned off: TPCOMM_TRANSPORT=host gives fabric host).
