@@ -73,7 +73,10 @@ tpcommResult_t queryOccupancy(int device, int world, VariantOccupancy* out) {
           out->clusters = 0;
           continue;
         }
-        least = std::min(least, clusterBlocksPerSm(clusters, sms));
+        // Below one block per SM on average (8-block clusters of many threads), the figure says
+        // only that such a cluster cannot be on every SM: folding its 0 in would cap every grid
+        // of the variant at one block, the block-per-row kernel's and smaller clusters' included.
+        if (const int cb = clusterBlocksPerSm(clusters, sms); cb > 0) least = std::min(least, cb);
       }
       row[step] = static_cast<uint8_t>(std::clamp(least, 0, 255));
     }

@@ -312,12 +312,16 @@ void graphReplayMatches(const char* knobs, size_t rows, size_t hidden) {
     ASSERT_EQ(cudaStreamBeginCapture(g->streams[r], cudaStreamCaptureModeGlobal), cudaSuccess);
   }
   for (int i = 0; i < kCalls; ++i) ASSERT_TRUE(enqueue()) << tpcommGetLastError();
+  // Every capture ends before any instantiation (refused while a stream captures, global mode).
+  std::vector<cudaGraph_t> graphs(g->world);
   for (int r = 0; r < g->world; ++r) {
-    cudaGraph_t graph;
     cudaSetDevice(g->devs[r]);
-    ASSERT_EQ(cudaStreamEndCapture(g->streams[r], &graph), cudaSuccess);
-    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graph, 0), cudaSuccess);
-    cudaGraphDestroy(graph);
+    ASSERT_EQ(cudaStreamEndCapture(g->streams[r], &graphs[r]), cudaSuccess);
+  }
+  for (int r = 0; r < g->world; ++r) {
+    cudaSetDevice(g->devs[r]);
+    ASSERT_EQ(cudaGraphInstantiate(&exec[r], graphs[r], 0), cudaSuccess);
+    cudaGraphDestroy(graphs[r]);
   }
   for (int r = 0; r < g->world; ++r) {
     cudaMemset(b[r].res_out, 0xCD, bytes);
