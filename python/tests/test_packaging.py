@@ -93,6 +93,15 @@ def test_one_version_for_c_and_python():
     assert cmake.rstrip().endswith("include(cmake/Python.cmake)")
 
 
+def _cmake_build_of(library):
+    """The CMake build folder that made `library` (its src/libtpcomm.so), if it has the kernel
+    objects TPCOMM_KERNELS_FROM links; else None."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(library))) if library else ""
+    objects = os.path.join(build, "src", "CMakeFiles", "tpcomm_kernel_objects.dir")
+    ok = os.path.exists(os.path.join(build, "CMakeCache.txt")) and os.path.isdir(objects)
+    return build if ok else None
+
+
 def _has_gpu():
     return bool(glob.glob("/dev/nvidia[0-9]*"))
 
@@ -118,6 +127,12 @@ def wheel(request, tmp_path_factory):
     cmd = [sys.executable, "-m", "pip", "wheel", REPO, "--no-deps", *isolation, "-w", str(out),
            "--config-settings=cmake.define.TPCOMM_CUDA_ARCHS=75-real",  # -C needs pip >= 23.1
            f"--config-settings=build-dir={out / 'build'}"]
+    # The library under test comes from a CMake build of this checkout (scripts/test.sh): link its
+    # kernel objects (src/CMakeLists.txt, TPCOMM_KERNELS_FROM) instead of compiling the kernels
+    # again. What this checks is pip's path through CMake and the wheel's layout, not nvcc.
+    build = _cmake_build_of(os.environ.get("TPCOMM_LIBRARY", ""))
+    if build:
+        cmd.append(f"--config-settings=cmake.define.TPCOMM_KERNELS_FROM={build}")
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (path,) = glob.glob(str(out / "tpcomm-*.whl"))
