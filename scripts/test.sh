@@ -94,7 +94,10 @@ ensure_packages() {
 if [[ ${TPCOMM_CI_SANITIZE:-1} != 0 ]]; then
   echo "== CPU tests under ASan+UBSan ($SAN_BUILD: g++ -fsanitize=address,undefined; $BUILD's kernels)"
   t0=$SECONDS
-  cmake -S . -B "$SAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTPCOMM_SANITIZE=ON \
+  # -O0 -g1 (line tables only): the instrumented suite compiles in a quarter of -O2 -g's time,
+  # and the CPU suite runs in seconds either way.
+  cmake -S . -B "$SAN_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O0 -g1 -DNDEBUG" -DTPCOMM_SANITIZE=ON \
     -DTPCOMM_KERNELS_FROM="$PWD/$BUILD" -DTPCOMM_BUILD_BENCH=OFF -DTPCOMM_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build "$SAN_BUILD" --target tpcomm_cpu_tests -j "$JOBS"
   ctest --test-dir "$SAN_BUILD" -L cpu --output-on-failure -j "$JOBS" | tee "$SAN_BUILD/ctest.log"
