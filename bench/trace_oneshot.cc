@@ -1,10 +1,14 @@
 // trace-oneshot: where the time of a small one-shot call goes, from the kernel's own timeline
 // stamps (build with -DTPCOMM_KERNEL_TRACE=ON; src/kernels/trace_device.cuh). One process drives
-// every visible GPU (one rank each), captures `calls` back-to-back all-reduces of `bytes` per rank
-// into a CUDA graph, replays it, and prints per GPU the median time between the stamps of a call
-// and from one call's end to the next call's start. The one-shot kernel also runs host_oneshot
-// and host_bulk (the same kernel over host memory): name one as the third argument.
-//   trace-oneshot [bytes=1024] [calls=1000] [oneshot|host_oneshot|host_bulk]
+// `ranks` ranks (default: one per visible GPU; more than the GPUs share them round-robin, which
+// measures protocol and launch cost, not a link), captures `calls` back-to-back calls of `bytes`
+// per rank into a CUDA graph per rank, replays them, and prints per rank the median time between
+// the stamps of a call and from one call's end to the next call's start. The one-shot kernel also
+// runs host_oneshot and host_bulk (the same kernel over host memory); `fused` and `fused_block`
+// trace tpcommAllReduceAddRmsNorm instead (bf16 rows of 7168, bytes / 14336 of them: the cluster
+// kernel as planned, or a block per row with the knob fused_cluster=0).
+//   trace-oneshot [bytes=1024] [calls=1000] [oneshot|host_oneshot|host_bulk|fused|fused_block]
+//                 [ranks]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,6 +33,12 @@ namespace {
       exit(1);                                                                             \
     }                                                                                      \
   } while (0)
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -56,9 +66,13 @@ void printGpuRow(int r, const std::vector<unsigned long long>& t, int calls) {
       period.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceWaited]));
     }
   }
-  printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f\n", r, median(d[0]),
+  printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f  median\n", r, median(d[0]),
          median(d[1]), median(d[2]), median(d[3]), median(d[4]), median(gap_entry),
          median(gap_waited), median(period));
+  // The timer ticks in coarse steps (256 ns on the H200): the means resolve below a step.
+  printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f  mean\n", r, mean(d[0]),
+         mean(d[1]), mean(d[2]), mean(d[3]), mean(d[4]), mean(gap_entry), mean(gap_waited),
+         mean(period));
 }
 
 }  // namespace
@@ -67,65 +81,95 @@ int main(int argc, char** argv) {
   using namespace tpcomm;
   const size_t bytes = argc > 1 ? strtoull(argv[1], nullptr, 0) : 1024;
   const int calls = argc > 2 ? atoi(argv[2]) : 1000;
-  int algo = tpcommAlgoOneShot;
-  if (argc > 3) {
-    for (int a : {tpcommAlgoOneShot, tpcommAlgoHostOneShot, tpcommAlgoHostBulk})
-      if (strcmp(argv[3], tpcommAlgoName(a)) == 0) algo = a;
-    if (strcmp(argv[3], tpcommAlgoName(algo)) != 0) {
-      fprintf(stderr, "trace-oneshot: %s is not oneshot, host_oneshot or host_bulk\n", argv[3]);
-      return 2;
-    }
+  const char* mode = argc > 3 ? argv[3] : "oneshot";
+  const bool fused = strcmp(mode, "fused") == 0 || strcmp(mode, "fused_block") == 0;
+  int algo = -1;
+  for (int a : {tpcommAlgoOneShot, tpcommAlgoHostOneShot, tpcommAlgoHostBulk})
+    if (strcmp(mode, tpcommAlgoName(a)) == 0) algo = a;
+  if (algo < 0 && !fused) {
+    fprintf(stderr,
+            "trace-oneshot: %s is not oneshot, host_oneshot, host_bulk, fused or "
+            "fused_block\n",
+            mode);
+    return 2;
   }
-  int n = 0;
-  CK(cudaGetDeviceCount(&n));
-  if (n < 2 || calls < 2 || calls > kTraceCalls) {
-    fprintf(stderr, "trace-oneshot: needs 2+ GPUs and 2 <= calls <= %d\n", kTraceCalls);
+  int ngpu = 0;
+  CK(cudaGetDeviceCount(&ngpu));
+  const int n = argc > 4 ? atoi(argv[4]) : ngpu;
+  const size_t hidden = 7168, rows = std::max<size_t>(1, bytes / (2 * hidden));
+  if (ngpu < 1 || n < 2 || n > 8 || calls < 2 || calls > kTraceCalls) {
+    fprintf(stderr, "trace-oneshot: needs a GPU, 2..8 ranks and 2 <= calls <= %d\n", kTraceCalls);
     return 2;
   }
   std::vector<int> devs(n);
-  for (int i = 0; i < n; ++i) devs[i] = i;
+  for (int i = 0; i < n; ++i) devs[i] = i % ngpu;
   std::vector<tpcommComm_t> comms(n);
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
-  cfg.algo = algo;
+  if (!fused) cfg.algo = algo;
+  if (strcmp(mode, "fused_block") == 0) cfg.launchKnobs = "fused_cluster=0";
   CK(tpcommCommInitAll(comms.data(), n, devs.data(), &cfg));
-  std::vector<void*> buf(n);
+  const size_t call_bytes = fused ? rows * hidden * 2 : bytes;
+  std::vector<void*> buf(n), res(n), gamma(n);
   std::vector<cudaStream_t> st(n);
   std::vector<cudaGraphExec_t> ex(n);
   for (int r = 0; r < n; ++r) {
-    CK(cudaSetDevice(r));
+    CK(cudaSetDevice(devs[r]));
     CK(cudaStreamCreateWithFlags(&st[r], cudaStreamNonBlocking));
-    CK(cudaMalloc(&buf[r], 2 * bytes));
-    CK(cudaMemset(buf[r], 0, 2 * bytes));
-    CK(cudaDeviceSynchronize());
+    CK(cudaMalloc(&buf[r], 2 * call_bytes));
+    CK(cudaMemset(buf[r], 0, 2 * call_bytes));
+    CK(cudaMalloc(&res[r], 2 * call_bytes));
+    CK(cudaMemset(res[r], 0, 2 * call_bytes));
+    CK(cudaMalloc(&gamma[r], hidden * 2));
+    CK(cudaMemset(gamma[r], 0, hidden * 2));
+  }
+  for (int r = 0; r < n; ++r) CK(cudaSetDevice(devs[r])), CK(cudaDeviceSynchronize());
+  // Every capture ends before any is instantiated (global-mode captures refuse instantiation).
+  std::vector<cudaGraph_t> graphs(n);
+  tpcommRmsNormParams_t prm = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+  for (int r = 0; r < n; ++r) {
+    CK(cudaSetDevice(devs[r]));
     CK(cudaStreamBeginCapture(st[r], cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < calls; ++i)
-      CK(tpcommAllReduce(buf[r], static_cast<char*>(buf[r]) + bytes, bytes / 2, tpcommBfloat16,
-                         tpcommSum, comms[r], st[r]));
-    cudaGraph_t g;
-    CK(cudaStreamEndCapture(st[r], &g));
-    CK(cudaGraphInstantiate(&ex[r], g, 0));
-    CK(cudaGraphDestroy(g));
+    char* out = static_cast<char*>(buf[r]) + call_bytes;
+    char* res_out = static_cast<char*>(res[r]) + call_bytes;
+    for (int i = 0; i < calls; ++i) {
+      if (fused)
+        CK(tpcommAllReduceAddRmsNorm(buf[r], res[r], res_out, out, gamma[r], rows, hidden,
+                                     tpcommBfloat16, &prm, comms[r], st[r]));
+      else
+        CK(tpcommAllReduce(buf[r], out, bytes / 2, tpcommBfloat16, tpcommSum, comms[r], st[r]));
+    }
+    CK(cudaStreamEndCapture(st[r], &graphs[r]));
+  }
+  for (int r = 0; r < n; ++r) {
+    CK(cudaSetDevice(devs[r]));
+    CK(cudaGraphInstantiate(&ex[r], graphs[r], 0));
+    CK(cudaGraphDestroy(graphs[r]));
   }
   for (int rep = 0; rep < 3; ++rep) {  // the last replay's stamps are the ones kept
     for (int r = 0; r < n; ++r) {
-      CK(cudaSetDevice(r));
+      CK(cudaSetDevice(devs[r]));
       CK(cudaGraphLaunch(ex[r], st[r]));
     }
     for (int r = 0; r < n; ++r) {
-      CK(cudaSetDevice(r));
+      CK(cudaSetDevice(devs[r]));
       CK(cudaStreamSynchronize(st[r]));
     }
   }
-  printf("# trace-oneshot: %s, %d GPUs, %zu bytes, %d calls per graph; medians in ns\n",
-         tpcommAlgoName(algo), n, bytes, calls);
+  tpcommCallInfo_t info{};
+  CK(tpcommCommGetLastCall(comms[0], &info));
+  printf(
+      "# trace-oneshot: %s (%s, %d blocks), %d ranks on %d GPU(s)%s, %zu bytes, %d calls per "
+      "graph; medians in ns (block 0 of whichever rank of a GPU wrote a call's row last)\n",
+      mode, tpcommVariantName(info.variant), info.blocks, n, ngpu,
+      n > ngpu ? " (ranks SHARE a GPU)" : "", call_bytes, calls);
   printf("gpu  wait  epoch   push  reduce   end | end->next entry  end->next waited | period\n");
   std::vector<unsigned long long> t(static_cast<size_t>(kTraceCalls) * kTracePoints);
-  for (int r = 0; r < n; ++r) {
-    if (!readKernelTrace(r, t.data())) {
+  for (int d = 0; d < std::min(n, ngpu); ++d) {
+    if (!readKernelTrace(d, t.data())) {
       fprintf(stderr, "trace-oneshot: no trace (build with -DTPCOMM_KERNEL_TRACE=ON)\n");
       return 2;
     }
-    printGpuRow(r, t, calls);
+    printGpuRow(d, t, calls);
   }
   for (int r = 0; r < n; ++r) tpcommCommDestroy(comms[r]);
   return 0;

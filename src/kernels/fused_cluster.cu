@@ -11,6 +11,7 @@
 // launch refuses it elsewhere.
 #include "kernels/fused_device.cuh"
 #include "kernels/kernel_set.cuh"
+#include "kernels/trace_device.cuh"
 
 namespace tpcomm {
 namespace {
@@ -25,6 +26,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedClusterKernel(const __grid_constant__ DeviceComm c,
                        const __grid_constant__ FusedParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  KernelTrace trace;
+  trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
   __shared__ float scratch[kThreadsPerBlock / 32 + 1];
@@ -42,9 +45,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   CallSession session(c);
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  trace.mark(kTraceWaited);
   uint4 g[V];
   loadGammaSlice<V>(p, lo, hi, g);
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
+  trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
   if (!aborted)
@@ -52,6 +57,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   const bool gone = __syncthreads_or(aborted);
   if (!gone) session.arrive();
+  trace.mark(kTracePushed);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   wait.failed = gone;
@@ -65,6 +71,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     float sumsq = 0.f;
     uint4 y[V];
     residualInRegs<Proto, T, kW, V>(p, r, y, sumsq);
+    if (row == first_row) trace.mark(kTraceReduced);
     // Every thread takes part in the block's and the cluster's sums, a timed-out one too.
     const float part = blockSumFixedOrder(sumsq, scratch);
     bool failed = false;
@@ -79,6 +86,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
   cluster.sync();  // the last row's partials are read before any block leaves
   session.close(1);
+  trace.mark(kTraceEnd);
+  trace.store(session.epoch);
 #else
   (void)c;  // no clusters below sm_90: never launched there (launchFusedOneShot)
   (void)p;
@@ -94,6 +103,10 @@ struct FusedClusterEntry {
 };
 
 }  // namespace
+
+bool readFusedClusterTrace(int dev, unsigned long long* out) {
+  return readUnitTrace(dev, out);
+}
 
 KernelSet fusedP2pClusterKernels(int world) {
   return kernelSetByWorld<FusedClusterEntry<false>, SentinelProto>(world);

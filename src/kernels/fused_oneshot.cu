@@ -12,6 +12,7 @@
 #include "kernels/fused_device.cuh"
 #include "kernels/fused_oneshot.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/trace_device.cuh"
 #include "kernels/variant_table.h"
 
 namespace tpcomm {
@@ -57,6 +58,8 @@ template <typename Proto, typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedOneShotKernel(const __grid_constant__ DeviceComm c,
                        const __grid_constant__ FusedParams p) {
+  KernelTrace trace;
+  trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
   __shared__ float scratch[kThreadsPerBlock / 32 + 1];
@@ -67,16 +70,19 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   fusedPeers<Proto, kW>(c, rank, world, peer);
   CallSession session(c);
 
-  pdlWait();   // the input (and the residual, gamma, scale) may be the previous kernel's output
+  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  trace.mark(kTraceWaited);
   uint4 g[V];  // the same for every row: in flight with the pushes
   loadGammaSlice<V>(p, 0, in_regs ? hv : 0, g);
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
+  trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
   if (!aborted)
     pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, blockIdx.x, gridDim.x, 0, hv);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) return;
+  trace.mark(kTracePushed);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
@@ -91,6 +97,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       residualInRegs<Proto, T, kW, V>(p, r, y, sumsq);
     else
       residualInMemory<Proto, T, kW>(p, r, sumsq);
+    if (row == blockIdx.x) trace.mark(kTraceReduced);
     // Every thread takes part in the block sum, a timed-out one too, then the block leaves
     // together: no barrier is left waiting for it.
     const float total = blockSumFixedOrder(sumsq, scratch);
@@ -99,6 +106,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
   }
   session.close(1);
+  trace.mark(kTraceEnd);
+  trace.store(session.epoch);
 }
 
 template <bool kQuant>
@@ -110,6 +119,10 @@ struct FusedEntry {
 };
 
 }  // namespace
+
+bool readFusedTrace(int dev, unsigned long long* out) {
+  return readUnitTrace(dev, out);
+}
 
 // Over peer memory, the cluster kernels (fused_cluster.cu) ride in the same sets: the plan's
 // geometry (FusedLaunch::cluster) picks between the two, and the image check and the occupancy

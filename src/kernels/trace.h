@@ -6,7 +6,8 @@
 namespace tpcomm {
 
 constexpr int kTraceCalls = 4096;  // ring of the last calls, indexed by step epoch
-// The points a one-shot call marks, in order.
+// The points a one-shot call marks, in order (the fused kernels: `reduced` once their first row
+// is summed with the residual, `end` after its norm and the close).
 enum TracePoint : int {
   kTraceEntry,    // kernel entry, before griddepcontrol.wait
   kTraceWaited,   // past griddepcontrol.wait (the previous kernel is complete)
@@ -23,7 +24,9 @@ enum TracePoint : int {
 bool readKernelTrace(int dev, unsigned long long* out);
 
 // The rings of the files with traced kernels, which readKernelTrace merges.
-bool readOneShotTrace(int dev, unsigned long long* out);      // oneshot.cu
-bool readLeanOneShotTrace(int dev, unsigned long long* out);  // oneshot_lean.cu
+bool readOneShotTrace(int dev, unsigned long long* out);       // oneshot.cu
+bool readLeanOneShotTrace(int dev, unsigned long long* out);   // oneshot_lean.cu
+bool readFusedTrace(int dev, unsigned long long* out);         // fused_oneshot.cu
+bool readFusedClusterTrace(int dev, unsigned long long* out);  // fused_cluster.cu
 
 }  // namespace tpcomm

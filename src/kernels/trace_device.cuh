@@ -13,8 +13,8 @@ namespace tpcomm {
 
 #ifdef TPCOMM_KERNEL_TRACE
 // One ring per translation unit (no relocatable device code in this build): each file with
-// traced kernels (oneshot.cu, oneshot_lean.cu) exports its ring through
-// readUnitTrace, and readKernelTrace (trace.cc) merges them.
+// traced kernels (oneshot.cu, oneshot_lean.cu, fused_oneshot.cu, fused_cluster.cu) exports its
+// ring through readUnitTrace, and readKernelTrace (trace.cc) merges them.
 static __device__ unsigned long long g_kernel_trace[kTraceCalls][kTracePoints];
 
 struct KernelTrace {
