@@ -122,7 +122,10 @@ int main(int argc, char** argv) {
     CK(cudaMalloc(&gamma[r], hidden * 2));
     CK(cudaMemset(gamma[r], 0, hidden * 2));
   }
-  for (int r = 0; r < n; ++r) CK(cudaSetDevice(devs[r])), CK(cudaDeviceSynchronize());
+  for (int r = 0; r < n; ++r) {
+    CK(cudaSetDevice(devs[r]));
+    CK(cudaDeviceSynchronize());
+  }
   // Every capture ends before any is instantiated (global-mode captures refuse instantiation).
   std::vector<cudaGraph_t> graphs(n);
   tpcommRmsNormParams_t prm = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
