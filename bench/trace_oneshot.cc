@@ -5,10 +5,10 @@
 // per rank into a CUDA graph per rank, replays them, and prints per rank the median time between
 // the stamps of a call and from one call's end to the next call's start. The one-shot kernel also
 // runs host_oneshot and host_bulk (the same kernel over host memory); `fused` and `fused_block`
-// trace tpcommAllReduceAddRmsNorm instead (bf16 rows of 7168, bytes / 14336 of them: the cluster
-// kernel as planned, or a block per row with the knob fused_cluster=0).
+// trace tpcommAllReduceAddRmsNorm instead (bf16 rows of `hidden`, bytes / (2 hidden) of them: the
+// cluster kernel as planned, or a block per row with the knob fused_cluster=0).
 //   trace-oneshot [bytes=1024] [calls=1000] [oneshot|host_oneshot|host_bulk|fused|fused_block]
-//                 [ranks]
+//                 [ranks] [hidden=7168]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -46,8 +46,9 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// One GPU's row: the medians of the last `calls` calls' stamps (t: readKernelTrace's table).
-void printGpuRow(int r, const std::vector<unsigned long long>& t, int calls) {
+// One rank's rows: the medians and means of the last `calls` calls' stamps (t: that rank's part
+// of readKernelTrace's table).
+void printRankRow(int r, const unsigned long long* t, int calls) {
   using namespace tpcomm;
   std::vector<const unsigned long long*> rows;
   for (int i = 0; i < kTraceCalls; ++i)
@@ -56,23 +57,37 @@ void printGpuRow(int r, const std::vector<unsigned long long>& t, int calls) {
   std::sort(rows.begin(), rows.end(),
             [](auto a, auto b) { return a[kTraceEntry] < b[kTraceEntry]; });
   if (rows.size() > static_cast<size_t>(calls)) rows.erase(rows.begin(), rows.end() - calls);
-  std::vector<double> d[kTracePoints - 1], gap_entry, gap_waited, period;
+  // The timeline's points in order: the fused kernels' two between `reduced` and `end` where set.
+  const int order[] = {kTraceEntry,   kTraceWaited, kTraceEpoch,      kTracePushed,
+                       kTraceReduced, kTraceRowSum, kTraceNormStored, kTraceEnd};
+  constexpr int kSteps = sizeof(order) / sizeof(order[0]) - 1;
+  std::vector<double> d[kSteps], gap_entry, gap_waited, period;
   for (size_t i = 0; i < rows.size(); ++i) {
-    for (int p = 1; p < kTracePoints; ++p)
-      d[p - 1].push_back(static_cast<double>(rows[i][p]) - static_cast<double>(rows[i][p - 1]));
+    const unsigned long long* row = rows[i];
+    for (int k = 0, prev = 0; k < kSteps; ++k) {
+      if (row[order[k + 1]] == 0) continue;  // a point this kernel does not mark
+      d[k].push_back(static_cast<double>(row[order[k + 1]]) -
+                     static_cast<double>(row[order[prev]]));
+      prev = k + 1;
+    }
     if (i + 1 < rows.size()) {
-      gap_entry.push_back(double(rows[i + 1][kTraceEntry]) - double(rows[i][kTraceEnd]));
-      gap_waited.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceEnd]));
-      period.push_back(double(rows[i + 1][kTraceWaited]) - double(rows[i][kTraceWaited]));
+      gap_entry.push_back(double(rows[i + 1][kTraceEntry]) - double(row[kTraceEnd]));
+      gap_waited.push_back(double(rows[i + 1][kTraceWaited]) - double(row[kTraceEnd]));
+      period.push_back(double(rows[i + 1][kTraceWaited]) - double(row[kTraceWaited]));
     }
   }
-  printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f  median\n", r, median(d[0]),
-         median(d[1]), median(d[2]), median(d[3]), median(d[4]), median(gap_entry),
-         median(gap_waited), median(period));
+  for (int m = 0; m < 2; ++m) {
+    const auto stat = [m](const std::vector<double>& v) { return m == 0 ? median(v) : mean(v); };
+    printf("%4d", r);
+    for (int k = 0; k < kSteps; ++k)
+      if (d[k].empty())
+        printf(" %6s", "-");
+      else
+        printf(" %6.0f", stat(d[k]));
+    printf(" | %15.0f %17.0f | %6.0f  %s\n", stat(gap_entry), stat(gap_waited), stat(period),
+           m == 0 ? "median" : "mean");
+  }
   // The timer ticks in coarse steps (256 ns on the H200): the means resolve below a step.
-  printf("%3d %5.0f %6.0f %6.0f %7.0f %5.0f | %15.0f %17.0f | %6.0f  mean\n", r, mean(d[0]),
-         mean(d[1]), mean(d[2]), mean(d[3]), mean(d[4]), mean(gap_entry), mean(gap_waited),
-         mean(period));
 }
 
 }  // namespace
@@ -96,8 +111,9 @@ int main(int argc, char** argv) {
   int ngpu = 0;
   CK(cudaGetDeviceCount(&ngpu));
   const int n = argc > 4 ? atoi(argv[4]) : ngpu;
-  const size_t hidden = 7168, rows = std::max<size_t>(1, bytes / (2 * hidden));
-  if (ngpu < 1 || n < 2 || n > 8 || calls < 2 || calls > kTraceCalls) {
+  const size_t hidden = argc > 5 ? strtoull(argv[5], nullptr, 0) : 7168;
+  const size_t rows = std::max<size_t>(1, bytes / (2 * hidden));
+  if (ngpu < 1 || n < 2 || n > kTraceRanks || calls < 2 || calls > kTraceCalls || hidden == 0) {
     fprintf(stderr, "trace-oneshot: needs a GPU, 2..8 ranks and 2 <= calls <= %d\n", kTraceCalls);
     return 2;
   }
@@ -162,17 +178,22 @@ int main(int argc, char** argv) {
   CK(tpcommCommGetLastCall(comms[0], &info));
   printf(
       "# trace-oneshot: %s (%s, %d blocks), %d ranks on %d GPU(s)%s, %zu bytes, %d calls per "
-      "graph; medians in ns (block 0 of whichever rank of a GPU wrote a call's row last)\n",
+      "graph, hidden %zu for fused; ns (thread 0 of block 0; fused `reduce`: until the grid's last "
+      "warp has its sums)\n",
       mode, tpcommVariantName(info.variant), info.blocks, n, ngpu,
-      n > ngpu ? " (ranks SHARE a GPU)" : "", call_bytes, calls);
-  printf("gpu  wait  epoch   push  reduce   end | end->next entry  end->next waited | period\n");
-  std::vector<unsigned long long> t(static_cast<size_t>(kTraceCalls) * kTracePoints);
+      n > ngpu ? " (ranks SHARE a GPU)" : "", call_bytes, calls, hidden);
+  printf(
+      "rank   wait  epoch   push reduce rowsum   norm    end | end->next entry  end->next "
+      "waited | period\n");
+  const size_t per_rank = static_cast<size_t>(kTraceCalls) * kTracePoints;
+  std::vector<unsigned long long> t(kTraceRanks * per_rank);
   for (int d = 0; d < std::min(n, ngpu); ++d) {
     if (!readKernelTrace(d, t.data())) {
       fprintf(stderr, "trace-oneshot: no trace (build with -DTPCOMM_KERNEL_TRACE=ON)\n");
       return 2;
     }
-    printGpuRow(d, t, calls);
+    for (int r = 0; r < n; ++r)
+      if (devs[r] == d) printRankRow(r, t.data() + r * per_rank, calls);
   }
   for (int r = 0; r < n; ++r) tpcommCommDestroy(comms[r]);
   return 0;

@@ -46,14 +46,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   trace.mark(kTraceWaited);
-  uint4 g[V];
-  loadGammaSlice<V>(p, lo, hi, g);
+  // The block's slice of its first row (most calls' only one) in registers: input, residual and
+  // gamma loads all in flight at once and with the epoch's, none behind a push.
+  const size_t regs_hi = first_row < p.rows ? hi : lo;
+  uint4 g[V], x[V], res[V];
+  loadSlice<V>(p.gamma, 0, lo, hi, g);
+  loadSlice<V>(p.send, first_row * hv, lo, regs_hi, x);
+  loadSlice<V>(p.residual_in, first_row * hv, lo, regs_hi, res);
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
   trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
-  if (!aborted)
-    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, first_row, clusters, lo, hi);
+  if (!aborted) {
+    pushSliceRegs<Proto, T, kW, V>(p, peer, slot_off, rank, world, first_row * hv, lo, regs_hi, x);
+    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, first_row + clusters, clusters,
+                                lo, hi);
+  }
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   const bool gone = __syncthreads_or(aborted);
   if (!gone) session.arrive();
@@ -70,8 +78,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                    rank,          world};
     float sumsq = 0.f;
     uint4 y[V];
-    residualInRegs<Proto, T, kW, V>(p, r, y, sumsq);
-    if (row == first_row) trace.mark(kTraceReduced);
+    if (row != first_row) loadSlice<V>(p.residual_in, row * hv, lo, hi, res);
+    residualInRegs<Proto, T, kW, V>(p, r, res, y, sumsq);
+    if (row == first_row) trace.markLatest(kTraceReduced, session.epoch, rank);
     // Every thread takes part in the block's and the cluster's sums, a timed-out one too.
     const float part = blockSumFixedOrder(sumsq, scratch);
     bool failed = false;
@@ -81,13 +90,15 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       cluster.sync();  // no block leaves while another may still read its partials
       return;
     }
+    if (row == first_row) trace.mark(kTraceRowSum);
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
     storeNormRegs<T, kQuant, V>(p, r.base, r.hv, y, g, rs, inv_scale);
+    if (row == first_row) trace.mark(kTraceNormStored);
   }
   cluster.sync();  // the last row's partials are read before any block leaves
   session.close(1);
   trace.mark(kTraceEnd);
-  trace.store(session.epoch);
+  trace.store(session.epoch, rank);
 #else
   (void)c;  // no clusters below sm_90: never launched there (launchFusedOneShot)
   (void)p;

@@ -28,7 +28,7 @@ __device__ __forceinline__ void fusedPeers(const DeviceComm& c, int rank, int wo
 struct FusedOpen {
   size_t slot_off;  // the call's slot
   bool aborted;     // the communicator was aborted: push nothing
-  bool checker;     // this thread checks the peers' fingerprints (isPrintChecker)
+  bool checker;     // this thread checks the peers' fingerprints (isFusedPrintChecker)
 };
 
 // The call's fingerprint (print_device.cuh): a fused call against an all-reduce, or another
@@ -38,12 +38,20 @@ __device__ __forceinline__ PrintWords fusedPrint(const CallSession& s, const Fus
   return s.template print<T>(kQuant ? kCallFusedFp8 : kCallFused, p.rows * p.hidden);
 }
 
+// The fused kernels' checker: block 0's last thread, which has the fewest of the row's vectors
+// (none where the row does not fill the block), so its wait for the peers' records costs the
+// block's sum the least.
+__device__ __forceinline__ bool isFusedPrintChecker() {
+  return blockIdx.x == 0 && threadIdx.x == blockDim.x - 1;
+}
+
 // Reads the epoch and, in the checker, announces the call's fingerprint before the data.
 template <typename Proto, typename T, int kW, bool kQuant>
 __device__ __forceinline__ FusedOpen openFused(CallSession& s, const DeviceComm& c,
                                                const FusedParams& p) {
   s.openThread();
-  const FusedOpen o{(s.epoch % kNumSlots) * Proto::slotBytes(c), s.aborted(), isPrintChecker()};
+  const FusedOpen o{(s.epoch % kNumSlots) * Proto::slotBytes(c), s.aborted(),
+                    isFusedPrintChecker()};
   if (o.checker && !o.aborted) s.template announce<Proto, kW>(fusedPrint<T, kQuant>(s, p));
   return o;
 }
@@ -118,6 +126,24 @@ __device__ __forceinline__ void pushRowSlices(const FusedParams& p, char* const 
     }
 }
 
+// Pushes one row's slice from registers: x[u] is vector base + lo + tid + u * blockDim.x (below
+// base + hi), loaded before the epoch (loadSlice), so no load waits behind a push.
+template <typename Proto, typename T, int kW, int V>
+__device__ __forceinline__ void pushSliceRegs(const FusedParams& p, char* const (&peer)[kW],
+                                              size_t slot_off, int rank, int world, size_t base,
+                                              size_t lo, size_t hi, const uint4 (&x)[V]) {
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = lo + threadIdx.x + u * blockDim.x;
+    if (j >= hi) continue;
+    const uint4 y = canon<T>(x[u]);
+#pragma unroll
+    for (int q = 1; q < kW; ++q)
+      if (q < world)
+        Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + base + j, y, 0);
+  }
+}
+
 // What one pass over a row's slice needs: the session and its deadline, my slot, the slice.
 struct RowCtx {
   CallSession& session;
@@ -129,18 +155,12 @@ struct RowCtx {
   int rank, world;
 };
 
-// One-pass path: y[u] = T(sum + residual) for this thread's vectors base + tid + u * blockDim.x
-// (residual loaded before the batched waits), stored to residual_out; squares into sumsq.
+// One-pass path: y[u] = T(sum + res[u]) for this thread's vectors base + tid + u * blockDim.x
+// (res: the residual's, loaded by the caller before the waits), stored to residual_out; squares
+// into sumsq.
 template <typename Proto, typename T, int kW, int V>
-__device__ __forceinline__ void residualInRegs(const FusedParams& p, const RowCtx& r, uint4 (&y)[V],
-                                               float& sumsq) {
-  const uint4* res_in = static_cast<const uint4*>(p.residual_in);
-  uint4 res[V];
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = threadIdx.x + u * blockDim.x;
-    res[u] = j < r.hv ? res_in[r.base + j] : make_uint4(0, 0, 0, 0);
-  }
+__device__ __forceinline__ void residualInRegs(const FusedParams& p, const RowCtx& r,
+                                               const uint4 (&res)[V], uint4 (&y)[V], float& sumsq) {
   const size_t o = r.base + threadIdx.x;
   r.session.template sum<Proto, T, kW, V>(
       r.wait, r.world, r.rank, [](int s) { return s; }, r.mine, p.region, o, blockDim.x,
@@ -166,15 +186,16 @@ __device__ __forceinline__ void storeNormRegs(const FusedParams& p, size_t base,
   }
 }
 
-// Gamma of a slice's vectors lo + tid + u * blockDim.x below hi, for storeNormRegs: the same for
-// every row, so loaded once, in flight with the pushes.
+// Vectors base + lo + tid + u * blockDim.x below base + hi of src (zeros past hi): a row's
+// slice of the input, the residual or (base 0) gamma, all issued at once, right after
+// griddepcontrol.wait, so their latencies overlap each other and the epoch's.
 template <int V>
-__device__ __forceinline__ void loadGammaSlice(const FusedParams& p, size_t lo, size_t hi,
-                                               uint4 (&g)[V]) {
+__device__ __forceinline__ void loadSlice(const void* src, size_t base, size_t lo, size_t hi,
+                                          uint4 (&x)[V]) {
 #pragma unroll
   for (int u = 0; u < V; ++u) {
     const size_t j = lo + threadIdx.x + u * blockDim.x;
-    g[u] = j < hi ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
+    x[u] = j < hi ? static_cast<const uint4*>(src)[base + j] : make_uint4(0, 0, 0, 0);
   }
 }
 

@@ -72,14 +72,26 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   trace.mark(kTraceWaited);
-  uint4 g[V];  // the same for every row: in flight with the pushes
-  loadGammaSlice<V>(p, 0, in_regs ? hv : 0, g);
+  // The block's first row (most calls' only one) in registers: its input, residual and gamma
+  // loads all in flight at once and with the epoch's, none behind a push.
+  const size_t row0 = blockIdx.x, regs_hi = in_regs && row0 < p.rows ? hv : 0;
+  uint4 g[V], x[V], res[V];
+  loadSlice<V>(p.gamma, 0, 0, in_regs ? hv : 0, g);
+  loadSlice<V>(p.send, row0 * hv, 0, regs_hi, x);
+  loadSlice<V>(p.residual_in, row0 * hv, 0, regs_hi, res);
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
   trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
-  if (!aborted)
-    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, blockIdx.x, gridDim.x, 0, hv);
+  if (!aborted) {
+    if (in_regs) {
+      pushSliceRegs<Proto, T, kW, V>(p, peer, slot_off, rank, world, row0 * hv, 0, regs_hi, x);
+      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0 + gridDim.x, gridDim.x,
+                                  0, hv);
+    } else {
+      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0, gridDim.x, 0, hv);
+    }
+  }
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) return;
   trace.mark(kTracePushed);
@@ -87,27 +99,31 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   WaitCtx wait = session.startWaits();
   if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
-  for (size_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+  for (size_t row = row0; row < p.rows; row += gridDim.x) {
     const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),
                    row * hv, hv,   p.rows * H,
                    rank,     world};
     float sumsq = 0.f;
     uint4 y[V];
-    if (in_regs)
-      residualInRegs<Proto, T, kW, V>(p, r, y, sumsq);
-    else
+    if (in_regs) {
+      if (row != row0) loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
+      residualInRegs<Proto, T, kW, V>(p, r, res, y, sumsq);
+    } else {
       residualInMemory<Proto, T, kW>(p, r, sumsq);
-    if (row == blockIdx.x) trace.mark(kTraceReduced);
+    }
+    if (row == row0) trace.markLatest(kTraceReduced, session.epoch, rank);
     // Every thread takes part in the block sum, a timed-out one too, then the block leaves
     // together: no barrier is left waiting for it.
     const float total = blockSumFixedOrder(sumsq, scratch);
     if (__syncthreads_or(wait.failed)) return;
+    if (row == row0) trace.mark(kTraceRowSum);
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
     storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
+    if (row == row0) trace.mark(kTraceNormStored);
   }
   session.close(1);
   trace.mark(kTraceEnd);
-  trace.store(session.epoch);
+  trace.store(session.epoch, rank);
 }
 
 template <bool kQuant>

@@ -43,12 +43,14 @@ struct FusedLaunch {
   int cc_major = 0;  // this rank's GPU (a cluster launch needs 9.0+)
 };
 
-// Vectors of a row (of a cluster block's slice of it) each thread keeps in registers (fewer at
-// larger world classes, whose per-source registers the waits need); rows of at most
-// kThreadsPerBlock times this take the one-pass path (fused_oneshot.cu), and the cluster kernel
-// takes slices of at most that (fused_cluster.cu has no second pass).
+// Vectors of a row (of a cluster block's slice of it) each thread keeps in registers: the input,
+// the residual, gamma and the result of each, beside the waits' per-source registers, within the
+// 128 registers of a 512-thread block without spilling (more spills to the stack at every world
+// class); rows of at most kThreadsPerBlock times this take the one-pass path
+// (fused_oneshot.cu), and the cluster kernel takes slices of at most that (fused_cluster.cu has
+// no second pass).
 constexpr int fusedVecsPerThread(int world_class) {
-  return world_class <= 2 ? 4 : 2;
+  return world_class <= 4 ? 2 : 1;
 }
 
 // The kernel sets of the fused variants (variant_table.cc): over peer memory and over host

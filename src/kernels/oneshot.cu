@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   }
   session.close(nsteps);
   trace.mark(kTraceEnd);
-  trace.store(session.epoch);
+  trace.store(session.epoch, rank);
 }
 
 struct OneShot {

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.mark(kTraceReduced);
   session.close(1);
   trace.mark(kTraceEnd);
-  trace.store(session.epoch);
+  trace.store(session.epoch, rank);
 }
 
 struct OneShotLean {

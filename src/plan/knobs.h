@@ -23,10 +23,12 @@ struct LaunchKnobs {
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
   bool lean = true;      // single-step one-shot calls that fit it take the lean kernel
   bool host_sentinel = true;  // host_oneshot calls of one sentinel step take that protocol, not LL
-  // Fused calls spread a row over a thread-block cluster where every rank's GPU launches clusters
-  // (sm_90+): the fused kernel over peer memory, and the epilogue kernel after an all-reduce;
-  // 0: one block per row everywhere (the kernels before clusters).
-  bool fused_cluster = true;
+  // 1: fused calls spread a row over a thread-block cluster where every rank's GPU launches
+  // clusters (sm_90+): the fused kernel over peer memory, and the epilogue kernel after an
+  // all-reduce. Off: a block per row tied or won at every row count once the fused kernels'
+  // loads no longer waited behind their pushes, and the cluster barriers lost from 16 rows
+  // (docs/BENCHMARKS.md, "Fourteenth round").
+  bool fused_cluster = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
   // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). Off until
