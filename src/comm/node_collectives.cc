@@ -110,6 +110,12 @@ class Scratch {
   char* p_ = nullptr;
 };
 
+// A spanning communicator's calls need its link, and a link or local group that is not broken.
+tpcommResult_t gate(const tpcommComm* c, const char* op) {
+  TPCOMM_CHECK(nodeLinkReady(c, op));
+  return checkAsync(c, op);
+}
+
 // What every hierarchical call checks before its legs; *cap as checkStream gives it.
 tpcommResult_t enter(tpcommComm* c, const char* op, cudaStream_t s, const void* send,
                      const void* recv, cudaStreamCaptureStatus* cap) {
@@ -123,7 +129,7 @@ tpcommResult_t enter(tpcommComm* c, const char* op, cudaStream_t s, const void* 
 }
 
 tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
-                              tpcommDataType_t dt, int op, cudaStream_t s, bool capturing,
+                              tpcommDataType_t dt, cudaStream_t s, bool capturing,
                               tpcommCallInfo_t* first) {
   const size_t es = dtypeSize(dt);
   const size_t L = static_cast<size_t>(c->world);
@@ -137,7 +143,6 @@ tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_
     TPCOMM_CUDA_CHECK(cudaMemsetAsync(base + count * es, 0, (shard * L - count) * es, s));
     send = base;
   }
-  (void)op;
   char* mine = base + static_cast<size_t>(c->rank) * shard * es;
   TPCOMM_CHECK(localHalf(tpcommCollReduceScatter, send, mine, shard, dt, c, s, false));
   *first = c->last;
@@ -154,8 +159,7 @@ tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_
 tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
                              int op, tpcommComm* c, cudaStream_t s) {
   const char* name = "tpcommAllReduce";
-  TPCOMM_CHECK(nodeLinkReady(c, name));
-  TPCOMM_CHECK(checkAsync(c, name));
+  TPCOMM_CHECK(gate(c, name));
   size_t bytes = 0;
   TPCOMM_CHECK(validateAllReduceArgs(send, recv, count, static_cast<int>(dt), op, &bytes));
   DeviceGuard guard(c->device);
@@ -177,7 +181,7 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
     TPCOMM_CHECK(nodeLinkAllReduce(c, recv, recv, count, dt, s, capturing));
     recordLeg(c, bytes, dt, capturing);
   } else {
-    TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, op, s, capturing, &first));
+    TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, s, capturing, &first));
   }
   recordWhole(c, first, bytes, dt, cachedText(c, a, p, count, dtypeSize(dt)));
   return tpcommSuccess;
@@ -186,8 +190,7 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
 tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
                         tpcommDataType_t dt, tpcommComm* c, cudaStream_t s) {
   const char* name = collOpName(coll);
-  TPCOMM_CHECK(nodeLinkReady(c, name));
-  TPCOMM_CHECK(checkAsync(c, name));
+  TPCOMM_CHECK(gate(c, name));
   const NodeSpan& sp = *c->span;
   size_t bytes = 0;
   TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,

@@ -165,3 +165,26 @@ TEST(NodeLinkArgs, ExplainNamesTheLegs) {
 
 }  // namespace
 }  // namespace tpcomm
+
+namespace tpcomm {
+namespace {
+
+// Begin takes a world of several machines (1..8 ranks each, checked at End); the socket
+// rendezvous and tpcommCommInitAll stay at one machine's 1..8.
+TEST(NodeLinkArgs, BeginTakesMoreRanksThanOneMachineHolds) {
+  tpcommComm_t c = nullptr;
+  tpcommRankHandle h;
+  const tpcommResult_t r = tpcommCommInitRankBegin(&c, 16, 3, nullptr, &h);
+  EXPECT_NE(r, tpcommInvalidArgument) << lastError();  // no GPU here: tpcommNoDevice
+  if (r == tpcommSuccess) tpcommCommDestroy(c);
+  EXPECT_EQ(tpcommCommInitRankBegin(&c, TPCOMM_MAX_GLOBAL_RANKS + 1, 0, nullptr, &h),
+            tpcommInvalidArgument);
+  EXPECT_TRUE(says("nranks=1025, tpcomm supports 1..1024 ranks (1..8 on each machine)"))
+      << lastError();
+  tpcommUniqueId id{};
+  EXPECT_EQ(tpcommCommInitRank(&c, 16, id, 0, nullptr), tpcommInvalidArgument);
+  EXPECT_TRUE(says("tpcommCommInitRank: nranks=16, tpcomm supports 1..8 ranks")) << lastError();
+}
+
+}  // namespace
+}  // namespace tpcomm

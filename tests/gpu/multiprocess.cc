@@ -106,7 +106,7 @@ int runChild(int argc, char** argv) {
   const std::string dir = argv[6];
   tpcommUniqueId id;
   fromHex(argv[5], &id, sizeof(id));
-  if (scenario.rfind("mn-", 0) == 0) return runMultinodeChild(scenario, rank, nranks, dir);
+  if (scenario.rfind("mn-", 0) == 0) return runMultinodeChild(scenario, rank, nranks, id, dir);
   const int ngpu = visibleGpus();
   if (ngpu == 0) return 3;
   cudaSetDevice(rank % ngpu);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tpcomm/tpcomm.h"
+
 namespace tpcomm::test {
 
 // Runs the child side; returns the process exit code.
@@ -25,6 +27,7 @@ ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
                        const std::function<std::vector<std::string>(int)>& rank_env = nullptr);
 
 // The child side of the scenarios named "mn-..." (tests/gpu/test_multinode.cc).
-int runMultinodeChild(const std::string& scenario, int rank, int nranks, const std::string& dir);
+int runMultinodeChild(const std::string& scenario, int rank, int nranks, const tpcommUniqueId& id,
+                      const std::string& dir);
 
 }  // namespace tpcomm::test

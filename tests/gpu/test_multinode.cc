@@ -258,10 +258,21 @@ void benchCase(Child& c, const std::string& dir) {
 
 }  // namespace
 
-int runMultinodeChild(const std::string& scenario, int rank, int nranks, const std::string& dir) {
+int runMultinodeChild(const std::string& scenario, int rank, int nranks, const tpcommUniqueId& id,
+                      const std::string& dir) {
   Child c;
   c.rank = rank;
   cudaSetDevice(rank % visibleGpus());
+  if (scenario == "mn-socket") {
+    // The Unix-socket rendezvous is one machine's: ranks of two host ids are refused.
+    tpcommComm_t comm = nullptr;
+    const tpcommResult_t r = tpcommCommInitRank(&comm, nranks, id, rank, nullptr);
+    const bool refused = r == tpcommInvalidUsage && comm == nullptr &&
+                         strstr(tpcommGetLastError(), "tpcommCommNodeLinkBegin/End");
+    printf("rank %d: tpcommCommInitRank over two host ids: %d %s\n", rank, r, tpcommGetLastError());
+    std::ofstream(dir + "/rank" + std::to_string(rank) + ".txt") << (refused ? "refused\n" : "");
+    return refused ? 0 : 1;
+  }
   cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking);
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.timeoutMs = scenario == "mn-deadnode" ? 2000 : 20000;
@@ -280,10 +291,13 @@ int runMultinodeChild(const std::string& scenario, int rank, int nranks, const s
   }
   if (!c.ok(tpcommCommNodeLinkBegin(c.comm, &mine), "NodeLinkBegin")) return 1;
   if (!exchange(dir, "link", rank, nranks, &mine, sizeof(mine), all.data())) return 4;
-  if (tpcommCommNodeLinkEnd(c.comm, all.data()) != tpcommSuccess) {
+  const tpcommResult_t linked = tpcommCommNodeLinkEnd(c.comm, all.data());
+  if (linked != tpcommSuccess) {
+    // NCCL's refusal (its message carried in tpcommNcclError) skips; anything else is a failure.
     std::ofstream(dir + "/rank" + std::to_string(rank) + ".txt")
-        << "NCCL refused: " << tpcommGetLastError() << "\n";
-    return kRefusedExit;
+        << "NodeLinkEnd: " << tpcommGetLastError() << "\n";
+    fprintf(stderr, "rank %d: NodeLinkEnd: %s\n", rank, tpcommGetLastError());
+    return linked == tpcommNcclError ? kRefusedExit : 1;
   }
   if (scenario == "mn-deadnode") {
     // One call together first: NCCL connects its peers at the first collective, and the
@@ -406,6 +420,18 @@ TEST(MultiNode, AMachineThatDiesIsATimeoutOnTheOther) {
   for (int r = 0; r < kLocal; ++r) {
     EXPECT_EQ(run.exit_codes[r], 0) << "rank " << r << ": " << run.reports[r];
     EXPECT_EQ(run.reports[r], "bounded\n");
+  }
+}
+
+TEST(MultiNode, TheSocketRendezvousRefusesTwoHostIds) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const ChildRun run = spawnChildren("mn-socket", 2, 120, {}, [](int r) {
+    return std::vector<std::string>{"TPCOMM_HOST_ID=simnode-" + std::to_string(r)};
+  });
+  ASSERT_FALSE(run.timed_out);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(run.exit_codes[r], 0) << "rank " << r;
+    EXPECT_EQ(run.reports[r], "refused\n") << "rank " << r;
   }
 }
 
