@@ -5,6 +5,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/node_link_handle.h"
 #include "comm/registry.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -14,23 +15,6 @@
 namespace tpcomm {
 namespace {
 
-constexpr uint32_t kLinkMagic = 0x7c0a11d0u;
-constexpr uint32_t kLinkVersion = 1;
-
-// What one rank sends in the second exchange (tpcommCommNodeLinkBegin).
-struct LinkInfo {
-  uint32_t magic;
-  uint32_t version;
-  int32_t rank;
-  int32_t nranks;
-  int32_t node;
-  int32_t local;
-  int32_t offers_id;    // the leader of its local index: nccl_id holds an NCCL unique id
-  int32_t small_bytes;  // the knobs that choose a call's shape: every rank must agree
-  int32_t variant;
-  char nccl_id[128];
-};
-static_assert(sizeof(LinkInfo) <= TPCOMM_RANK_HANDLE_BYTES, "LinkInfo exceeds the handle size");
 static_assert(sizeof(ncclUniqueId) <= sizeof(LinkInfo::nccl_id), "ncclUniqueId does not fit");
 
 tpcommResult_t ncclCheck(const NcclApi* api, ncclResult_t r, const char* what) {
@@ -108,48 +92,8 @@ std::string legWhat(const char* leg, size_t bytes, const tpcommComm* c) {
          std::to_string(c->span->layout.local) + ")";
 }
 
-tpcommResult_t checkLinkHandle(const NodeSpan& sp, const LinkInfo& h, const LinkInfo& mine, int r) {
-  const char* op = "tpcommCommNodeLinkEnd";
-  if (h.magic != kLinkMagic || h.version != kLinkVersion)
-    return fail(tpcommInvalidArgument,
-                "%s: link handle %d was not made by tpcommCommNodeLinkBegin of this library "
-                "(magic 0x%08x, version %u)",
-                op, r, h.magic, h.version);
-  if (h.rank != r)
-    return fail(tpcommInvalidArgument,
-                "%s: link handles out of order: position %d holds rank %d's (gather in rank order)",
-                op, r, h.rank);
-  const NodeLayout& l = sp.layout;
-  const bool leads = l.leaders[l.local_of[r]] == r;
-  if (h.nranks != sp.global_world || h.node != l.node_of[r] || h.local != l.local_of[r] ||
-      h.offers_id != (leads ? 1 : 0))
-    return fail(tpcommInvalidArgument,
-                "%s: link handle %d says nranks %d, node %d, local index %d, offers an id %d; "
-                "the first exchange says %d, %d, %d, %d (handles of another communicator?)",
-                op, r, h.nranks, h.node, h.local, h.offers_id, sp.global_world, l.node_of[r],
-                l.local_of[r], leads ? 1 : 0);
-  if (h.small_bytes != mine.small_bytes || h.variant != mine.variant)
-    return fail(tpcommRemoteError,
-                "%s: rank %d's knobs node_small_bytes=%d node_variant=%d differ from this rank's "
-                "(%d, %d): every rank must use the same TPCOMM_KNOBS / config.launchKnobs",
-                op, r, h.small_bytes, h.variant, mine.small_bytes, mine.variant);
-  return tpcommSuccess;
-}
-
 LinkInfo linkInfoOf(const tpcommComm* c) {
-  const NodeSpan& sp = *c->span;
-  LinkInfo i{};
-  i.magic = kLinkMagic;
-  i.version = kLinkVersion;
-  i.rank = sp.global_rank;
-  i.nranks = sp.global_world;
-  i.node = sp.layout.node;
-  i.local = sp.layout.local;
-  i.offers_id = sp.offers_id ? 1 : 0;
-  i.small_bytes = c->knobs.node_small_bytes;
-  i.variant = c->knobs.node_variant;
-  memcpy(i.nccl_id, sp.nccl_id, sizeof(i.nccl_id));
-  return i;
+  return makeLinkInfo(*c->span, c->knobs.node_small_bytes, c->knobs.node_variant);
 }
 
 }  // namespace
@@ -290,9 +234,7 @@ tpcommResult_t tpcommCommNodeLinkBegin(tpcommComm_t comm, tpcommRankHandle* myHa
     }
   }
   sp.link_begun = true;
-  const LinkInfo mine = linkInfoOf(comm);
-  memset(myHandle, 0, sizeof(*myHandle));
-  memcpy(myHandle->internal, &mine, sizeof(mine));
+  packLinkInfo(linkInfoOf(comm), myHandle);
   return tpcommSuccess;
 }
 
@@ -310,15 +252,7 @@ tpcommResult_t tpcommCommNodeLinkEnd(tpcommComm_t comm, const tpcommRankHandle* 
     return fail(tpcommInvalidUsage, "%s: rank %d: call tpcommCommNodeLinkBegin first", op,
                 sp.global_rank);
   if (sp.linked) return fail(tpcommInvalidUsage, "%s: rank %d: already linked", op, sp.global_rank);
-  const LinkInfo mine = linkInfoOf(comm);
-  for (int r = 0; r < sp.global_world; ++r) {
-    LinkInfo h;
-    memcpy(&h, allHandles[r].internal, sizeof(h));
-    TPCOMM_CHECK(checkLinkHandle(sp, h, mine, r));
-  }
-  if (memcmp(allHandles[sp.global_rank].internal, &mine, sizeof(mine)) != 0)
-    return fail(tpcommInvalidArgument, "%s: allHandles[%d] is not the handle this rank produced",
-                op, sp.global_rank);
+  TPCOMM_CHECK(checkLinkHandles(sp, linkInfoOf(comm), allHandles));
   const NcclApi* api = linkApi(op, sp.global_rank);
   if (!api) return tpcommNcclError;
   LinkInfo leader;
