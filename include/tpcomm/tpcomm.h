@@ -194,7 +194,7 @@ TPCOMM_API tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const
  * framework all-gathers them (rank order), End completes the communicator. The current CUDA device
  * is used. Between Begin and End the communicator can only be passed to End or Destroy.
  * The ranks may span machines (up to TPCOMM_MAX_GLOBAL_RANKS ranks, 1..8 on each machine, the
- * same number on every machine; a machine is known by its host id: boot id and hostname, or
+ * same number on every machine; a machine is known by its host id: its boot id, or
  * TPCOMM_HOST_ID). Such a communicator then needs tpcommCommNodeLinkBegin/End before its first
  * collective (docs/MULTINODE.md). */
 #define TPCOMM_MAX_GLOBAL_RANKS 1024

@@ -37,8 +37,8 @@ std::string hostIdFrom(const std::string& override_id, const std::string& boot_i
                        const std::string& hostname) {
   if (!override_id.empty()) return override_id;
   char hex[32];
-  snprintf(hex, sizeof(hex), "h%016llx",
-           static_cast<unsigned long long>(fnv1a(boot_id + "|" + hostname)));
+  const std::string what = boot_id.empty() ? "hostname:" + hostname : "boot:" + boot_id;
+  snprintf(hex, sizeof(hex), "h%016llx", static_cast<unsigned long long>(fnv1a(what)));
   return hex;
 }
 

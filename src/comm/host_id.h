@@ -9,8 +9,10 @@ namespace tpcomm {
 constexpr size_t kHostIdBytes = 64;  // RankInfo::host_id, NUL included
 
 // override_id: TPCOMM_HOST_ID (tests simulate machines with it), used as given when not empty;
-// else a hash of the boot id and the hostname: two containers of one kernel share the boot id,
-// two machines cloned from one image share the hostname, the pair tells them apart.
+// else a hash of the boot id, which the kernel draws at random at every boot: machines cloned
+// from one image still differ, and containers of one machine (each with its own hostname) share
+// it, so they stay one machine's group as they were before communicators spanned machines. The
+// hostname only where the boot id cannot be read.
 std::string hostIdFrom(const std::string& override_id, const std::string& boot_id,
                        const std::string& hostname);
 // This process's host id (TPCOMM_HOST_ID, /proc/sys/kernel/random/boot_id, gethostname).

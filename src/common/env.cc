@@ -40,7 +40,7 @@ const std::vector<EnvVarDoc> kDocs = {
      "(src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_HOST_ID", "",
      "this machine's identity for communicators that span machines (docs/MULTINODE.md); empty: "
-     "a hash of the boot id and the hostname. Set a distinct value per process group to "
+     "a hash of the boot id. Set a distinct value per process group to "
      "simulate machines on one host (tests), never two values on one real machine's ranks of "
      "one group"},
     {"TPCOMM_TUNING_FILE", "", "tuning table to use instead of the one in the user's cache folder"},

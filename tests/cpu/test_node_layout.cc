@@ -114,12 +114,16 @@ TEST(NodeLayout, LocalHandlesAreTheMachinesRanksRenumbered) {
   EXPECT_EQ(local[0].nccl_wanted, 0);  // no local fallback on a spanning communicator
 }
 
-TEST(HostId, TheOverrideWinsElseBootIdAndHostnameTellMachinesApart) {
+TEST(HostId, TheOverrideWinsElseTheBootIdTellsMachinesApart) {
   EXPECT_EQ(hostIdFrom("node-7", "boot", "host"), "node-7");
   const std::string a = hostIdFrom("", "boot-1", "host");
   EXPECT_EQ(a, hostIdFrom("", "boot-1", "host"));  // stable
-  EXPECT_NE(a, hostIdFrom("", "boot-2", "host"));  // cloned image, other kernel
-  EXPECT_NE(a, hostIdFrom("", "boot-1", "host2"));
+  EXPECT_NE(a, hostIdFrom("", "boot-2", "host"));  // cloned image, another kernel
+  // Containers of one machine have their own hostnames but one kernel: one machine.
+  EXPECT_EQ(a, hostIdFrom("", "boot-1", "container-2"));
+  // Without a boot id, the hostname tells them apart.
+  EXPECT_NE(hostIdFrom("", "", "host"), hostIdFrom("", "", "host2"));
+  EXPECT_NE(hostIdFrom("", "", "host"), a);
   EXPECT_LT(a.size(), kHostIdBytes);
   EXPECT_FALSE(a.empty());
 }
