@@ -34,6 +34,12 @@ tpcommResult_t checkString(int r, const char* field, const char* s, size_t n) {
 
 tpcommResult_t checkHandleFields(const RankInfo& i, int r) {
   TPCOMM_STRING(boot_id);
+  TPCOMM_STRING(host_id);
+  if (i.host_id[0] == '\0')
+    return fail(tpcommInvalidArgument,
+                "rank handle %d: host_id is empty (a corrupt or foreign handle: pass the bytes of "
+                "tpcommCommInitRankBegin unchanged)",
+                r);
   TPCOMM_STRING(pci_bus_id);
   TPCOMM_STRING(pci_bus_id_norm);
   TPCOMM_STRING(host_shm);
