@@ -28,8 +28,8 @@ PASS_MANAGER = "vllm.compilation.passes.pass_manager"
 FUSION = "vllm.compilation.passes.fusion.allreduce_rms_fusion"
 
 LEFT_ALONE = [
-    "all-reduce + RMSNorm without a residual (first layer), FP8/NVFP4-quantized and Gemma "
-    "fusions (their all-reduce is still tpcomm's)",
+    "unfused (tpcomm's all-reduce, then vLLM's norm): all-reduce + RMSNorm without a residual "
+    "(first layer), FP8/NVFP4-quantized and Gemma forms",
     "groups other than TP, ROCm (AITER, QuickReduce)",
 ]
 
