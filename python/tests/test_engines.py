@@ -114,6 +114,18 @@ def test_all_reduce_then_add_rmsnorm_becomes_the_fused_op(comm_id):
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
+def test_the_last_layers_norm_whose_residual_nobody_reads_is_fused_too(comm_id):
+    """vLLM's pass has this form as a second pattern (the end of the graph)."""
+    args = tensors()
+
+    def last(x, residual, weight):
+        return fx.layer(x, residual, weight)[0]
+
+    gm, n = fx.rewrite(last, args, comm_id)
+    assert n == 1 and fx.NORM not in fx.targets(gm)
+    assert torch.equal(gm(*args), last(*args))
+
+
 def ints(n, rank, dtype, seed=0):
     """gpu_common.ints on the CPU: the GPU test's data."""
     i = torch.arange(n, dtype=torch.int64)
