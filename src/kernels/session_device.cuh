@@ -48,6 +48,12 @@ struct CallSession {
     arrive();
     return true;
   }
+  // Block-wide: reads the epoch without counting the block in, for a kernel that waits but does
+  // not advance it (oneshot_ce's wait kernel: the reduce kernel after it does). False if aborted.
+  __device__ __forceinline__ bool openReadOnly() {
+    epoch = readEpoch(c);
+    return epoch != ~0ull;
+  }
   // Per thread, without a block barrier (readEpochThread): the lean kernel's read, alongside its
   // input load. A thread that saw the communicator aborted (aborted()) must push nothing, and
   // every thread of the block must then meet in arriveBlock before it waits for anything.

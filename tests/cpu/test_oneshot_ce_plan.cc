@@ -43,7 +43,7 @@ TEST(OneShotCe, ForcedNamesItsVariantAtEveryWorldAndSize) {
         EXPECT_GE(p.grid.blocks, 1);
         EXPECT_GE(p.grid.threads, 32);
       }
-  // 64 MiB at world 2: eight steps of 8 MiB (each its guard, copies and reduce kernel).
+  // 64 MiB at world 2: eight steps of 8 MiB (each its guard, copies, wait and reduce kernel).
   EXPECT_EQ(planCall(factsFor(2, Fabric::kNvlink, tpcommAlgoOneShotCe), CallArgs{64 * MiB, true})
                 .geometry.nsteps,
             8u);
