@@ -20,11 +20,11 @@ enum class CeOpKind {
 
 struct CeOp {
   CeOpKind kind;
-  int peer = -1;        // copies: the destination rank
-  int blocks = 0;       // kernels: the grid
-  int threads = 0;      // kernels: threads per block
-  bool pdl = false;     // kernels: launched with programmatic dependent launch
-  size_t operand = 0;   // kernels: the slot and role word the kernel decodes (ce_layout.h)
+  int peer = -1;       // copies: the destination rank
+  int blocks = 0;      // kernels: the grid
+  int threads = 0;     // kernels: threads per block
+  bool pdl = false;    // kernels: launched with programmatic dependent launch
+  size_t operand = 0;  // kernels: the slot and role word the kernel decodes (ce_layout.h)
 };
 
 // A step's operations: a guard, a data copy per peer, a flag copy per peer, the wait, the reduce.

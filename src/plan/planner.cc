@@ -127,8 +127,6 @@ PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   in.strict = f.strict;
   in.tuned = f.tuned;
   in.fabric_verdict = f.fabric_verdict;
-  in.prefer_pull = f.prefer_pull ||
-                   (f.fabric == Fabric::kPcie && f.fabric_verdict == FabricVerdict::kWriteCollapse);
   return in;
 }
 

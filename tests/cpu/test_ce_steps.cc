@@ -20,7 +20,8 @@ TEST(CeSteps, GuardCopiesThenFlagsThenWaitThenReduce) {
   for (int world = 2; world <= kMaxRanks; ++world)
     for (int rank = 0; rank < world; ++rank)
       for (int slot = 0; slot < kNumSlots; ++slot) {
-        SCOPED_TRACE(testing::Message() << "world " << world << " rank " << rank << " slot " << slot);
+        SCOPED_TRACE(testing::Message()
+                     << "world " << world << " rank " << rank << " slot " << slot);
         const CeStep st = ceStep(world, rank, slot, 128, 128, true);
         ASSERT_EQ(st.n, 3 + 2 * (world - 1));
         EXPECT_EQ(st.ops[0].kind, CeOpKind::kGuard);
@@ -58,8 +59,8 @@ TEST(CeSteps, OnlyOneBlockKernelsWaitForPeersWhateverTheGrid) {
           for (int i = 0; i < st.n; ++i) {
             const CeOp& op = st.ops[i];
             if (!ceOpWaitsForPeers(op)) continue;
-            EXPECT_EQ(op.blocks, 1) << "world " << world << ": op " << i << " waits on "
-                                    << op.blocks << " blocks";
+            EXPECT_EQ(op.blocks, 1)
+                << "world " << world << ": op " << i << " waits on " << op.blocks << " blocks";
             EXPECT_GE(op.threads, world) << "the guard's thread per peer";
             waiting_blocks += op.blocks;
           }
