@@ -163,9 +163,7 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
 }
 
 bool isKernelVariant(tpcommVariant_t v) {
-  // Reserved values (no name) are no variant at all.
-  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants &&
-         tpcommVariantName(v) != nullptr;
+  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants;
 }
 
 CallPlan planCall(const CommFacts& f, const CallArgs& call) {
