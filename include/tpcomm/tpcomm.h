@@ -354,8 +354,8 @@ TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInf
  * variants). */
 TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 TPCOMM_API const char* tpcommAlgoName(
-    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown (or a reserved value) */
-/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown (or a reserved value). */
+    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
+/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
 TPCOMM_API const char* tpcommVariantName(int variant);
 
 /* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with

@@ -195,9 +195,8 @@ const std::vector<EnvVarDoc>& envDocs() {
 }
 
 int parseAlgoName(const std::string& name) {
-  // Reserved values between the algorithms have no name.
   for (int a = 0; a < tpcommNumAlgos; ++a)
-    if (const char* known = tpcommAlgoName(a); known && name == known) return a;
+    if (name == tpcommAlgoName(a)) return a;
   return -1;
 }
 
