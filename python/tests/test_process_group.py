@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import tpcomm
-from tpcomm import _config, _device, _loader, _process_group
+from tpcomm import _abi, _config, _device, _loader, _process_group
 
 
 class FakeLib:
@@ -21,6 +21,7 @@ class FakeLib:
         self.destroyed, self.ended_with = [], {}
         self.errors = threading.local()
         self.ranks = {}
+        self.node_link_calls, self.fail_link_calls = {}, set()  # rank -> count; ranks refused
 
     def tpcommCommInitRankBegin(self, comm, world, rank, cfg, handle):
         if rank in self.fail_begin:
@@ -62,6 +63,23 @@ class FakeLib:
             self.errors.msg = b"tpcommTimeout: ncclCommInitRank over 2 machines did not complete"
             return 8  # the communicator stays, unlinked
         self.linked.add(rank)
+        return 0
+
+    def tpcommCommGetStats(self, comm, stats):
+        rank = self.ranks[comm.value][0]
+        stats._obj.calls[_abi.ALGO_NAMES.index("nccl")] = 10 * self.node_link_calls.get(rank, 0)
+        return 0
+
+    def tpcommCommGetPtxJitCalls(self, comm, calls):
+        calls._obj.value = 0
+        return 0
+
+    def tpcommCommGetNodeLinkCalls(self, comm, calls):
+        rank = self.ranks[comm.value][0]
+        if rank in self.fail_link_calls:
+            self.errors.msg = b"tpcommInvalidUsage: the communicator is broken"
+            return 5
+        calls._obj.value = self.node_link_calls.get(rank, 0)
         return 0
 
     def tpcommCommDestroy(self, comm):
@@ -221,3 +239,32 @@ def test_a_failed_link_end_raises_everywhere_and_destroys_every_communicator(mon
         assert isinstance(results[r], tpcomm.TpcommRemoteError)
         assert "failed to link the 2 machines" in str(results[r])
     assert sorted(lib.destroyed) == [0, 1, 2, 3]
+
+
+def test_nodes_and_node_link_calls_across_machines(monkeypatch):
+    lib = FakeLib(nodes=2)
+    comms = run_ranks(monkeypatch, lib, world=4)
+    lib.node_link_calls = {0: 3, 1: 4, 2: 5, 3: 6}
+    assert [c.nodes for c in comms] == [(2, 2)] * 4
+    for rank, comm in enumerate(comms):
+        stats = comm.stats()
+        assert stats["node_link_calls"] == 3 + rank
+        assert stats["calls"]["nccl"] == 10 * (3 + rank)  # the library's count, passed through
+
+
+def test_one_machine_has_one_node_and_no_node_link_calls(monkeypatch):
+    comms = run_ranks(monkeypatch, FakeLib(nodes=1), world=2)
+    assert [c.nodes for c in comms] == [(1, 2), (1, 2)]
+    assert [c.stats()["node_link_calls"] for c in comms] == [0, 0]
+
+
+def test_nodes_and_node_link_calls_raise_the_librarys_error(monkeypatch):
+    lib = FakeLib(nodes=2)
+    comms = run_ranks(monkeypatch, lib, world=2)
+    lib.fail_link_calls = {1}
+    assert comms[0].stats()["node_link_calls"] == 0
+    with pytest.raises(tpcomm.TpcommInvalidUsageError, match="broken"):
+        comms[1].stats()
+    comms[0].close()
+    with pytest.raises(tpcomm.TpcommInvalidUsageError, match="closed"):
+        comms[0].nodes
