@@ -1,9 +1,24 @@
 #!/usr/bin/env bash
 # The GPU suite in one command (run on a GPU machine, e.g. the lent H200s):
-#   tests/gpu/run_suite.sh [BUILD_DIR] [OUT_DIR] [all|tests|bench|quick]
-# Runs the gtest GPU suite (correctness matrix, graphs, 100k calls, failures, multi-process),
-# a PDL-off pass, optional extra builds (an sm_80-only build must fail init clearly on sm_90),
-# and tpcomm-bench next to NCCL. Logs and JSON go to OUT_DIR; the last lines are a summary.
+#   tests/gpu/run_suite.sh [BUILD_DIR] [OUT_DIR] [WHAT]
+# WHAT (default all):
+#   tests     the gtest GPU suite (correctness matrix, graphs, 100k calls, failures, multi-process,
+#             multi-node), a PDL-off pass, an optional build without this GPU's architecture
+#             (BUILD_DIR-sm80), the compute-sanitizer passes, then the Python GPU tests
+#   tests-a   the gtest suites World/* only (every algorithm at worlds 2..8, ranks sharing GPUs:
+#             about two thirds of the suite's time on one GPU)
+#   tests-b   every other gtest suite and the Python GPU tests (tests-a + tests-b = the suite)
+#   sanitize  the compute-sanitizer passes and the PDL-off pass alone
+#   bench     tpcomm-bench next to NCCL (sizes 1K..64M, knob sweeps, host transport)
+#   round     this round's side-by-side rows: every forced variant, reduce-scatter / all-gather,
+#             the fused call (and BUILD_DIR-ab's, alternating), kernel traces (BUILD_DIR-trace)
+#   quick     gtest + bench
+#   all       tests + bench
+# The gtest suites run in batches of four test suites, each a process of its own: a crash or a
+# hang costs its batch, which then reruns suite by suite. TPCOMM_SUITE_SECONDS bounds the whole run
+# (the lent device allows 600 s a call: scripts/gpu_pack.sh says how to split a session); a step
+# that no longer fits is reported NOT RUN, by name. Logs and JSON go to OUT_DIR; the last lines
+# are a summary.
 set -u
 BUILD=${1:-build}
 OUT=${2:-gpu-results}
@@ -11,27 +26,64 @@ WHAT=${3:-all}
 mkdir -p "$OUT"
 # NVLink multicast stays off (it can take a shared host down); tpcomm never uses it.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+BUDGET=${TPCOMM_SUITE_SECONDS:-100000}
+T0=$SECONDS
+left() { echo $((BUDGET - (SECONDS - T0))); }
 summary=()
 step() {  # step NAME TIMEOUT_S CMD...: runs CMD, logs to OUT/NAME.log, records pass/fail
   local name=$1 t=$2; shift 2
   local start=$SECONDS
+  [[ $t -gt $(left) ]] && t=$(left)
+  if [[ $t -le 5 ]]; then
+    summary+=("$(printf '%-28s NOT RUN (out of time)  %s' "$name" "$*" | cut -c1-200)")
+    return 0
+  fi
   echo "=== $name: $*" >&2
   timeout --kill-after=10 "$t" "$@" >"$OUT/$name.log" 2>&1
   local rc=$?
   summary+=("$(printf '%-28s rc=%-3s %4ss  %s' "$name" "$rc" "$((SECONDS - start))" \
-    "$(grep -E '^\[  (PASSED|FAILED)  \]|tests? ran|FAILED TEST' "$OUT/$name.log" | tr '\n' ' ' | cut -c1-150)")")
+    "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?|tests? ran|[0-9]+ (passed|failed)' \
+      "$OUT/$name.log" | tr '\n' ' ' | cut -c1-150)")")
+  # What failed, by name, and where a crash or a timeout stopped it.
+  while read -r line; do summary+=("    $line"); done < <(
+    grep -E '^\[  FAILED  \] [A-Za-z].*\([0-9]+ ms\)$|^(FAILED|ERROR) ' "$OUT/$name.log" | head -20)
+  local last
+  last=$(grep -E '^\[ RUN      \]' "$OUT/$name.log" | tail -1)
+  if [[ $rc -gt 1 && -n $last ]]; then summary+=("    last started: $last"); fi
   tail -n 3 "$OUT/$name.log" >&2
   return $rc
+}
+TESTS=$BUILD/tests/gpu/tpcomm_gpu_tests
+gtest_suites() {  # gtest_suites GREP_ARGS...: the suites in batches, each batch a process
+  local suites part filter i rc
+  mapfile -t suites < <("$TESTS" --gtest_list_tests | grep -E '^[^ ]' | sed 's/\.$//' | grep "$@")
+  for ((i = 0; i < ${#suites[@]}; i += 4)); do
+    part=("${suites[@]:i:4}")
+    filter=$(printf '%s.*:' "${part[@]}")
+    step "gtest_$((i / 4))_${part[0]//\//_}" 400 "$TESTS" --gtest_filter="${filter%:}" \
+      --gtest_output="json:$OUT/gtest_$((i / 4)).json"
+    rc=$?
+    if [[ $rc -gt 1 && ${#part[@]} -gt 1 ]]; then
+      for s in "${part[@]}"; do step "gtest_suite_${s//\//_}" 300 "$TESTS" --gtest_filter="$s.*"; done
+    fi
+  done
+}
+python_gpu() {
+  step pytest_gpu 180 env TPCOMM_LIBRARY="$BUILD/src/libtpcomm.so" TPCOMM_CLI="$BUILD/tools/tpcomm" \
+    PYTHONPATH="$(dirname "$0")/../../python" PYTHONUNBUFFERED=1 python3 -m pytest \
+    "$(dirname "$0")/../../python/tests" -q -m gpu -rA -p no:cacheprovider
 }
 
 nvidia-smi topo -m >"$OUT/topo.txt" 2>&1
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.sm,clocks.mem --format=csv \
   >>"$OUT/topo.txt" 2>&1
 
-if [[ $WHAT == all || $WHAT == tests || $WHAT == quick ]]; then
-  step gtest 600 "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_output="json:$OUT/gtest.json"
-fi
-if [[ $WHAT == all || $WHAT == tests ]]; then
+case $WHAT in
+  all | tests | quick) gtest_suites -v '^$' ;;
+  tests-a) gtest_suites '^World/' ;;
+  tests-b) gtest_suites -v '^World/' ;;
+esac
+if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
   step gtest_pdl_off 90 env TPCOMM_PDL=0 "$BUILD/tests/gpu/tpcomm_gpu_tests" \
     --gtest_filter='Correctness.World2Auto:Graph.*:Correctness.SentinelPayloadAndNegativeZero'
   for extra in "$BUILD"-sm80; do  # a build without this GPU's architecture
@@ -76,6 +128,11 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
     done
   fi
 fi
+if [[ $WHAT == all || $WHAT == tests || $WHAT == tests-b ]]; then
+  python_gpu
+  step doctor 60 "$BUILD/tools/tpcomm" doctor
+  step doctor_json 60 "$BUILD/tools/tpcomm" doctor --json
+fi
 if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
   step bench 300 "$BUILD/bench/tpcomm-bench" --min 1K --max 64M --factor 4 \
     --json "$OUT/bench.json"
@@ -92,6 +149,32 @@ if [[ $WHAT == all || $WHAT == bench || $WHAT == quick ]]; then
   step bench_nccl_p2p_off 120 env NCCL_P2P_DISABLE=1 "$BUILD/bench/tpcomm-bench" \
     --backends nccl --mode graph --min 1K --max 64M --factor 4 --json "$OUT/bench_nccl_p2p_off.json"
 fi
-echo
-echo "==== summary ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs))"
-printf '%s\n' "${summary[@]}"
+if [[ $WHAT == round ]]; then
+  # This round's variants side by side in one process each (ranks sharing the lent GPU where only
+  # one is lent: protocol and launch overhead, not a link), then the fused call of this build and
+  # of BUILD_DIR-ab alternating (an A/B of two trees), then the kernel traces of BUILD_DIR-trace.
+  B=$BUILD/bench/tpcomm-bench
+  G=(--mode graph --min 1K --max 1M --factor 4)
+  step round_push_pull 120 "$B" --ranks 2 "${G[@]}" \
+    --backends oneshot,oneshot_pull,twoshot,twoshot_pull,oneshot_ce
+  step round_reduce_scatter 60 "$B" --ranks 2 --collective reduce_scatter --backends auto "${G[@]}"
+  step round_all_gather 60 "$B" --ranks 2 --collective all_gather --backends auto "${G[@]}"
+  for r in 1 2; do
+    step "round_fused_$r" 60 "$BUILD/bench/tpcomm-bench-fused" --ranks 2 --json "$OUT/fused_$r.json"
+    if [[ -x $BUILD-ab/bench/tpcomm-bench-fused ]]; then
+      step "round_fused_ab_$r" 60 "$BUILD-ab/bench/tpcomm-bench-fused" --ranks 2 \
+        --json "$OUT/fused_ab_$r.json"
+    fi
+  done
+  if [[ -x $BUILD-trace/bench/trace-oneshot ]]; then
+    for m in "14336 oneshot 2" "14336 fused 2" "14336 fused_block 2" "229376 fused_block 2"; do
+      read -r bytes mode ranks <<<"$m"
+      step "round_trace_${mode}_$bytes" 30 "$BUILD-trace/bench/trace-oneshot" "$bytes" 1000 "$mode" "$ranks"
+    done
+  fi
+fi
+{
+  echo
+  echo "==== summary of $WHAT ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs), $((SECONDS - T0)) s)"
+  printf '%s\n' "${summary[@]}"
+} | tee "$OUT/summary.txt"
