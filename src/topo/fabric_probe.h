@@ -61,7 +61,9 @@ struct FabricFinding {
 
 // The verdict from the numbers. p2p_works: the GPUs probed reach each other by P2P (no P2P gives
 // kNoP2p whatever the numbers). Missing numbers (a probe cut short) and a probe of one GPU
-// (host memory only) give kUnknown.
+// (host memory only) give kUnknown. Two buffers on one GPU (sameGpu(), e.g. {0, 0}) cross no
+// link, so need no P2P and cannot collapse: kPushFine for ranks sharing that GPU where stores
+// hold with both at once, labelled "one GPU: ..."; kUnknown where they fall or numbers are missing.
 FabricFinding judgeFabric(const FabricProbe& probe, bool p2p_works);
 
 // The median of the pairs' single-pair numbers (negative: none measured).
