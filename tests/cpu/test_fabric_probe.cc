@@ -134,18 +134,24 @@ TEST(FabricVerdict, NamesRoundTrip) {
   EXPECT_FALSE(parseFabricVerdict("collapse", &x));
 }
 
+// p written as JSON and read back into *back, which must write the same text; *text: p's.
+void roundTrip(const FabricProbe& p, FabricProbe* back, std::string* text) {
+  *text = json::write(fabricProbeToJson(p));
+  json::Value v;
+  std::string why;
+  ASSERT_TRUE(json::parse(*text, &v, &why)) << why;
+  ASSERT_TRUE(fabricProbeFromJson(v, back, &why)) << why;
+  EXPECT_EQ(json::write(fabricProbeToJson(*back)), *text);
+}
+
 TEST(FabricProbeJson, RoundTripsEveryNumberAndNull) {
   FabricProbe p = syntheticFabric(37, 27, 56, 2.7, 27);
   p.topology_key = "8gpu-0123456789abcdef";
   p.fabric_hash = "fedcba9876543210";
   p.error = "";
-  const std::string text = json::write(fabricProbeToJson(p));
-  json::Value v;
-  std::string why;
-  ASSERT_TRUE(json::parse(text, &v, &why)) << why;
   FabricProbe back;
-  ASSERT_TRUE(fabricProbeFromJson(v, &back, &why)) << why;
-  EXPECT_EQ(json::write(fabricProbeToJson(back)), text);
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(roundTrip(p, &back, &text));
   EXPECT_EQ(back.pairs.size(), 28u);
   EXPECT_DOUBLE_EQ(back.all_pairs.store_gbps, 2.7);
   EXPECT_LT(back.all_pairs.latency_us, 0);  // null: not measured
@@ -157,13 +163,9 @@ TEST(FabricProbeJson, RoundTripsTwoBuffersOnOneGpu) {
   FabricProbe p = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
   p.topology_key = "1gpu-0123456789abcdef";
   p.fabric_hash = "fedcba9876543210";
-  const std::string text = json::write(fabricProbeToJson(p));
-  json::Value v;
-  std::string why;
-  ASSERT_TRUE(json::parse(text, &v, &why)) << why;
   FabricProbe back;
-  ASSERT_TRUE(fabricProbeFromJson(v, &back, &why)) << why;
-  EXPECT_EQ(json::write(fabricProbeToJson(back)), text);
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(roundTrip(p, &back, &text));
   EXPECT_EQ(back.gpus, (std::vector<int>{0, 0}));
   EXPECT_TRUE(back.sameGpu());
   EXPECT_EQ(judgeFabric(back, true).verdict, FabricVerdict::kPushFine);
