@@ -38,6 +38,7 @@ FabricProbe probe(const std::vector<int>& gpus, int budget_ms, double* wall_ms) 
   std::string why;
   const Clock::time_point t0 = Clock::now();
   EXPECT_TRUE(runFabricProbe(gpus, budget_ms, &p, &why)) << why;
+  EXPECT_EQ(p.gpus, gpus);  // judgeFabric tells one GPU from two by them
   *wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return p;
 }
