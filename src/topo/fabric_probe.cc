@@ -69,7 +69,10 @@ FabricFinding judgeOneGpu(const FabricProbe& p) {
 }  // namespace
 
 bool FabricProbe::sameGpu() const {
-  if (pairs.empty()) return false;
+  // By the GPUs probed, so that a probe cut short before its first pair is still labelled.
+  if (gpus.size() >= 2)
+    return std::all_of(gpus.begin(), gpus.end(), [this](int g) { return g == gpus[0]; });
+  if (!gpus.empty() || pairs.empty()) return false;
   for (const ProbePair& p : pairs)
     if (p.a != p.b) return false;
   return true;

@@ -40,7 +40,7 @@ struct FabricProbe {
   double elapsed_ms = 0;
   std::string error;  // "" or why the probe stopped early (a deadline, a CUDA error)
 
-  bool sameGpu() const;  // every pair is two buffers on one GPU
+  bool sameGpu() const;  // two or more buffers on one GPU (gpus {0, 0}; without gpus: the pairs)
 };
 
 // Thresholds of the verdict, from the published PCIe measurements (../shared/BRIEF.md, "PCIe

@@ -100,6 +100,14 @@ TEST(FabricVerdict, OneGpuWithMissingNumbersIsUnknown) {
   p = syntheticOneGpu(-1, 3100, 1800, 1500, 1600);  // no single-pair store
   p.error = "";
   EXPECT_EQ(judgeFabric(p, true).verdict, FabricVerdict::kUnknown);
+  // Cut short before its first pair (the budget spent in set-up): still labelled one GPU.
+  p = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+  p.pairs.clear();
+  p.all_pairs = LinkSpeed{};
+  p.error = "the probe's time budget ran out before SM stores";
+  const FabricFinding cut = judgeFabric(p, true);
+  EXPECT_EQ(cut.verdict, FabricVerdict::kUnknown);
+  EXPECT_NE(cut.what.find("one GPU: two buffers on it"), std::string::npos) << cut.what;
 }
 
 // Stores collapsing while loads hold, on one GPU: no link was crossed, so it is no posted-write
