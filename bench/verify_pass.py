@@ -45,10 +45,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # siblings, however loaded
 from bench_common import import_tpcomm, torch_with_gpus  # noqa: E402
-from verify_pass_model import (BACKENDS, DEFAULT_BACKENDS, bytes_per_rank,  # noqa: E402,F401
-                               shapes)
-from verify_pass_report import (break_even, expected_tokens, fused_targets,  # noqa: E402,F401
-                                plot, summarize, table, targets)
+from verify_pass_model import BACKENDS, DEFAULT_BACKENDS, bytes_per_rank  # noqa: E402
+from verify_pass_report import fused_targets, plot, summarize, table, targets  # noqa: E402
 from verify_pass_worker import worker  # noqa: E402
 
 

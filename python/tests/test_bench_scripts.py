@@ -83,7 +83,7 @@ def test_verify_pass_arguments_and_shapes():
     m = load("verify_pass")
     a = m.parse_args(["--out", "x"])
     assert (a.layers, a.hidden, a.intermediate, a.k) == (61, 7168, 18432, [1, 4, 8, 16, 64])
-    assert m.shapes(a) == {"w_qkv": (7168, 10752), "w_o": (3584, 7168),
+    assert load("verify_pass_model").shapes(a) == {"w_qkv": (7168, 10752), "w_o": (3584, 7168),
                            "w_gu": (7168, 18432), "w_d": (9216, 7168)}
     assert 30 << 30 < m.bytes_per_rank(a) < 45 << 30  # ~37 GiB weights + ~3.4 GiB KV
     assert m.parse_args(["--out", "x", "--k", "8,4"]).k == [1, 4, 8]  # T(1) always measured
@@ -92,7 +92,7 @@ def test_verify_pass_arguments_and_shapes():
 
 
 def test_break_even_math():
-    m = load("verify_pass")
+    m = load("verify_pass_report")
     assert m.expected_tokens(0.0, 8) == 1.0 and m.expected_tokens(1.0, 8) == 8.0
     assert m.expected_tokens(0.5, 2) == pytest.approx(1.5)
     # A verify as cheap as a decode step breaks even at once; one that costs k steps never does.

@@ -332,6 +332,7 @@ bool runFabricProbe(const std::vector<int>& gpus, int budget_ms, FabricProbe* ou
     *why = strFormat("the fabric probe takes 1..%d GPUs, not %zu", kProbeMaxGpus, gpus.size());
     return false;
   }
+  out->gpus = gpus;  // judgeFabric needs them: host memory only, one GPU twice, or a fabric
   int prev = 0;
   if (cudaGetDevice(&prev) != cudaSuccess) {
     *why = std::string("no CUDA device: ") + cudaGetErrorString(cudaGetLastError());

@@ -18,8 +18,8 @@ namespace topo {
 // gpus: CUDA ordinals whose P2P works between every two (a repeated ordinal: two ranks' buffers
 // on one GPU, e.g. {0, 0}; a single GPU probes host memory only). Peer access is enabled where
 // needed and disabled again where this call enabled it; the current device is restored. Creates
-// a CUDA context on every GPU named (see p2p_test.h for what that costs). False only when the
-// probe could not start (no device, no memory): *why.
+// a CUDA context on every GPU named (see p2p_test.h for what that costs). out->gpus = gpus.
+// False only when the probe could not start (no device, no memory): *why.
 bool runFabricProbe(const std::vector<int>& gpus, int budget_ms, FabricProbe* out,
                     std::string* why);
 

@@ -40,7 +40,7 @@ struct FabricProbe {
   double elapsed_ms = 0;
   std::string error;  // "" or why the probe stopped early (a deadline, a CUDA error)
 
-  bool sameGpu() const;  // every pair is two buffers on one GPU
+  bool sameGpu() const;  // two or more buffers on one GPU (gpus {0, 0}; without gpus: the pairs)
 };
 
 // Thresholds of the verdict, from the published PCIe measurements (../shared/BRIEF.md, "PCIe
@@ -61,7 +61,9 @@ struct FabricFinding {
 
 // The verdict from the numbers. p2p_works: the GPUs probed reach each other by P2P (no P2P gives
 // kNoP2p whatever the numbers). Missing numbers (a probe cut short) and a probe of one GPU
-// (host memory only) give kUnknown.
+// (host memory only) give kUnknown. Two buffers on one GPU (sameGpu(), e.g. {0, 0}) cross no
+// link, so need no P2P and cannot collapse: kPushFine for ranks sharing that GPU where stores
+// hold with both at once, labelled "one GPU: ..."; kUnknown where they fall or numbers are missing.
 FabricFinding judgeFabric(const FabricProbe& probe, bool p2p_works);
 
 // The median of the pairs' single-pair numbers (negative: none measured).

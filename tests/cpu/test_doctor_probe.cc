@@ -34,6 +34,109 @@ void pcieBoxProbed(const topo::FabricProbe& probe, DoctorFacts* f) {
   f->preview = previewMachine(f->topo, f->preview_options);
 }
 
+// One H200 (the 2x fixture cut to its first GPU), probed as two buffers on it, judged as doctor
+// does: a machine of one GPU has no fabric, so the policy takes no verdict from it.
+void oneGpuProbed(const topo::FabricProbe& probe, DoctorFacts* f) {
+  f->gpus_visible = true;
+  f->driver_api = 13000;
+  f->topo = test::topoFixture("h200_2x_nvlink");
+  f->topo.resize(1);
+  f->topo.gpus[0].uuid = "GPU-1";
+  f->kernel_check.assign(1, "");
+  f->nccl_loaded = true;
+  f->probe = probe;
+  f->probe.gpus = {0, 0};
+  f->probe.topology_key = f->topo.key();
+  f->probe.fabric_hash = "0011223344556677";
+  f->probe_source = topo::ProbeSource::kMeasured;
+  f->probe_cache_path = "/cache/probe-1gpu.json";
+  f->probe_finding = topo::judgeFabric(f->probe, true);
+  f->preview_options.nccl_available = true;
+  f->preview = previewHypothetical(f->preview_options);
+  f->preview_hypothetical = true;
+}
+
+const Finding* probeFinding(const std::vector<Finding>& fs) {
+  for (const Finding& x : fs)
+    if (x.what.rfind("fabric probe", 0) == 0) return &x;
+  return nullptr;
+}
+
+TEST(DoctorProbe, OneGpuProbesTwoBuffersOnIt) {
+  bool p2p = false;
+  EXPECT_EQ(probeGpus(test::topoFixture("h200_2x_nvlink"), &p2p), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(p2p);
+  topo::Topology one = test::topoFixture("h200_2x_nvlink");
+  one.resize(1);
+  EXPECT_EQ(probeGpus(one, &p2p), (std::vector<int>{0, 0}));
+  EXPECT_TRUE(p2p);
+  EXPECT_EQ(probeGpus(test::topoFixture("rtx_4090_4x_no_p2p"), &p2p), (std::vector<int>{0}));
+  EXPECT_FALSE(p2p);
+  EXPECT_EQ(probeGpus(test::topoFixture("h200_8x_nvswitch"), &p2p).size(), 8u);
+}
+
+TEST(DoctorProbe, OneGpuHealthyIsPushFineForRanksSharingIt) {
+  DoctorFacts f;
+  oneGpuProbed(topo::syntheticOneGpu(2900, 3100, 1800, 1500, 1600), &f);
+  const std::vector<Finding> fs = findingsFor(f);
+  const Finding* c = probeFinding(fs);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->severity, Severity::kNote);
+  EXPECT_TRUE(test::contains(c->what, "push_fine: one GPU: two buffers on it")) << c->what;
+  EXPECT_TRUE(test::contains(c->what, "ranks sharing this GPU push")) << c->what;
+  const std::string text = doctorText(f, fs);
+  EXPECT_TRUE(test::contains(text, "Fabric probe (measured, 210 ms; two buffers on one GPU"))
+      << text;
+  EXPECT_TRUE(test::contains(text, "GPU 0 -> GPU 0 (another buffer)")) << text;
+  const size_t both = text.find("both buffers at once, per buffer");
+  ASSERT_NE(both, std::string::npos) << text;
+  EXPECT_TRUE(test::contains(text.substr(both, text.find('\n', both) - both), " 1500.0 ")) << text;
+  EXPECT_TRUE(test::contains(text,
+                             "verdict: push_fine: one GPU: two buffers on it, memory and "
+                             "launches, not a link"))
+      << text;
+
+  json::Value root;
+  std::string why;
+  ASSERT_TRUE(json::parse(json::write(doctorJson(f, fs, false)), &root, &why)) << why;
+  const json::Value* probe = root.find("fabric_probe");
+  ASSERT_NE(probe, nullptr);
+  EXPECT_EQ(probe->find("verdict")->asString(), "push_fine");
+  EXPECT_EQ(probe->find("what")->asString().rfind("one GPU: two buffers on it", 0), 0u);
+  EXPECT_EQ(probe->find("policy_verdict")->asString(), "unknown");  // no fabric to steer
+  topo::FabricProbe back;
+  ASSERT_TRUE(topo::fabricProbeFromJson(*probe->find("probe"), &back, &why)) << why;
+  EXPECT_EQ(json::write(topo::fabricProbeToJson(back)),
+            json::write(topo::fabricProbeToJson(f.probe)));
+  EXPECT_TRUE(back.sameGpu());
+}
+
+TEST(DoctorProbe, OneGpuWithoutNumbersOrWithFallingStoresSaysSo) {
+  DoctorFacts f;
+  topo::FabricProbe cut = topo::syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+  cut.all_pairs = topo::LinkSpeed{};
+  cut.error = "the probe's time budget ran out before SM stores";
+  oneGpuProbed(cut, &f);
+  std::vector<Finding> fs = findingsFor(f);
+  const Finding* c = probeFinding(fs);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->severity, Severity::kNote);
+  EXPECT_TRUE(test::contains(c->what, "unknown: one GPU: two buffers on it")) << c->what;
+  EXPECT_TRUE(test::contains(c->fix, "--reprobe")) << c->fix;
+  EXPECT_TRUE(test::contains(doctorText(f, fs), "cut short: the probe's time budget"));
+
+  DoctorFacts g;
+  oneGpuProbed(topo::syntheticOneGpu(2900, 3100, 1800, 300, 1600), &g);
+  fs = findingsFor(g);
+  c = probeFinding(fs);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->severity, Severity::kNote);
+  EXPECT_TRUE(test::contains(c->what, "unknown: one GPU")) << c->what;
+  EXPECT_TRUE(test::contains(c->what, "no write collapse")) << c->what;
+  EXPECT_TRUE(test::contains(c->fix, "--reprobe")) << c->fix;
+  EXPECT_FALSE(test::contains(doctorText(g, fs), "write_collapse"));
+}
+
 TEST(DoctorProbe, ACollapseIsAWarningThatSaysWhatTpcommDoes) {
   DoctorFacts f;
   pcieBoxProbed(topo::syntheticFabric(37, 27, 56, 2.7, 27), &f);

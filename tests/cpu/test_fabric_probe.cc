@@ -72,6 +72,56 @@ TEST(FabricVerdict, OneGpuHasNothingToJudge) {
   EXPECT_NE(f.what.find("one GPU"), std::string::npos) << f.what;
 }
 
+// Two ranks' buffers on one H200 ({0, 0}, as the lent machine runs): HBM, no link, so the verdict
+// is push_fine for ranks sharing it, labelled as what it is, and P2P does not enter into it.
+TEST(FabricVerdict, TwoBuffersOnOneGpuPushWithTheLabel) {
+  const FabricProbe p = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+  ASSERT_TRUE(p.sameGpu());
+  for (bool p2p : {true, false}) {
+    const FabricFinding f = judgeFabric(p, p2p);
+    EXPECT_EQ(f.verdict, FabricVerdict::kPushFine) << f.what;
+    EXPECT_EQ(f.what.rfind("one GPU: two buffers on it, memory and launches, not a link: ", 0), 0u)
+        << f.what;
+    EXPECT_NE(f.what.find("1500.0 GB/s per GPU with both buffers at once vs 2900.0 GB/s"),
+              std::string::npos)
+        << f.what;
+    EXPECT_NE(f.action.find("ranks sharing this GPU push"), std::string::npos) << f.action;
+  }
+}
+
+TEST(FabricVerdict, OneGpuWithMissingNumbersIsUnknown) {
+  FabricProbe p = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+  p.all_pairs.load_gbps = -1;
+  p.error = "SM loads did not finish in time";
+  const FabricFinding f = judgeFabric(p, true);
+  EXPECT_EQ(f.verdict, FabricVerdict::kUnknown);
+  EXPECT_NE(f.what.find("one GPU: two buffers on it"), std::string::npos) << f.what;
+  EXPECT_NE(f.what.find("SM loads did not finish"), std::string::npos) << f.what;
+  p = syntheticOneGpu(-1, 3100, 1800, 1500, 1600);  // no single-pair store
+  p.error = "";
+  EXPECT_EQ(judgeFabric(p, true).verdict, FabricVerdict::kUnknown);
+  // Cut short before its first pair (the budget spent in set-up): still labelled one GPU.
+  p = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+  p.pairs.clear();
+  p.all_pairs = LinkSpeed{};
+  p.error = "the probe's time budget ran out before SM stores";
+  const FabricFinding cut = judgeFabric(p, true);
+  EXPECT_EQ(cut.verdict, FabricVerdict::kUnknown);
+  EXPECT_NE(cut.what.find("one GPU: two buffers on it"), std::string::npos) << cut.what;
+}
+
+// Stores collapsing while loads hold, on one GPU: no link was crossed, so it is no posted-write
+// collapse (and must not steer anyone to pull); the numbers are still shown, with the doubt.
+TEST(FabricVerdict, OneGpuWhoseStoresCollapseIsNoWriteCollapse) {
+  const FabricFinding f = judgeFabric(syntheticOneGpu(2900, 3100, 1800, 300, 1600), true);
+  EXPECT_EQ(f.verdict, FabricVerdict::kUnknown) << f.what;
+  EXPECT_NE(f.what.find("one GPU: two buffers on it"), std::string::npos) << f.what;
+  EXPECT_NE(f.what.find("300.0 GB/s"), std::string::npos) << f.what;
+  EXPECT_NE(f.what.find("(0.10x)"), std::string::npos) << f.what;
+  EXPECT_NE(f.what.find("no write collapse"), std::string::npos) << f.what;
+  EXPECT_NE(f.action.find("--reprobe"), std::string::npos) << f.action;
+}
+
 TEST(FabricVerdict, AProbeCutShortIsUnknown) {
   FabricProbe p = syntheticFabric(37, 27, 56, 2.7, 27);
   p.all_pairs = LinkSpeed{};
@@ -92,23 +142,41 @@ TEST(FabricVerdict, NamesRoundTrip) {
   EXPECT_FALSE(parseFabricVerdict("collapse", &x));
 }
 
+// p written as JSON and read back into *back, which must write the same text; *text: p's.
+void roundTrip(const FabricProbe& p, FabricProbe* back, std::string* text) {
+  *text = json::write(fabricProbeToJson(p));
+  json::Value v;
+  std::string why;
+  ASSERT_TRUE(json::parse(*text, &v, &why)) << why;
+  ASSERT_TRUE(fabricProbeFromJson(v, back, &why)) << why;
+  EXPECT_EQ(json::write(fabricProbeToJson(*back)), *text);
+}
+
 TEST(FabricProbeJson, RoundTripsEveryNumberAndNull) {
   FabricProbe p = syntheticFabric(37, 27, 56, 2.7, 27);
   p.topology_key = "8gpu-0123456789abcdef";
   p.fabric_hash = "fedcba9876543210";
   p.error = "";
-  const std::string text = json::write(fabricProbeToJson(p));
-  json::Value v;
-  std::string why;
-  ASSERT_TRUE(json::parse(text, &v, &why)) << why;
   FabricProbe back;
-  ASSERT_TRUE(fabricProbeFromJson(v, &back, &why)) << why;
-  EXPECT_EQ(json::write(fabricProbeToJson(back)), text);
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(roundTrip(p, &back, &text));
   EXPECT_EQ(back.pairs.size(), 28u);
   EXPECT_DOUBLE_EQ(back.all_pairs.store_gbps, 2.7);
   EXPECT_LT(back.all_pairs.latency_us, 0);  // null: not measured
   EXPECT_NE(text.find("\"latency_us\": null"), std::string::npos);
   EXPECT_EQ(judgeFabric(back, true).verdict, FabricVerdict::kWriteCollapse);
+}
+
+TEST(FabricProbeJson, RoundTripsTwoBuffersOnOneGpu) {
+  FabricProbe p = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+  p.topology_key = "1gpu-0123456789abcdef";
+  p.fabric_hash = "fedcba9876543210";
+  FabricProbe back;
+  std::string text;
+  ASSERT_NO_FATAL_FAILURE(roundTrip(p, &back, &text));
+  EXPECT_EQ(back.gpus, (std::vector<int>{0, 0}));
+  EXPECT_TRUE(back.sameGpu());
+  EXPECT_EQ(judgeFabric(back, true).verdict, FabricVerdict::kPushFine);
 }
 
 TEST(FabricProbeJson, RejectsWhatItCannotTrust) {
@@ -235,6 +303,33 @@ TEST_F(FabricProbeCache, CutShortIsNotCachedAndCachedOnlyNeverRuns) {
   EXPECT_EQ(obtainFabricProbe(topo_, gpus_, cached_only, &p, &why), ProbeSource::kNone);
   EXPECT_NE(why.find("TPCOMM_FABRIC_PROBE=cached"), std::string::npos) << why;
   EXPECT_EQ(runs_, 1);
+}
+
+// One GPU: two buffers on it ({0, 0}) and that GPU with host memory only ({0}) are different
+// probes: neither is taken for the other (another fabric hash, another GPU list).
+TEST_F(FabricProbeCache, TwoBuffersOnOneGpuAreNotOneGpu) {
+  EXPECT_NE(probeFabricHash(topo_, {0, 0}), probeFabricHash(topo_, {0}));
+  FabricProbeOptions o = options();
+  o.prober = [this](const std::vector<int>& gpus, int, FabricProbe* out, std::string*) {
+    ++runs_;
+    *out = syntheticOneGpu(2900, 3100, 1800, 1500, 1600);
+    if (gpus.size() == 1) *out = FabricProbe{};  // host memory only
+    out->host = {52, 50, 55, 1.38};
+    return true;
+  };
+  FabricProbe p;
+  std::string why;
+  ASSERT_EQ(obtainFabricProbe(topo_, {0}, o, &p, &why), ProbeSource::kMeasured) << why;
+  ASSERT_EQ(obtainFabricProbe(topo_, {0, 0}, o, &p, &why), ProbeSource::kMeasured) << why;
+  EXPECT_EQ(runs_, 2);
+  EXPECT_TRUE(p.sameGpu());
+  ASSERT_EQ(obtainFabricProbe(topo_, {0, 0}, o, &p, &why), ProbeSource::kCache) << why;
+  EXPECT_EQ(runs_, 2);
+  EXPECT_EQ(p.gpus, (std::vector<int>{0, 0}));
+  EXPECT_EQ(judgeFabric(p, true).verdict, FabricVerdict::kPushFine);
+  ASSERT_EQ(obtainFabricProbe(topo_, {0}, o, &p, &why), ProbeSource::kMeasured) << why;
+  EXPECT_EQ(runs_, 3);
+  EXPECT_FALSE(p.sameGpu());
 }
 
 TEST_F(FabricProbeCache, ACorruptFileIsReplaced) {

@@ -29,6 +29,16 @@ struct Group {
   bool distinctGpus() const;
 };
 
+// tpcommGroupStart/End as a scope, for blocks with ASSERTs: one that returns early still ends the
+// group (left open, it would defer every later NCCL fallback call of this thread: the tests after
+// the first failure would fail or hang too).
+struct GroupScope {
+  GroupScope() { tpcommGroupStart(); }
+  ~GroupScope() { tpcommGroupEnd(); }
+  GroupScope(const GroupScope&) = delete;
+  GroupScope& operator=(const GroupScope&) = delete;
+};
+
 // Creates world ranks; cfg may be NULL. On failure returns null and sets *err.
 std::unique_ptr<Group> makeGroup(int world, const tpcommConfig_t* cfg, size_t capacity,
                                  std::string* err);

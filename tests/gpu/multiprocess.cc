@@ -213,7 +213,10 @@ ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
     if (std::chrono::steady_clock::now() > deadline) {
       run.timed_out = true;
       for (size_t i = 0; i < pids.size(); ++i)
-        if (run.exit_codes[i] == -1) kill(pids[i], SIGKILL);
+        if (run.exit_codes[i] == -1) {
+          kill(pids[i], SIGKILL);
+          waitpid(pids[i], nullptr, 0);  // reaped: no zombie left for the rest of the suite
+        }
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -361,16 +361,17 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
                    cudaMemcpyHostToDevice);
         cudaMemcpy(g->recv[r], negz.data(), count * es, cudaMemcpyHostToDevice);
       }
-      tpcommGroupStart();
-      for (int r = 0; r < world; ++r) {
-        ASSERT_EQ(tpcommAllReduce(g->send[r], g->send[r], count, dt, tpcommSum, g->comms[r],
-                                  g->streams[r]),
-                  tpcommSuccess);
-        ASSERT_EQ(tpcommAllReduce(g->recv[r], g->recv[r], count, dt, tpcommSum, g->comms[r],
-                                  g->streams[r]),
-                  tpcommSuccess);
+      {
+        GroupScope group;
+        for (int r = 0; r < world; ++r) {
+          ASSERT_EQ(tpcommAllReduce(g->send[r], g->send[r], count, dt, tpcommSum, g->comms[r],
+                                    g->streams[r]),
+                    tpcommSuccess);
+          ASSERT_EQ(tpcommAllReduce(g->recv[r], g->recv[r], count, dt, tpcommSum, g->comms[r],
+                                    g->streams[r]),
+                    tpcommSuccess);
+        }
       }
-      tpcommGroupEnd();
       for (int r = 0; r < world; ++r) {
         ASSERT_TRUE(drained(*g, r)) << "sentinel payload looked like missing data";
         std::vector<uint8_t> a(count * es), b(count * es);
@@ -416,12 +417,13 @@ void leanAndGeneralTogether(int algo) {
               cudaMemcpy(g->send[r] + off(r), in[r].data(), count * 2, cudaMemcpyHostToDevice),
               cudaSuccess);
         }
-        tpcommGroupStart();
-        for (int r = 0; r < world; ++r)
-          ASSERT_EQ(tpcommAllReduce(g->send[r] + off(r), g->recv[r] + off(r), count, tpcommBfloat16,
-                                    tpcommSum, g->comms[r], g->streams[r]),
-                    tpcommSuccess);
-        tpcommGroupEnd();
+        {
+          GroupScope group;
+          for (int r = 0; r < world; ++r)
+            ASSERT_EQ(tpcommAllReduce(g->send[r] + off(r), g->recv[r] + off(r), count,
+                                      tpcommBfloat16, tpcommSum, g->comms[r], g->streams[r]),
+                      tpcommSuccess);
+        }
         for (int r = 0; r < world; ++r) {
           ASSERT_TRUE(drained(*g, r));
           std::vector<uint16_t> out(count);

@@ -1,6 +1,7 @@
 // The fabric probe on the lent GPU: within its time bound, every number measured, and judged
 // healthy. With one GPU the "pair" is two ranks' buffers on that GPU: it measures local memory and
-// launches, not a link (printed as such); with two GPUs the pair 0-1 is measured too.
+// launches, not a link (printed and judged as such: push_fine, "one GPU: ..."); with two GPUs the
+// pair 0-1 is measured too.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -37,6 +38,7 @@ FabricProbe probe(const std::vector<int>& gpus, int budget_ms, double* wall_ms) 
   std::string why;
   const Clock::time_point t0 = Clock::now();
   EXPECT_TRUE(runFabricProbe(gpus, budget_ms, &p, &why)) << why;
+  EXPECT_EQ(p.gpus, gpus);  // judgeFabric tells one GPU from two by them
   *wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return p;
 }
@@ -60,9 +62,9 @@ TEST(FabricProbeGpu, TwoRanksOnOneGpuAreHealthyWithinTheBound) {
   EXPECT_LT(wall, 5000);  // the 3 s budget plus set-up
   const FabricFinding f = judgeFabric(p, true);
   printf("  verdict %s: %s\n", fabricVerdictName(f.verdict), f.what.c_str());
-  // One GPU: no pair of GPUs to judge (judgeFabric), whatever the numbers.
-  EXPECT_EQ(f.verdict, FabricVerdict::kUnknown) << f.what;
-  EXPECT_NE(f.what.find("one GPU"), std::string::npos) << f.what;
+  // Two buffers on one GPU: push_fine for ranks sharing it, labelled as no link (judgeFabric).
+  EXPECT_EQ(f.verdict, FabricVerdict::kPushFine) << f.what;
+  EXPECT_EQ(f.what.rfind("one GPU: two buffers on it", 0), 0u) << f.what;
 }
 
 TEST(FabricProbeGpu, TwoGpusAreHealthy) {

@@ -104,17 +104,18 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = S
   tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
   p.eps = c.eps;
   p.weightOffset = c.gemma ? 1 : 0;
-  tpcommGroupStart();
-  for (int r = 0; r < g.world; ++r) {
-    p.quantScale = c.scale > 0 ? static_cast<const float*>(b[r].scale) : nullptr;
-    void* res_out = f.residual_in_place ? b[r].res_in : b[r].res_out;
-    void* norm = f.norm_into_input ? b[r].x : b[r].norm;
-    ASSERT_EQ(tpcommAllReduceAddRmsNorm(b[r].x, b[r].res_in, res_out, norm, b[r].gamma, c.rows,
-                                        c.hidden, c.dtype, &p, g.comms[r], g.streams[r]),
-              tpcommSuccess)
-        << what << ": " << tpcommGetLastError();
+  {
+    GroupScope group;
+    for (int r = 0; r < g.world; ++r) {
+      p.quantScale = c.scale > 0 ? static_cast<const float*>(b[r].scale) : nullptr;
+      void* res_out = f.residual_in_place ? b[r].res_in : b[r].res_out;
+      void* norm = f.norm_into_input ? b[r].x : b[r].norm;
+      ASSERT_EQ(tpcommAllReduceAddRmsNorm(b[r].x, b[r].res_in, res_out, norm, b[r].gamma, c.rows,
+                                          c.hidden, c.dtype, &p, g.comms[r], g.streams[r]),
+                tpcommSuccess)
+          << what << ": " << tpcommGetLastError();
+    }
   }
-  tpcommGroupEnd();
   tpcommCallInfo_t info{};
   ASSERT_EQ(tpcommCommGetLastCall(g.comms[0], &info), tpcommSuccess);
   EXPECT_EQ(info.variant, plan.variant) << what << ": " << info.reason;
@@ -324,9 +325,13 @@ void graphReplayMatches(const char* knobs, size_t rows, size_t hidden) {
     ASSERT_EQ(cudaGraphInstantiate(&exec[r], graphs[r], 0), cudaSuccess);
     cudaGraphDestroy(graphs[r]);
   }
+  // Poisoned on the legacy stream, which does not order the ranks' non-blocking streams: each
+  // device drained before the replays, so that what is checked was written by them.
   for (int r = 0; r < g->world; ++r) {
+    cudaSetDevice(g->devs[r]);
     cudaMemset(b[r].res_out, 0xCD, bytes);
     cudaMemset(b[r].norm, 0xCD, bytes);
+    cudaDeviceSynchronize();
   }
   const auto start = std::chrono::steady_clock::now();
   for (int rep = 0; rep < kReplays; ++rep)

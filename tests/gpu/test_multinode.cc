@@ -30,11 +30,20 @@ namespace {
 constexpr int kNodes = 2, kLocal = 2, kWorld = kNodes * kLocal;
 constexpr int kRefusedExit = 77;  // NCCL refused the simulated machines: the parent skips
 
+// NCCL_HOSTID gives every process its own NCCL host hash, so NCCL's duplicate-GPU check (same
+// host hash and bus id) never sees two ranks on the one GPU, and every pair goes over NET/Socket
+// on loopback. NCCL_MNNVL_ENABLE=0: a multi-node NVLink clique would merge the hosts back into
+// one NVLink domain, where the GPU appears twice.
 std::vector<std::string> machineEnv(int rank) {
   return {"TPCOMM_HOST_ID=simnode-" + std::to_string(rank / kLocal),
           "NCCL_HOSTID=simhost-" + std::to_string(rank), "NCCL_SOCKET_IFNAME=lo",
-          "NCCL_IB_DISABLE=1"};
+          "NCCL_IB_DISABLE=1", "NCCL_MNNVL_ENABLE=0"};
 }
+
+// Bounds of the children's waits, well inside the parent's (kChildrenSeconds): a hang costs a
+// minute, not the suite's whole step.
+constexpr int kExchangeMs = 30000;
+constexpr int kChildrenSeconds = 60;
 
 uint64_t fnv(const uint8_t* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -61,7 +70,7 @@ bool exchange(const std::string& dir, const std::string& round, int rank, int nr
   rename((base + std::to_string(rank) + ".tmp").c_str(), (base + std::to_string(rank)).c_str());
   for (int r = 0; r < nranks; ++r) {
     const std::string p = base + std::to_string(r);
-    if (!waitFor(p, 60000)) return false;
+    if (!waitFor(p, kExchangeMs)) return false;
     std::ifstream f(p, std::ios::binary);
     f.read(static_cast<char*>(all) + r * bytes, static_cast<std::streamsize>(bytes));
   }
@@ -276,7 +285,7 @@ int runMultinodeChild(const std::string& scenario, int rank, int nranks, const t
   cudaStreamCreateWithFlags(&c.s, cudaStreamNonBlocking);
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.timeoutMs = scenario == "mn-deadnode" ? 2000 : 20000;
-  cfg.initTimeoutMs = 90000;
+  cfg.initTimeoutMs = kExchangeMs;
   tpcommRankHandle mine;
   std::vector<tpcommRankHandle> all(static_cast<size_t>(nranks));
   if (!c.ok(tpcommCommInitRankBegin(&c.comm, nranks, rank, &cfg, &mine), "Begin")) return 1;
@@ -308,12 +317,16 @@ int runMultinodeChild(const std::string& scenario, int rank, int nranks, const t
               "warm-up"))
       return 1;
     cudaStreamSynchronize(c.s);
+    // A rank's stream can finish its NCCL leg while NCCL's proxy thread still sends the last
+    // chunk to the peer: the machine dies only once the survivors have their warm-up results.
+    std::ofstream(dir + "/warm" + std::to_string(rank));
     if (rank / kLocal == 1) {
+      for (int r = 0; r < kLocal; ++r) waitFor(dir + "/warm" + std::to_string(r), kExchangeMs);
       std::ofstream(dir + "/rank" + std::to_string(rank) + ".txt") << "died\n";
       _exit(0);  // a machine that goes away: no destroy, no goodbye
     }
-    waitFor(dir + "/rank2.txt", 30000);
-    waitFor(dir + "/rank3.txt", 30000);
+    waitFor(dir + "/rank2.txt", kExchangeMs);
+    waitFor(dir + "/rank3.txt", kExchangeMs);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     void* buf = nullptr;
     cudaMalloc(&buf, 1 << 20);
@@ -371,7 +384,7 @@ namespace {
 
 // Runs a scenario over the simulated machines; skips when NCCL refused them.
 ChildRun runMachines(const std::string& scenario, const std::vector<std::string>& env = {}) {
-  return spawnChildren(scenario, kWorld, 240, env, machineEnv);
+  return spawnChildren(scenario, kWorld, kChildrenSeconds, env, machineEnv);
 }
 
 bool refused(const ChildRun& run, std::string* why) {
@@ -425,7 +438,7 @@ TEST(MultiNode, AMachineThatDiesIsATimeoutOnTheOther) {
 
 TEST(MultiNode, TheSocketRendezvousRefusesTwoHostIds) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const ChildRun run = spawnChildren("mn-socket", 2, 120, {}, [](int r) {
+  const ChildRun run = spawnChildren("mn-socket", 2, kChildrenSeconds, {}, [](int r) {
     return std::vector<std::string>{"TPCOMM_HOST_ID=simnode-" + std::to_string(r)};
   });
   ASSERT_FALSE(run.timed_out);

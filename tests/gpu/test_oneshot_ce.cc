@@ -142,14 +142,18 @@ TEST(OneShotCe, OneCallGraphReusesItsSlotBehindTheGuard) {
 // rank. When the reduce kernel's grid waited for the flags, every such world timed out at its
 // first call of this size (its last rank never started: its copies had no room among the
 // others' spinning blocks), while worlds 2 passed. Then calls of several steps on the default
-// slots, and of dozens on small slots (every step its guard, copies, wait and reduce).
+// slots, and of dozens on small slots (every step its guard, copies, wait and reduce). One host
+// thread enqueues a rank's whole call before the next rank's, and the call's first wait kernel
+// waits for ranks not enqueued yet: a call must fit CUDA's launch queue (about a thousand
+// operations a stream; a full one blocks the thread until that wait times out). 1 MiB on 256 KiB
+// slots is 33 steps of 17 operations at world 8, 561 operations.
 TEST(OneShotCe, WideGridsWithRanksSharingAGpu) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   struct Slots {
     size_t buffer_bytes;  // 0: the default 16 MiB
     std::vector<size_t> counts;
   };
-  const Slots slots[] = {{0, {65536, 1u << 20, (4u << 20) + 5}}, {256 * KiB, {(1u << 20) + 3}}};
+  const Slots slots[] = {{0, {65536, 1u << 20, (4u << 20) + 5}}, {256 * KiB, {(1u << 18) + 3}}};
   for (int world = 3; world <= 8; ++world) {
     for (const Slots& sl : slots) {
       tpcommConfig_t cfg = configFor(tpcommAlgoOneShotCe, 0, 3000);

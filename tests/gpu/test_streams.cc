@@ -167,11 +167,10 @@ TEST_P(InterleavedStreams, EveryCallExact) {
   cudaDeviceSynchronize();
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < ncalls; ++i) {
-    tpcommGroupStart();
+    GroupScope group;
     for (int r = 0; r < world; ++r)
       ASSERT_EQ(issue(*g, *c, r, i, streamOf(*g, two, r, i)), tpcommSuccess)
           << tpcommGetLastError();
-    tpcommGroupEnd();
   }
   ASSERT_EQ(syncAll(*g, two, &err), tpcommSuccess) << err;
   const double secs = secondsSince(t0);
@@ -414,10 +413,11 @@ TEST(StreamsCapture, EagerAroundACaptureOrdered) {
   SecondStreams two(*g);
   cudaStream_t a = g->streams[0], b = two.s[0];
   cudaGraph_t ga = nullptr;
-  tpcommGroupStart();
-  for (int r = 0; r < world; ++r)
-    ASSERT_EQ(issue(*g, *c, r, 1, g->streams[r]), tpcommSuccess) << tpcommGetLastError();
-  tpcommGroupEnd();
+  {
+    GroupScope group;
+    for (int r = 0; r < world; ++r)
+      ASSERT_EQ(issue(*g, *c, r, 1, g->streams[r]), tpcommSuccess) << tpcommGetLastError();
+  }
   cudaSetDevice(g->devs[0]);
   ASSERT_EQ(cudaStreamBeginCapture(a, cudaStreamCaptureModeRelaxed), cudaSuccess);
   cudaStream_t gone[2] = {nullptr, nullptr};
@@ -425,10 +425,11 @@ TEST(StreamsCapture, EagerAroundACaptureOrdered) {
     cudaSetDevice(g->devs[r]);
     ASSERT_EQ(cudaStreamCreateWithFlags(&gone[r], cudaStreamNonBlocking), cudaSuccess);
   }
-  tpcommGroupStart();
-  for (int r = 0; r < world; ++r)
-    ASSERT_EQ(issue(*g, *c, r, 2, r == 0 ? b : gone[r]), tpcommSuccess) << tpcommGetLastError();
-  tpcommGroupEnd();
+  {
+    GroupScope group;
+    for (int r = 0; r < world; ++r)
+      ASSERT_EQ(issue(*g, *c, r, 2, r == 0 ? b : gone[r]), tpcommSuccess) << tpcommGetLastError();
+  }
   cudaSetDevice(g->devs[0]);
   ASSERT_EQ(cudaStreamEndCapture(a, &ga), cudaSuccess);
   if (ga) cudaGraphDestroy(ga);
@@ -437,10 +438,11 @@ TEST(StreamsCapture, EagerAroundACaptureOrdered) {
     cudaStreamSynchronize(gone[r]);
     cudaStreamDestroy(gone[r]);  // the communicator's next call on another stream must not touch it
   }
-  tpcommGroupStart();
-  for (int r = 0; r < world; ++r)
-    ASSERT_EQ(issue(*g, *c, r, 0, g->streams[r]), tpcommSuccess) << tpcommGetLastError();
-  tpcommGroupEnd();
+  {
+    GroupScope group;
+    for (int r = 0; r < world; ++r)
+      ASSERT_EQ(issue(*g, *c, r, 0, g->streams[r]), tpcommSuccess) << tpcommGetLastError();
+  }
   ASSERT_EQ(syncAll(*g, two, &err), tpcommSuccess) << err;
   std::string first;
   const int wrong = wrongCalls(*g, *c, &first, 0, 3);

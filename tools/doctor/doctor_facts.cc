@@ -76,18 +76,14 @@ void collectBinaries(DoctorFacts* f) {
   }
 }
 
-// The fabric probe of every GPU (at most 8) whose P2P works, from the cache when current: where
-// P2P is broken the probe measures host memory only (gpus[0]), as a box without P2P uses it.
+// The fabric probe of probeGpus(), from the cache when current.
 void collectProbe(const DoctorOptions& o, DoctorFacts* f) {
   if (o.no_probe) {
     f->probe_why = "not run (--no-probe)";
     return;
   }
-  std::vector<int> gpus;
-  for (int g = 0; g < f->topo.size() && g < topo::kProbeMaxGpus; ++g) gpus.push_back(g);
-  // One GPU: host memory only (nothing to judge); no P2P: host memory of GPU 0 (no_p2p).
-  const bool p2p = gpus.size() < 2 || topo::fabricFor(f->topo, gpus) != Fabric::kHost;
-  if (!p2p) gpus.resize(1);
+  bool p2p = true;
+  const std::vector<int> gpus = probeGpus(f->topo, &p2p);
   topo::FabricProbeOptions po;
   po.reprobe = o.reprobe;
   po.prober = topo::runFabricProbe;

@@ -89,6 +89,23 @@ struct DoctorOptions {
   std::string topology_file;  // non-empty: judge this topology dump instead of the live GPUs
 };
 
+// The GPUs doctor probes (topology indices): the machine's first eight; with one GPU two buffers
+// on it ({0, 0}, as ranks sharing it run: memory and launches, not a link); where P2P does not
+// work among them GPU 0 alone (host memory, what a box without P2P uses). *p2p: P2P works (or
+// is not needed: one GPU).
+inline std::vector<int> probeGpus(const topo::Topology& t, bool* p2p) {
+  std::vector<int> gpus;
+  for (int g = 0; g < t.size() && g < topo::kProbeMaxGpus; ++g) gpus.push_back(g);
+  *p2p = true;
+  if (gpus.size() == 1) {
+    gpus.push_back(0);
+  } else if (gpus.size() >= 2 && topo::fabricFor(t, gpus) == Fabric::kHost) {
+    *p2p = false;
+    gpus.resize(1);
+  }
+  return gpus;
+}
+
 // Gathers everything; never fails (what cannot be found is recorded as such).
 void collectFacts(const DoctorOptions& options, DoctorFacts* facts);
 

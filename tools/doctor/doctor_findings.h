@@ -180,7 +180,8 @@ inline void probeFindings(const DoctorFacts& f, std::vector<Finding>* out) {
                     "nothing to set: tpcomm already avoids SM pushes here; `tpcomm tune` measures "
                     "the pull variants against NCCL on this box (PCIe switch firmware or ACS "
                     "settings are where the collapse itself comes from)"});
-  } else if (p.verdict == FabricVerdict::kUnknown && !f.probe.error.empty()) {
+  } else if (p.verdict == FabricVerdict::kUnknown &&
+             (!f.probe.error.empty() || f.probe.sameGpu())) {
     out->push_back({Severity::kNote, what, "`tpcomm doctor --reprobe` measures again"});
   } else {
     out->push_back(

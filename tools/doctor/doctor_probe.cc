@@ -34,9 +34,14 @@ void probeSection(const DoctorFacts& f, std::string* out) {
           strFormat(", %.0f ms", p.elapsed_ms) +
           (p.sameGpu() ? "; two buffers on one GPU: memory and launches, not a link" : "") + ")\n";
   TextTable t({"traffic", "SM stores GB/s", "SM loads GB/s", "copy engine GB/s", "one-way us"});
+  const bool one_gpu = p.sameGpu();
   for (const topo::ProbePair& pair : p.pairs)
-    t.add(row("GPU " + std::to_string(pair.a) + " -> GPU " + std::to_string(pair.b), pair.speed));
-  if (p.gpus.size() >= 2) t.add(row("all pairs at once, per GPU", p.all_pairs));
+    t.add(row("GPU " + std::to_string(pair.a) + " -> GPU " + std::to_string(pair.b) +
+                  (one_gpu ? " (another buffer)" : ""),
+              pair.speed));
+  if (p.gpus.size() >= 2)
+    t.add(row(one_gpu ? "both buffers at once, per buffer" : "all pairs at once, per GPU",
+              p.all_pairs));
   if (!p.gpus.empty())
     t.add(row("GPU " + std::to_string(p.gpus[0]) + " <-> pinned host memory", p.host));
   *out += t.render();

@@ -19,7 +19,7 @@ N, REPS = 50, 7
 def run(nbytes, p):
     n = nbytes // 2
     nl = int(n * p) // 8 * 8
-    xs, ys, graphs, sa, sb, ev = [], [], [], [], [], []
+    xs, ys, graphs, sa, sb = [], [], [], [], []
     for d in devs:
         with torch.cuda.device(d):
             x = torch.randn(n, dtype=torch.bfloat16, device=d)
@@ -27,7 +27,6 @@ def run(nbytes, p):
             xs.append(x); ys.append(y)
             sa.append(torch.cuda.Stream(d)); sb.append(torch.cuda.Stream(d))
     def step(i):
-        d = devs[i]
         a, b = sa[i], sb[i]
         b.wait_stream(a)
         if nl > 0:

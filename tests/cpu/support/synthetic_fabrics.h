@@ -28,5 +28,20 @@ inline FabricProbe syntheticFabric(double store, double load, double copy, doubl
   return p;
 }
 
+// One GPU probed as two ranks' buffers on it ({0, 0}), shaped like an H200: the pair alone at
+// `store`/`load` GB/s (HBM, no link), both buffers at once `all_store`/`all_load` per buffer.
+inline FabricProbe syntheticOneGpu(double store, double load, double copy, double all_store,
+                                   double all_load) {
+  FabricProbe p;
+  p.gpus = {0, 0};
+  ProbePair pair;
+  pair.speed = {store, load, copy, 0.9};
+  p.pairs.push_back(pair);
+  p.all_pairs = {all_store, all_load, copy / 2, -1};
+  p.host = {52, 50, 55, 1.38};
+  p.elapsed_ms = 210;
+  return p;
+}
+
 }  // namespace topo
 }  // namespace tpcomm
