@@ -105,7 +105,10 @@ typedef enum {
   tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
   tpcommVariantHostReduceScatter = 23, /* reduce-scatter over host memory, LL packets */
   tpcommVariantHostAllGather = 24,     /* all-gather over host memory, LL packets */
-  tpcommNumVariants = 25
+  /* 25: reserved (another branch's variant, named at its merge) */
+  tpcommVariantP2pReduceScatterPull = 26, /* reduce-scatter over peer memory, pull (twoshot_pull) */
+  tpcommVariantP2pAllGatherPull = 27,     /* all-gather over peer memory, pull (twoshot_pull) */
+  tpcommNumVariants = 28
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

@@ -107,6 +107,10 @@ const char* tpcommVariantName(int variant) {
       return "host_reduce_scatter";
     case tpcommVariantHostAllGather:
       return "host_all_gather";
+    case tpcommVariantP2pReduceScatterPull:
+      return "p2p_reduce_scatter_pull";
+    case tpcommVariantP2pAllGatherPull:
+      return "p2p_all_gather_pull";
     case tpcommVariantP2pOneShotCe:
       return "p2p_oneshot_ce";
     default:

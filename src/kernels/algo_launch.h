@@ -55,6 +55,9 @@ KernelSet reduceScatterKernels(int world);
 KernelSet allGatherKernels(int world);
 KernelSet hostReduceScatterKernels(int world);
 KernelSet hostAllGatherKernels(int world);
+// The same halves of the two-shot pull (rsag_pull.cu), over the pull protocol.
+KernelSet pullReduceScatterKernels(int world);
+KernelSet pullAllGatherKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
 // The copy-engine one-shot's kernel (oneshot_ce.cu): the guard before a step's peer copies and

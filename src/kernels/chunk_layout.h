@@ -72,19 +72,26 @@ TPCOMM_HOST_DEVICE inline ChunkStep chunkStep(const ChunkedCall& k, unsigned lon
   return s;
 }
 
-// Reduce-scatter and all-gather (rsag.cu) run two-shot's halves over a message that is already
-// split: rank d's segment is its own run of seg_vecs vectors (the call's count per rank), so a
-// step takes the same offsets [first, first + len) of every segment. The call is chunkedCall's
-// over world * seg_vecs vectors in the two-shot's slot layout (2 * world areas), whose steps hold
-// chunk_vecs / world vectors of each segment.
-TPCOMM_HOST_DEVICE inline ChunkedCall segmentedCall(size_t slot_entries, int world, size_t seg_vecs,
-                                                    size_t chunk_vecs, unsigned grid) {
-  ChunkedCall k = chunkedCall(slot_entries, 2 * world, world, static_cast<size_t>(world) * seg_vecs,
+// Reduce-scatter and all-gather (rsag.cu, rsag_pull.cu) run a two-shot's halves over a message
+// that is already split: rank d's segment is its own run of seg_vecs vectors (the call's count per
+// rank), so a step takes the same offsets [first, first + len) of every segment. The call is
+// chunkedCall's over world * seg_vecs vectors in its two-shot's slot layout of `areas` areas
+// (twoshot: 2 * world; twoshot_pull: world + 1), whose steps hold chunk_vecs / world vectors of
+// each segment.
+TPCOMM_HOST_DEVICE inline ChunkedCall segmentedCallIn(size_t slot_entries, int areas, int world,
+                                                      size_t seg_vecs, size_t chunk_vecs,
+                                                      unsigned grid) {
+  ChunkedCall k = chunkedCall(slot_entries, areas, world, static_cast<size_t>(world) * seg_vecs,
                               chunk_vecs, grid);
   const size_t per_step = k.chunk_vecs / static_cast<size_t>(world);
   k.nsteps = per_step == 0 ? 0 : (seg_vecs + per_step - 1) / per_step;
   k.per = (minVecs(per_step, seg_vecs) + grid - 1) / grid;
   return k;
+}
+// The push halves' (rsag.cu): the two-shot's layout.
+TPCOMM_HOST_DEVICE inline ChunkedCall segmentedCall(size_t slot_entries, int world, size_t seg_vecs,
+                                                    size_t chunk_vecs, unsigned grid) {
+  return segmentedCallIn(slot_entries, 2 * world, world, seg_vecs, chunk_vecs, grid);
 }
 
 struct SegmentStep {

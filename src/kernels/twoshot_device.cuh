@@ -87,12 +87,13 @@ __device__ __forceinline__ void shareOwn(const DeviceComm& c, size_t slot_off, s
   storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, c.aligned, y);
 }
 
-// All-gather push of my whole part of a step (my input's vectors, canonicalised as every push
-// is, so my output holds the bits my peers receive).
-template <typename Proto, typename T>
-__device__ __forceinline__ void gatherPush(const DeviceComm& c, size_t slot_off, size_t seg_cap,
-                                           size_t o0, size_t o1, size_t stride, uint32_t flag,
-                                           const Segments<const T>& in, const Segments<T>& out) {
+// All-gather's own part of a step: my input's vectors of my segment, in batches of the push
+// batch, canonicalised as every push is (so my output holds the bits my peers receive), each
+// handed to share(o, y) at its offset o.
+template <typename T, typename Share>
+__device__ __forceinline__ void forOwnVectors(const DeviceComm& c, size_t o0, size_t o1,
+                                              size_t stride, const Segments<const T>& in,
+                                              Share share) {
   const int pb = c.push_batch;
   const size_t end = min(o1, in.len(c.rank));
   const T* src = in.mem(c.rank);
@@ -102,9 +103,18 @@ __device__ __forceinline__ void gatherPush(const DeviceComm& c, size_t slot_off,
     loadBatch<T>(src, first + o, stride, first + end, in.count, c.aligned, pb, x);
 #pragma unroll
     for (int u = 0; u < kPushBatch; ++u)
-      if (u < pb && o + u * stride < end)
-        shareOwn<Proto, T>(c, slot_off, seg_cap, o + u * stride, canon<T>(x[u]), flag, out);
+      if (u < pb && o + u * stride < end) share(o + u * stride, canon<T>(x[u]));
   }
+}
+
+// All-gather push of my whole part of a step.
+template <typename Proto, typename T>
+__device__ __forceinline__ void gatherPush(const DeviceComm& c, size_t slot_off, size_t seg_cap,
+                                           size_t o0, size_t o1, size_t stride, uint32_t flag,
+                                           const Segments<const T>& in, const Segments<T>& out) {
+  forOwnVectors<T>(c, o0, o1, stride, in, [&](size_t o, const uint4& y) {
+    shareOwn<Proto, T>(c, slot_off, seg_cap, o, y, flag, out);
+  });
 }
 
 // All-gather receive: every other segment, from its owner's row of my all-gather area, into the

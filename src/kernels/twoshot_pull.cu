@@ -9,11 +9,13 @@
 // Block b of every rank owns the same sub-range of every segment (chunk_layout.h), so a block's
 // flags cover exactly what its peers' blocks b read, and a thread that reads an input vector is
 // the one that later writes that output vector, or it passed a block barrier (the publish) in
-// between: in-place calls are safe. Why four slots suffice: docs/PROTOCOL.md, "Pull".
+// between: in-place calls are safe. Why four slots suffice: docs/PROTOCOL.md, "Pull". The phases
+// are twoshot_pull_device.cuh's, which reduce-scatter and all-gather over pull (rsag_pull.cu)
+// share.
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
-#include "kernels/pull_device.cuh"
+#include "kernels/twoshot_pull_device.cuh"
 
 namespace tpcomm {
 namespace {
@@ -43,52 +45,29 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
     const size_t o0 = st.o0, o1 = st.o1;
 
+    // The chunk's segments are consecutive runs of one array (twoshot_device.cuh, Segments).
+    const Segments<const T> in{send, 0, base, seg, count, seg, st.len};
+    const Segments<T> out{recv, 0, base, seg, count, seg, st.len};
+
     // 1. My input's share of every peer's segment into my outbox, published.
-    for (int p = 1; p < world; ++p) {
-      const int d = ringRank(rank, p, world);
-      pushRange<Proto, T>(c, send, base + d * seg, o0, min(o1, st.segLen(d)), stride, count,
-                          mine + slot + d * seg_cap, 0);
-    }
+    pullStage<Proto, T>(c, mine + slot, seg_cap, o0, o1, stride, in);
     bulkPublish<Proto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
     if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;
 
     // 2. My segment from every rank, in rank order: to my output and my reduced area.
-    const size_t own_end = min(o1, st.segLen(rank));
     const size_t own_first = base + rank * seg;  // vector index of my segment's start
-    constexpr int R = kReduceBatch;
-    for (size_t o = o0; o < own_end; o += stride * R) {
-      uint4 y[R];
-      pullSum<T, kW, R>(c, src, slot + rank * seg_cap, o, stride, own_end, send, own_first + o,
-                        count, y);
-#pragma unroll
-      for (int u = 0; u < R; ++u) {
-        if (o + u * stride >= own_end) continue;
-        Proto::put(mine + slot + red + o + u * stride, y[u], 0);
-        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y[u]);
-      }
-    }
+    pullReduceOwn<T, kW>(c, src, slot, seg_cap, o0, o1, stride, in, [&](size_t o, const uint4& y) {
+      Proto::put(mine + slot + red + o, y, 0);
+      storeVec<T>(recv, own_first + o, count, c.aligned, y);
+    });
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;
 
     // 3. Every other segment from its owner's reduced area.
-    for (int p = 1; p < world; ++p) {
-      const int d = ringRank(rank, p, world);
-      const uint4* from = reinterpret_cast<const uint4*>(c.pulls[d]) + slot + red;
-      const size_t end = min(o1, st.segLen(d));
-      for (size_t o = o0; o < end; o += stride * kPushBatch) {
-        uint4 z[kPushBatch];  // the batch's loads in flight together: each is a fabric round trip
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u)
-          if (o + u * stride < end) z[u] = loadVolatile(from + o + u * stride);
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u)
-          if (o + u * stride < end)
-            storeVec<T>(recv, base + d * seg + o + u * stride, count, c.aligned, z[u]);
-      }
-    }
+    pullGather<T>(c, slot + red, o0, o1, stride, out);
   }
   session.close(k.nsteps);
 }

@@ -30,6 +30,8 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantP2pAllGather, allGatherKernels, false},
     {tpcommVariantHostReduceScatter, hostReduceScatterKernels, false},
     {tpcommVariantHostAllGather, hostAllGatherKernels, false},
+    {tpcommVariantP2pReduceScatterPull, pullReduceScatterKernels, false},
+    {tpcommVariantP2pAllGatherPull, pullAllGatherKernels, false},
 };
 
 }  // namespace

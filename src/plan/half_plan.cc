@@ -2,16 +2,24 @@
 
 namespace tpcomm {
 
-tpcommVariant_t halfVariant(tpcommColl_t coll, int algo) {
+tpcommVariant_t halfVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
   if (coll != tpcommCollReduceScatter && coll != tpcommCollAllGather) return tpcommVariantNone;
   const bool rs = coll == tpcommCollReduceScatter;
+  const tpcommVariant_t push = rs ? tpcommVariantP2pReduceScatter : tpcommVariantP2pAllGather;
+  const tpcommVariant_t pull =
+      rs ? tpcommVariantP2pReduceScatterPull : tpcommVariantP2pAllGatherPull;
   switch (algo) {
     case tpcommAlgoNccl:
       return tpcommVariantNccl;
     case tpcommAlgoOneShot:
     case tpcommAlgoTwoShot:
     case tpcommAlgoIsland:
-      return rs ? tpcommVariantP2pReduceScatter : tpcommVariantP2pAllGather;
+      return push;
+    case tpcommAlgoOneShotPull:
+    case tpcommAlgoTwoShotPull:
+      return pull;
+    case tpcommAlgoOneShotCe:
+      return stores_collapse ? pull : push;
     case tpcommAlgoHostOneShot:
     case tpcommAlgoHostTwoShot:
     case tpcommAlgoHostBulk:
@@ -29,7 +37,10 @@ CallPlan planHalfCall(const CommFacts& f, tpcommColl_t coll, const CallArgs& cal
     d.reason = std::string(what) + ": " + d.reason;
     return p;
   }
-  p.variant = halfVariant(coll, d.algo);
+  // The probe's verdict as the policy reads it (policy.cc): it steers PCIe only.
+  const bool collapse =
+      f.fabric == Fabric::kPcie && f.fabric_verdict == FabricVerdict::kWriteCollapse;
+  p.variant = halfVariant(coll, d.algo, collapse);
   if (p.variant == tpcommVariantNone) {
     d.error = tpcommInternalError;
     d.reason = std::string(what) + ": no half of algorithm " + std::to_string(d.algo);
@@ -40,10 +51,23 @@ CallPlan planHalfCall(const CommFacts& f, tpcommColl_t coll, const CallArgs& cal
     return p;
   }
   const bool host = isHostAlgo(d.algo);
-  d.reason = std::string(what) + " half of " + (host ? "host_twoshot" : "twoshot") +
+  const bool pull =
+      p.variant == tpcommVariantP2pReduceScatterPull || p.variant == tpcommVariantP2pAllGatherPull;
+  const int half_of = host   ? tpcommAlgoHostTwoShot
+                      : pull ? tpcommAlgoTwoShotPull
+                             : tpcommAlgoTwoShot;
+  d.reason = std::string(what) + " half of " + tpcommAlgoName(half_of) +
              ", as the all-reduce of these bytes: " + d.reason;
-  d.algo = host ? tpcommAlgoHostTwoShot : tpcommAlgoTwoShot;
-  p.chunk_vecs = host ? f.slots.host_chunk_vecs : f.slots.twoshot_chunk_vecs;
+  // The copy-engine one-shot has no halves: the two-shot's over the protocol this fabric takes
+  // (pull where stores collapse, as the policy would) run the call.
+  if (d.algo == tpcommAlgoOneShotCe)
+    d.reason += collapse ? "; the copy engines have no half-collective variant: the pull halves, "
+                           "since SM stores collapse on this fabric"
+                         : "; the copy engines have no half-collective variant: the push halves";
+  d.algo = half_of;
+  p.chunk_vecs = host   ? f.slots.host_chunk_vecs
+                 : pull ? f.slots.pull_chunk_vecs
+                        : f.slots.twoshot_chunk_vecs;
   // Where ranks share a GPU, the grid must fit beside theirs (plan/co_residency.h).
   int cap[kThreadSteps];
   const bool capped = f.grid_caps && f.grid_caps->any();

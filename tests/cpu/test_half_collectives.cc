@@ -183,11 +183,13 @@ TEST(HalfPlan, TheCoResidencyCapOfItsOwnVariantCutsTheGrid) {
 }
 
 TEST(HalfPlan, EveryHalfVariantIsInTheVariantTableAndNamed) {
-  const tpcommVariant_t halves[] = {tpcommVariantP2pReduceScatter, tpcommVariantP2pAllGather,
-                                    tpcommVariantHostReduceScatter, tpcommVariantHostAllGather};
-  const char* names[] = {"p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter",
-                         "host_all_gather"};
-  for (int i = 0; i < 4; ++i) {
+  const tpcommVariant_t halves[] = {
+      tpcommVariantP2pReduceScatter,     tpcommVariantP2pAllGather,
+      tpcommVariantHostReduceScatter,    tpcommVariantHostAllGather,
+      tpcommVariantP2pReduceScatterPull, tpcommVariantP2pAllGatherPull};
+  const char* names[] = {"p2p_reduce_scatter", "p2p_all_gather",          "host_reduce_scatter",
+                         "host_all_gather",    "p2p_reduce_scatter_pull", "p2p_all_gather_pull"};
+  for (int i = 0; i < 6; ++i) {
     ASSERT_NE(variantRow(halves[i]), nullptr) << names[i];
     EXPECT_STREQ(tpcommVariantName(halves[i]), names[i]);
     EXPECT_TRUE(isKernelVariant(halves[i]));
@@ -195,7 +197,10 @@ TEST(HalfPlan, EveryHalfVariantIsInTheVariantTableAndNamed) {
       for (int d = 0; d < kNumDtypes; ++d)
         EXPECT_NE(variantKernel(halves[i], world, d), nullptr) << names[i] << " world " << world;
   }
-  EXPECT_EQ(halfVariant(tpcommCollAllReduce, tpcommAlgoTwoShot), tpcommVariantNone);
+  EXPECT_EQ(halfVariant(tpcommCollAllReduce, tpcommAlgoTwoShot, false), tpcommVariantNone);
+  EXPECT_EQ(halfVariant(kRS, tpcommAlgoTwoShotPull, false), tpcommVariantP2pReduceScatterPull);
+  EXPECT_EQ(halfVariant(kAG, tpcommAlgoOneShotCe, true), tpcommVariantP2pAllGatherPull);
+  EXPECT_EQ(halfVariant(kAG, tpcommAlgoOneShotCe, false), tpcommVariantP2pAllGather);
 }
 
 // A registered communicator object: the planner needs no GPU.

@@ -38,6 +38,8 @@ std::set<const void*> everyGetterKernel() {
       {"allGatherKernels", allGatherKernels},
       {"hostReduceScatterKernels", hostReduceScatterKernels},
       {"hostAllGatherKernels", hostAllGatherKernels},
+      {"pullReduceScatterKernels", pullReduceScatterKernels},
+      {"pullAllGatherKernels", pullAllGatherKernels},
       {"fusedP2pKernels", fusedP2pKernels},
       {"fusedP2pFp8Kernels", fusedP2pFp8Kernels},
       {"fusedHostKernels", fusedHostKernels},

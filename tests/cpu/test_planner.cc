@@ -115,9 +115,16 @@ TEST(VariantTable, EveryKernelVariantHasKernelsAtEveryWorldClass) {
             << tpcommVariantName(table[r].variant) << ", world " << w << ", dtype " << d;
       }
   }
+  // Reserved in tpcomm.h for a variant another line of work adds (named when it merges): no
+  // name, no kernel, never planned. Every other value is a variant with a name.
+  constexpr int kReservedVariant = 25;
   for (int v = 0; v < tpcommNumVariants; ++v) {
     const auto variant = static_cast<tpcommVariant_t>(v);
-    // Every value is a variant with a name (no reserved values: the name lookups rely on it).
+    if (v == kReservedVariant) {
+      EXPECT_EQ(tpcommVariantName(v), nullptr) << v;
+      EXPECT_EQ(variantRow(variant), nullptr) << v;
+      continue;
+    }
     EXPECT_NE(tpcommVariantName(v), nullptr) << v;
     EXPECT_EQ(variantRow(variant) != nullptr, isKernelVariant(variant)) << v;
   }

@@ -1,9 +1,11 @@
 // tpcommReduceScatter and tpcommAllGather on the GPU: every variant forced (the two-shot's halves
-// over peer and host memory) and auto, worlds 2..8 (ranks sharing the GPU), three datatypes,
+// over peer memory by push and by pull, and over host memory) and auto, worlds 2..8 (ranks sharing
+// the GPU), three datatypes,
 // counts from 1 element to a few MiB per rank (odd ones too), in place and out of place,
 // misaligned pointers. Reduce-scatter must equal, bit for bit, the host's fp32 sum in rank order
 // (and lie within the fp64 reference's tolerance); all-gather must be every rank's input exactly.
-// Then graphs, a call that disagrees across ranks, and a peer that never calls.
+// The pull halves equal the push halves bit for bit, and every forced algorithm has a half. Then
+// graphs, a call that disagrees across ranks, and a peer that never calls.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -49,8 +51,9 @@ std::vector<uint8_t> fp32Reference(tpcommDataType_t dt, size_t count, int rank,
 
 // One call of `coll` on every rank (count per rank), checked. Buffers: the whole message is
 // world x count elements at `off` elements into g.send (reduce-scatter) or g.recv (all-gather);
-// in place, the per-rank buffer is this rank's run of it.
-Outcome runHalf(Group& g, tpcommColl_t coll, const Case& c) {
+// in place, the per-rank buffer is this rank's run of it. `outputs`, if given: every rank's output.
+Outcome runHalf(Group& g, tpcommColl_t coll, const Case& c,
+                std::vector<std::vector<uint8_t>>* outputs = nullptr) {
   Outcome o;
   const size_t es = elemSize(c.dtype), part = c.count * es, whole = part * g.world;
   const size_t off = c.offset_elems * es;
@@ -97,6 +100,7 @@ Outcome runHalf(Group& g, tpcommColl_t coll, const Case& c) {
     const char* out =
         coll == kRS ? (c.in_place ? g.send[r] + off + r * part : g.recv[r] + off) : g.recv[r] + off;
     cudaMemcpy(got.data(), out, got.size(), cudaMemcpyDeviceToHost);
+    if (outputs) outputs->push_back(got);
     if (coll == kRS) {
       // Within the fp64 reference's tolerance, and the exact bits of the fp32 rank-order sum.
       std::vector<std::vector<uint8_t>> runs;
@@ -172,10 +176,14 @@ void runHalfMatrix(int world, int algo, bool light) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printf("[ halves   ] %s world=%d: %d cases in %.1f s; ran %s\n", tpcommAlgoName(algo), world,
          cases, s, ran.c_str());
-  const bool host = algo == tpcommAlgoHostTwoShot;
+  const bool host = algo == tpcommAlgoHostTwoShot, pull = algo == tpcommAlgoTwoShotPull;
   if (algo != tpcommAlgoAuto) {
-    const int rs = host ? tpcommVariantHostReduceScatter : tpcommVariantP2pReduceScatter;
-    const int ag = host ? tpcommVariantHostAllGather : tpcommVariantP2pAllGather;
+    const int rs = host   ? tpcommVariantHostReduceScatter
+                   : pull ? tpcommVariantP2pReduceScatterPull
+                          : tpcommVariantP2pReduceScatter;
+    const int ag = host   ? tpcommVariantHostAllGather
+                   : pull ? tpcommVariantP2pAllGatherPull
+                          : tpcommVariantP2pAllGather;
     EXPECT_EQ(after[rs] - before[rs], static_cast<uint64_t>(cases / 2)) << ran;
     EXPECT_EQ(after[ag] - before[ag], static_cast<uint64_t>(cases / 2)) << ran;
   }
@@ -190,6 +198,9 @@ TEST(HalfCollectives, World2P2p) {
 TEST(HalfCollectives, World2Host) {
   runHalfMatrix(2, tpcommAlgoHostTwoShot, false);
 }
+TEST(HalfCollectives, World2Pull) {
+  runHalfMatrix(2, tpcommAlgoTwoShotPull, false);
+}
 // Worlds 3..8, ranks sharing the GPU: one test per world and transport.
 class HalfWorlds : public ::testing::TestWithParam<std::tuple<int, int>> {};
 TEST_P(HalfWorlds, Light) {
@@ -198,7 +209,8 @@ TEST_P(HalfWorlds, Light) {
 INSTANTIATE_TEST_SUITE_P(HalfCollectives, HalfWorlds,
                          ::testing::Combine(::testing::Range(3, 9),
                                             ::testing::Values(tpcommAlgoTwoShot,
-                                                              tpcommAlgoHostTwoShot)),
+                                                              tpcommAlgoHostTwoShot,
+                                                              tpcommAlgoTwoShotPull)),
                          [](const ::testing::TestParamInfo<std::tuple<int, int>>& i) {
                            return "World" + std::to_string(std::get<0>(i.param)) + "_" +
                                   tpcommAlgoName(std::get<1>(i.param));
@@ -207,7 +219,7 @@ INSTANTIATE_TEST_SUITE_P(HalfCollectives, HalfWorlds,
 // Many steps with a partial last one: small slots make every call dozens of steps.
 TEST(HalfCollectives, ManyStepsWithAPartialLastStep) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot}) {
+  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot, tpcommAlgoTwoShotPull}) {
     tpcommConfig_t cfg = configFor(algo, 8);
     cfg.bufferBytes = 256 << 10;
     std::string err;
@@ -242,14 +254,14 @@ TEST(HalfCollectives, CountZeroLaunchesNothing) {
   EXPECT_EQ(total, 0u);
 }
 
-// Captured once per rank, replayed with fresh inputs: every replay exact.
-TEST(HalfCollectives, GraphsReplayExactly) {
-  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+// Captured once per rank, replayed with fresh inputs: every replay exact. cfg: nullptr for auto;
+// `rs`: the reduce-scatter variant the capture must have planned (None: whatever auto plans).
+void replayGraphs(const tpcommConfig_t* cfg, tpcommVariant_t rs) {
   const int world = 2;
   const size_t count = 65537;  // bf16 per rank: odd, several vectors per thread
   const tpcommDataType_t dt = tpcommBfloat16;
   std::string err;
-  auto g = makeGroup(world, nullptr, 2 * count * world * 2 + 64, &err);
+  auto g = makeGroup(world, cfg, 2 * count * world * 2 + 64, &err);
   ASSERT_TRUE(g) << err;
   const size_t part = count * 2;
   // Rank r: RS send at send[r], RS recv at recv[r]; AG of the RS output into recv[r] + 2 part.
@@ -263,6 +275,11 @@ TEST(HalfCollectives, GraphsReplayExactly) {
     ASSERT_EQ(tpcommReduceScatter(g->send[r], g->recv[r], count, dt, g->comms[r], g->streams[r]),
               tpcommSuccess)
         << tpcommGetLastError();
+  }
+  tpcommCallInfo_t info{};
+  tpcommCommGetLastCall(g->comms[0], &info);
+  if (rs != tpcommVariantNone) {
+    EXPECT_EQ(info.variant, rs) << info.reason;
   }
   for (int r = 0; r < world; ++r) {
     ASSERT_EQ(
@@ -309,9 +326,87 @@ TEST(HalfCollectives, GraphsReplayExactly) {
       EXPECT_TRUE(got == want) << "round " << round << ", rank " << r;
     }
   }
-  printf("[ halves   ] graph: reduce-scatter + all-gather of %zu bf16 per rank, 15 replays exact\n",
-         count);
+  printf("[ halves   ] graph (%s): reduce-scatter + all-gather of %zu bf16 per rank, 15 replays\n",
+         tpcommVariantName(info.variant), count);
   for (cudaGraphExec_t e : exec) cudaGraphExecDestroy(e);
+}
+
+TEST(HalfCollectives, GraphsReplayExactly) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  replayGraphs(nullptr, tpcommVariantNone);
+}
+TEST(HalfCollectives, GraphsReplayExactlyPull) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const tpcommConfig_t cfg = configFor(tpcommAlgoTwoShotPull);
+  replayGraphs(&cfg, tpcommVariantP2pReduceScatterPull);
+}
+
+// The same inputs through the push halves and the pull halves: the same bits on every rank (the
+// same fp32 rank-order sum; the gathered runs as their owners hold them).
+TEST(HalfCollectives, PullHalvesEqualThePushHalvesBitForBit) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = 4;
+  const size_t per_rank_max = (1u << 18) + 64;
+  std::vector<std::vector<uint8_t>> by_algo[2];  // [push, pull]: every case's outputs, in order
+  int cases = 0;
+  for (int i = 0; i < 2; ++i) {
+    const int algo = i == 0 ? tpcommAlgoTwoShot : tpcommAlgoTwoShotPull;
+    const tpcommConfig_t cfg = configFor(algo);
+    std::string err;
+    auto g = makeGroup(world, &cfg, per_rank_max * world * 4, &err);
+    ASSERT_TRUE(g) << err;
+    cases = 0;
+    for (tpcommDataType_t dt : {tpcommFloat32, tpcommFloat16, tpcommBfloat16})
+      for (size_t count : {size_t{3}, size_t{4097}, size_t{(1u << 18) + 1}})
+        for (tpcommColl_t coll : {kRS, kAG}) {
+          const Case c{dt, count, count == 4097, count == 3 ? size_t{1} : 0, 70 + count};
+          const Outcome o = runHalf(*g, coll, c, &by_algo[i]);
+          ++cases;
+          ASSERT_EQ(o.result, tpcommSuccess) << halfName(coll, c, algo, world) << o.describe();
+          EXPECT_EQ(o.wrong, 0u) << halfName(coll, c, algo, world) << ": " << o.describe();
+        }
+  }
+  ASSERT_EQ(by_algo[0].size(), by_algo[1].size());
+  size_t differ = 0;
+  for (size_t k = 0; k < by_algo[0].size(); ++k) differ += by_algo[0][k] != by_algo[1][k];
+  printf("[ halves   ] push vs pull, world %d: %d cases, %zu rank outputs, %zu differ\n", world,
+         cases, by_algo[0].size(), differ);
+  EXPECT_EQ(differ, 0u);
+}
+
+// Every forced peer-memory algorithm has a half (the pull ones theirs; the copy-engine one-shot,
+// on a fabric whose stores hold, the push halves), and it runs exactly.
+TEST(HalfCollectives, EveryForcedPeerAlgorithmHasAHalf) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const struct {
+    int algo;
+    tpcommVariant_t rs, ag;
+  } rows[] = {
+      {tpcommAlgoOneShotPull, tpcommVariantP2pReduceScatterPull, tpcommVariantP2pAllGatherPull},
+      {tpcommAlgoTwoShotPull, tpcommVariantP2pReduceScatterPull, tpcommVariantP2pAllGatherPull},
+      {tpcommAlgoOneShotCe, tpcommVariantP2pReduceScatter, tpcommVariantP2pAllGather},
+      {tpcommAlgoIsland, tpcommVariantP2pReduceScatter, tpcommVariantP2pAllGather},
+  };
+  for (const auto& row : rows) {
+    const tpcommConfig_t cfg = configFor(row.algo);
+    const int world = row.algo == tpcommAlgoIsland ? 4 : 2;
+    std::string err;
+    auto g = makeGroup(world, &cfg, 4 * MiB, &err);
+    ASSERT_TRUE(g) << tpcommAlgoName(row.algo) << ": " << err;
+    for (tpcommColl_t coll : {kRS, kAG}) {
+      const Case c{tpcommBfloat16, 4097, false, 0, 31};
+      const Outcome o = runHalf(*g, coll, c);
+      const std::string name = halfName(coll, c, row.algo, world);
+      ASSERT_EQ(o.result, tpcommSuccess) << name << ": " << o.describe();
+      EXPECT_EQ(o.wrong, 0u) << name << ": " << o.describe();
+      EXPECT_TRUE(o.ranks_agree) << name;
+      tpcommCallInfo_t info{};
+      tpcommCommGetLastCall(g->comms[0], &info);
+      EXPECT_EQ(info.variant, coll == kRS ? row.rs : row.ag) << name << ": " << info.reason;
+      printf("[ halves   ] forced %s: %s ran %s\n", tpcommAlgoName(row.algo), collName(coll),
+             tpcommVariantName(info.variant));
+    }
+  }
 }
 
 // A reduce-scatter on rank 0 against an all-gather or all-reduce of the same count elsewhere:
@@ -319,7 +414,7 @@ TEST(HalfCollectives, GraphsReplayExactly) {
 TEST(HalfCollectives, MismatchNamesBothCalls) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const size_t n = 4096;
-  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot})
+  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot, tpcommAlgoTwoShotPull})
     for (int other = 0; other < 2; ++other) {
       const tpcommConfig_t cfg = configFor(algo, 0, 5000);
       std::string err;
@@ -360,7 +455,7 @@ TEST(HalfCollectives, MismatchNamesBothCalls) {
 // margin, and the communicator then refuses every call with it.
 TEST(HalfCollectives, DeadPeerIsATimeout) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot})
+  for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot, tpcommAlgoTwoShotPull})
     for (tpcommColl_t coll : {kRS, kAG}) {
       const tpcommConfig_t cfg = configFor(algo, 0, 300);
       std::string err;

@@ -1,0 +1,87 @@
+// Reduce-scatter and all-gather over the pull protocol: the two halves of the two-shot pull
+// (twoshot_pull_device.cuh), each on its own, over its outbox layout (world areas of seg_cap
+// entries, then the reduced area), so every byte crosses the fabric by a load, for the fabrics
+// whose peer stores collapse (docs/TOPOLOGY.md, "Push or pull over PCIe").
+//   reduce-scatter: phase 0 of twoshot_pull: a rank copies its input's runs into its outbox (area
+//     d: run d) and publishes; rank d reads run d from every peer's outbox and sums it in rank
+//     order with its own input's run d, into its output;
+//   all-gather: phase 1: a rank copies its input into its outbox's reduced area (and its output)
+//     and publishes; every rank reads every other rank's run from its owner's reduced area.
+// `count` is the per-rank count (segmentedCall, chunk_layout.h, steps through every run at once).
+// Each step is one write, one publish, one wait and one read, the one-shot pull's shape, so the
+// slot-reuse argument of docs/PROTOCOL.md ("Pull") holds as it does there. In place as NCCL has
+// it: a rank's own run is read and written by the same thread, its peers read only its outbox.
+#include "kernels/algo_launch.h"
+#include "kernels/chunk_layout.h"
+#include "kernels/kernel_set.cuh"
+#include "kernels/twoshot_pull_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+// kScatter: reduce-scatter, rank r's output is run r of every rank's input summed in rank order;
+// else all-gather, run r of every rank's output is rank r's input, bit for bit.
+template <typename Proto, typename T, int kW, bool kScatter>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    pullHalfKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+                   size_t chunk_vecs) {
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
+  const ChunkedCall k = segmentedCallIn(slotVecs<Proto>(c), c.world + 1, c.world,
+                                        (count + E - 1) / E, chunk_vecs, gridDim.x);
+  const size_t stride = blockDim.x;
+  const size_t red = c.world * k.seg_cap;  // entry index of the reduced area
+  char* src[kW];                           // every rank's outbox, in rank order
+#pragma unroll
+  for (int r = 0; r < kW; ++r) src[r] = r < c.world ? c.pulls[r] : nullptr;
+  uint4* const mine = reinterpret_cast<uint4*>(c.pulls[c.rank]);
+  CallSession session(c);
+  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) return;  // aborted
+  WaitCtx wait = session.startWaits();
+  const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
+  for (size_t step = 0; step < k.nsteps; ++step) {
+    const SegmentStep st =
+        segmentStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const size_t slot = st.slot_off / kVecBytes;
+    if constexpr (kScatter) {
+      const Segments<const T> in{send, count, st.first, 0, count, st.len, st.len};
+      pullStage<Proto, T>(c, mine + slot, k.seg_cap, st.o0, st.o1, stride, in);
+      bulkPublish<Proto>(c, blockDim.x, st.epoch);
+      if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
+      if (step + 1 == k.nsteps) pdlLaunchDependents();
+      if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;  // gave up
+      pullReduceOwn<T, kW>(
+          c, src, slot, k.seg_cap, st.o0, st.o1, stride, in,
+          [&](size_t o, const uint4& y) { storeVec<T>(recv, st.first + o, count, c.aligned, y); });
+    } else {
+      const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
+      const Segments<T> out{recv, count, st.first, 0, count, st.len, st.len};
+      pullShareOwn<Proto, T>(c, mine + slot + red, st.o0, st.o1, stride, in, out);
+      bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
+      if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
+      if (step + 1 == k.nsteps) pdlLaunchDependents();
+      if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;  // gave up
+      pullGather<T>(c, slot + red, st.o0, st.o1, stride, out);
+    }
+  }
+  session.close(k.nsteps);
+}
+
+template <bool kScatter>
+struct PullHalf {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&pullHalfKernel<Proto, T, kW, kScatter>);
+  }
+};
+
+}  // namespace
+
+KernelSet pullReduceScatterKernels(int world) {
+  return kernelSetByWorld<PullHalf<true>, PullProto>(world);
+}
+KernelSet pullAllGatherKernels(int world) {
+  return kernelSetByWorld<PullHalf<false>, PullProto>(world);
+}
+
+}  // namespace tpcomm
