@@ -105,7 +105,9 @@ typedef enum {
   tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
   tpcommVariantHostReduceScatter = 23, /* reduce-scatter over host memory, LL packets */
   tpcommVariantHostAllGather = 24,     /* all-gather over host memory, LL packets */
-  tpcommNumVariants = 25
+  /* one-shot pull, one step, LL entries (the flag in the data): oneshot_pull's small calls */
+  tpcommVariantP2pOneShotPullLL = 28,
+  tpcommNumVariants = 29
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

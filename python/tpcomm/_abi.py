@@ -35,7 +35,9 @@ VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
                  "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
                  "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull", "p2p_oneshot_ce",
-                 "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather")
+                 "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather",
+                 None, None, None,  # 25..27: the island pull and half-pull variants (other branches)
+                 "p2p_oneshot_pull_ll")
 NUM_VARIANTS = len(VARIANT_NAMES)
 
 # tpcommColl_t (tpcommCommExplainCollective)

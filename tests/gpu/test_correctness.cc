@@ -388,11 +388,14 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
 // A rank whose buffers are misaligned runs the general one-shot kernel while its aligned peers
 // run the lean one (leanFits, src/plan/planner.cc): the two must agree on slots, entries and
 // epochs (push: oneshot; pull: oneshot_pull, whose kernels must also agree on the outbox flags).
-// Inputs are small integers, so the sum is exact in bf16 and the reference is exact.
-void leanAndGeneralTogether(int algo) {
+// With `knobs` and `variant`: every rank, aligned or not, must have run that variant (the pull
+// LL kernel, chosen by size alone). Inputs are small integers, so the sum is exact in bf16 and
+// the reference is exact.
+void leanAndGeneralTogether(int algo, const char* knobs = nullptr, int variant = -1) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
-    const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
+    tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
+    cfg.launchKnobs = knobs;
     std::string err;
     auto g = makeGroup(world, &cfg, 1 << 20, &err);
     ASSERT_TRUE(g) << err;
@@ -424,6 +427,11 @@ void leanAndGeneralTogether(int algo) {
         tpcommGroupEnd();
         for (int r = 0; r < world; ++r) {
           ASSERT_TRUE(drained(*g, r));
+          tpcommCallInfo_t info{};
+          tpcommCommGetLastCall(g->comms[r], &info);
+          if (variant >= 0) {
+            EXPECT_EQ(info.variant, variant) << "rank " << r << ": " << info.reason;
+          }
           std::vector<uint16_t> out(count);
           ASSERT_EQ(cudaMemcpy(out.data(), g->recv[r] + off(r), count * 2, cudaMemcpyDeviceToHost),
                     cudaSuccess);
@@ -442,8 +450,15 @@ void leanAndGeneralTogether(int algo) {
 TEST(Correctness, LeanAndGeneralOneShotTogether) {
   leanAndGeneralTogether(tpcommAlgoOneShot);
 }
+// The flag kernels (LL off: at these sizes it would serve every rank).
 TEST(Correctness, LeanAndGeneralOneShotPullTogether) {
-  leanAndGeneralTogether(tpcommAlgoOneShotPull);
+  leanAndGeneralTogether(tpcommAlgoOneShotPull, "pull_ll_bytes=0");
+}
+// The pull LL kernel at every size here (to 64 KiB): a misaligned rank takes it as its aligned
+// peers do, and they pair.
+TEST(Correctness, MisalignedRankWithAlignedOnesOneShotPullLL) {
+  leanAndGeneralTogether(tpcommAlgoOneShotPull, "pull_ll_bytes=65536",
+                         tpcommVariantP2pOneShotPullLL);
 }
 
 }  // namespace
