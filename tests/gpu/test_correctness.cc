@@ -34,21 +34,6 @@ std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
   return c;
 }
 
-// Waits for rank r's stream: the calls on it must have finished without an asynchronous error
-// (a timeout) and left the current device at rank r's GPU.
-::testing::AssertionResult drained(Group& g, int r) {
-  cudaSetDevice(g.devs[r]);
-  const cudaError_t e = cudaStreamSynchronize(g.streams[r]);
-  if (e != cudaSuccess)
-    return ::testing::AssertionFailure() << "rank " << r << ": " << cudaGetErrorString(e);
-  tpcommResult_t async = tpcommSuccess;
-  tpcommCommGetAsyncError(g.comms[r], &async);
-  if (async != tpcommSuccess)
-    return ::testing::AssertionFailure()
-           << "rank " << r << ": asynchronous error " << tpcommGetErrorString(async);
-  return ::testing::AssertionSuccess();
-}
-
 // light: the reduced matrix used for world sizes 3..8 (bf16 and fp32, fewer sizes and offsets).
 // big: up to 64 MiB (light: in bf16). host_ll: host_oneshot takes LL packets for every call
 // (kHostLLKnobs). Prints the cases run, the time and the grid of the largest call.

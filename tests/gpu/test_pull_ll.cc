@@ -29,18 +29,6 @@ int lastVariant(Group& g, int r) {
   return info.variant;
 }
 
-::testing::AssertionResult drained(Group& g, int r) {
-  cudaSetDevice(g.devs[r]);
-  const cudaError_t e = cudaStreamSynchronize(g.streams[r]);
-  if (e != cudaSuccess)
-    return ::testing::AssertionFailure() << "rank " << r << ": " << cudaGetErrorString(e);
-  tpcommResult_t async = tpcommSuccess;
-  tpcommCommGetAsyncError(g.comms[r], &async);
-  if (async != tpcommSuccess)
-    return ::testing::AssertionFailure() << "rank " << r << ": " << tpcommGetErrorString(async);
-  return ::testing::AssertionSuccess();
-}
-
 // Worlds 2..8 (above the GPU count ranks share it; the planner caps the grids): every datatype
 // at world 2, fp32 and bf16 above; counts from 1 element to a full LL slot (64 KiB) and one vector
 // past it (the flag kernel, on the same slots' epochs); offsets 0, 1 and 3 elements.
