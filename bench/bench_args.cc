@@ -2,6 +2,8 @@
 
 #include "common/byte_size.h"
 #include "common/env.h"
+#include "kernels/algo_launch.h"  // kThreadsPerBlock
+#include "plan/knobs.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +25,9 @@ void usage(FILE* f) {
       "  --mode both          eager | graph | both\n"
       "  --backends LIST      of auto,oneshot,twoshot,host_oneshot,host_twoshot,\n"
       "                       host_bulk,island,oneshot_pull,twoshot_pull,nccl\n"
-      "                       (default auto,oneshot,twoshot,nccl)\n"
+      "                       (default auto,oneshot,twoshot,nccl); NAME@KNOBS runs NAME with\n"
+      "                       launch knobs (TPCOMM_KNOBS items joined by +), labelled so:\n"
+      "                       oneshot_pull,oneshot_pull@pull_ll_bytes=0 times LL and flag pulls\n"
       "  --iters 50 --reps 9 --warmup 5\n"
       "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
       "  --sweep-knobs        also time each kernel backend listed with several grid shapes\n"
@@ -63,6 +67,34 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 }  // namespace
+
+bool parseBackend(const std::string& spec, BackendSpec* out, std::string* why) {
+  *out = BackendSpec{};
+  const size_t at = spec.find('@');
+  const std::string name = spec.substr(0, at);
+  out->algo = name == "nccl" ? static_cast<int>(tpcommAlgoNccl) : parseAlgoName(name);
+  if (out->algo < 0) {
+    *why = "unknown backend \"" + name + "\"";
+    return false;
+  }
+  if (at == std::string::npos) return true;
+  if (out->algo == tpcommAlgoNccl) {
+    *why = "nccl takes no launch knobs";
+    return false;
+  }
+  out->knobs = spec.substr(at + 1);
+  for (char& ch : out->knobs)
+    if (ch == '+') ch = ',';
+  LaunchKnobs k;
+  std::string bad = parseLaunchKnobs(out->knobs, &k);
+  if (bad.empty()) bad = launchKnobsError(k, kThreadsPerBlock);
+  if (out->knobs.empty()) bad = "no knobs after '@'";
+  if (!bad.empty()) {
+    *why = spec + ": " + bad;
+    return false;
+  }
+  return true;
+}
 
 bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
   *exit_code = 0;
@@ -109,7 +141,14 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       ok = a->eager || a->graph;
     } else if (k == "--backends") {
       a->backends = split(v);
-      for (const auto& b : a->backends) ok = ok && (b == "nccl" || parseAlgoName(b) >= 0);
+      for (const auto& b : a->backends) {
+        BackendSpec spec;
+        std::string why;
+        if (ok && !parseBackend(b, &spec, &why)) {
+          fprintf(stderr, "tpcomm-bench: --backends: %s\n", why.c_str());
+          ok = false;
+        }
+      }
     } else if (k == "--iters") {
       a->iters = atoi(v);
       ok = a->iters >= 1;

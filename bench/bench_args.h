@@ -30,6 +30,16 @@ struct Args {
   std::string collective = "allreduce";
 };
 
+// One --backends entry: an algorithm name, or nccl, optionally with launch knobs after '@' (as
+// TPCOMM_KNOBS, items joined by '+': "oneshot_pull@pull_ll_bytes=0+lean=0"), so that one run
+// times one algorithm under several knob sets side by side.
+struct BackendSpec {
+  int algo = tpcommAlgoAuto;  // tpcommAlgoNccl for nccl
+  std::string knobs;          // "name=value,..." for tpcommConfig_t::launchKnobs; "" none
+};
+// False (why in *why) for an unknown name, knobs on nccl, or knobs the library would refuse.
+bool parseBackend(const std::string& spec, BackendSpec* out, std::string* why);
+
 // Parses argv; on --help or an error prints usage and returns false with *exit_code set.
 bool parseArgs(int argc, char** argv, Args* a, int* exit_code);
 

@@ -182,7 +182,10 @@ bool makeBackends(const Args& a, const std::vector<int>& devlist, bool shared,
   for (const std::string& name : a.backends) {
     Backend b;
     b.label = name;
-    if (name == "nccl") {
+    BackendSpec spec;
+    std::string why;
+    parseBackend(name, &spec, &why);  // checked by parseArgs
+    if (spec.algo == tpcommAlgoNccl) {
       std::string why;
       g_nccl = ncclApi(&why);
       if (!g_nccl || shared) {
@@ -197,8 +200,9 @@ bool makeBackends(const Args& a, const std::vector<int>& devlist, bool shared,
         return false;
       }
     } else {
-      b.algo = parseAlgoName(name);
-      initTpcomm(b, devlist, b.algo, a.max_blocks);
+      b.algo = spec.algo;
+      initTpcomm(b, devlist, b.algo, a.max_blocks,
+                 spec.knobs.empty() ? nullptr : spec.knobs.c_str());
     }
     backends->push_back(std::move(b));
   }

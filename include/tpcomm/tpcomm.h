@@ -108,7 +108,9 @@ typedef enum {
   /* 25: reserved (another branch's variant, named at its merge) */
   tpcommVariantP2pReduceScatterPull = 26, /* reduce-scatter over peer memory, pull (twoshot_pull) */
   tpcommVariantP2pAllGatherPull = 27,     /* all-gather over peer memory, pull (twoshot_pull) */
-  tpcommNumVariants = 28
+  /* one-shot pull, one step, LL entries (the flag in the data): oneshot_pull's small calls */
+  tpcommVariantP2pOneShotPullLL = 28,
+  tpcommNumVariants = 29
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

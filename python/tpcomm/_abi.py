@@ -37,7 +37,8 @@ VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot
                  "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
                  "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull", "p2p_oneshot_ce",
                  "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather",
-                 None, "p2p_reduce_scatter_pull", "p2p_all_gather_pull")
+                 None, "p2p_reduce_scatter_pull", "p2p_all_gather_pull",
+                 "p2p_oneshot_pull_ll")
 # Values another line of work takes (tpcomm.h says so); the library names none of them yet.
 RESERVED_VARIANTS = frozenset(v for v, name in enumerate(VARIANT_NAMES) if name is None)
 NUM_VARIANTS = len(VARIANT_NAMES)

@@ -97,6 +97,8 @@ const char* tpcommVariantName(int variant) {
       return "p2p_oneshot_pull_lean";
     case tpcommVariantP2pOneShotPull:
       return "p2p_oneshot_pull";
+    case tpcommVariantP2pOneShotPullLL:
+      return "p2p_oneshot_pull_ll";
     case tpcommVariantP2pTwoShotPull:
       return "p2p_twoshot_pull";
     case tpcommVariantP2pReduceScatter:

@@ -49,6 +49,8 @@ KernelSet hostSentinelKernels(int world);
 // the two-shot.
 KernelSet pullOneShotKernels(int world);
 KernelSet pullTwoShotKernels(int world);
+// The one-step pull with the flag in the data (oneshot_pull_ll.cu).
+KernelSet pullLLOneShotKernels(int world);
 // Reduce-scatter and all-gather (rsag.cu): the two-shot's halves, over peer memory (sentinel) and
 // host memory (LL).
 KernelSet reduceScatterKernels(int world);
@@ -78,6 +80,7 @@ struct SlotCapacity {
   size_t bulk_step_bytes = 0;           // an outbox slot of host_bulk
   size_t pull_step_bytes = 0;           // a pull outbox slot (oneshot_pull)
   size_t pull_chunk_vecs = 0;           // vectors per twoshot_pull step
+  size_t pull_ll_step_bytes = 0;        // the largest call a pull LL slot holds
   size_t ce_step_bytes = 0;             // a source's region of a CE landing slot (0: no CE area)
 };
 SlotCapacity slotCapacity(const DeviceComm& c);

@@ -47,8 +47,16 @@ constexpr size_t kPullFlagBytes =
 constexpr size_t pullSlotBytes(size_t slot_bytes) {
   return slot_bytes / 4 / 256 * 256 > 4096 ? slot_bytes / 4 / 256 * 256 : 4096;
 }
+// After the flags, the LL area of the one-step pull (oneshot_pull_ll.cu, docs/PROTOCOL.md "Pull
+// with the flag in the data"): kNumSlots slots of kPullLLSlotBytes, zeroed at creation like the
+// flags. Its own memory, apart from the slots above: a stale LL entry must hold an older LL
+// step's flag (or 0), never another variant's raw data, which could equal any flag.
+constexpr size_t kPullLLSlotBytes = 128u << 10;  // LL doubles the bytes: calls of 64 KiB at most
+constexpr size_t pullLLAreaOffset(size_t pull_slot_bytes) {
+  return kNumSlots * pull_slot_bytes + kPullFlagBytes;
+}
 constexpr size_t pullOutboxBytes(size_t slot_bytes) {
-  return kNumSlots * pullSlotBytes(slot_bytes) + kPullFlagBytes;
+  return pullLLAreaOffset(pullSlotBytes(slot_bytes)) + kNumSlots * kPullLLSlotBytes;
 }
 // The sentinel protocol over host memory (HostSentinelProto, proto_device.cuh): every rank has an
 // inbox of kNumSlots slots of this size, all zeros while no data is in it (entries are stored
@@ -176,8 +184,8 @@ struct DeviceComm {
   // (hprints: the host protocols). Null where that transport is not set up.
   char* prints[kMaxRanks];
   char* hprints[kMaxRanks];
-  // Every rank's pull outbox (pullOutboxBytes, above), after its prints; slots of
-  // pull_slot_bytes. Null where the peer-memory transport is not set up.
+  // Every rank's pull outbox (pullOutboxBytes, above) after its prints: slots of pull_slot_bytes,
+  // the flags, the LL area (pullLLAreaOffset). Null where the peer-memory transport is not set up.
   char* pulls[kMaxRanks];
   size_t pull_slot_bytes;
   // Every rank's CE area (CeControl, then its landing slots of slot_bytes) as seen from this

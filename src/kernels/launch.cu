@@ -8,6 +8,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/island_world.h"
 #include "kernels/oneshot_layout.h"
+#include "kernels/pull_ll_layout.h"
 #include "kernels/variant_table.h"
 
 namespace tpcomm {
@@ -59,6 +60,7 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.bulk_step_bytes = hostBulkStepBytes(c);
   s.pull_step_bytes = pullOneShotStepBytes(c);
   s.pull_chunk_vecs = pullTwoShotChunkVecs(c);
+  s.pull_ll_step_bytes = kPullLLMaxCallBytes;  // the LL area's slots have a fixed size
   // The CE landing slots have the peer slots' size and layout (kernels/ce_layout.h).
   s.ce_step_bytes = c.ce[c.rank] ? oneShotStepBytes(c) : 0;
   return s;
@@ -102,12 +104,13 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   size_t count = a.count;
   size_t chunk = a.chunk_vecs;
   void* args[] = {&dc, &send, &recv, &count, &chunk};
-  // The lean kernels get one warp more than their vectors need: its last thread checks the
-  // peers' call fingerprints (oneshot_lean.cu) while the others wait for data, so the check adds
-  // no round trip to a thread that also reduces.
+  // The lean kernels (and the pull LL one, built the same way) get one warp more than their
+  // vectors need: its last thread checks the peers' call fingerprints (oneshot_lean.cu) while the
+  // others wait for data, so the check adds no round trip to a thread that also reduces.
   const bool lean = a.variant == tpcommVariantP2pOneShotLean ||
                     a.variant == tpcommVariantHostOneShotSentinelLean ||
-                    a.variant == tpcommVariantP2pOneShotPullLean;
+                    a.variant == tpcommVariantP2pOneShotPullLean ||
+                    a.variant == tpcommVariantP2pOneShotPullLL;
   const int threads = lean && a.threads + 32 <= kThreadsPerBlock ? a.threads + 32 : a.threads;
   return launchKernel(fn, a.blocks, threads, a.pdl, args, s);
 }

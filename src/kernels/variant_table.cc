@@ -32,6 +32,7 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantHostAllGather, hostAllGatherKernels, false},
     {tpcommVariantP2pReduceScatterPull, pullReduceScatterKernels, false},
     {tpcommVariantP2pAllGatherPull, pullAllGatherKernels, false},
+    {tpcommVariantP2pOneShotPullLL, pullLLOneShotKernels, false},
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/pull_ll_layout.h"  // kPullLLMaxCallBytes
+
 namespace tpcomm {
 namespace {
 
@@ -24,6 +26,7 @@ constexpr Field kFields[] = {
     {"push_eighths", &LaunchKnobs::push_eighths, nullptr},
     {"lean", nullptr, &LaunchKnobs::lean},
     {"host_sentinel", nullptr, &LaunchKnobs::host_sentinel},
+    {"pull_ll_bytes", &LaunchKnobs::pull_ll_bytes, nullptr},
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"host_fence", nullptr, &LaunchKnobs::host_fence},
     {"pdl", nullptr, &LaunchKnobs::pdl},
@@ -90,6 +93,9 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
        "a multiple of 32 up to the kernels' launch bound"},
       {"push_batch", k.push_batch, k.push_batch >= 0 && k.push_batch <= 4, "0..4"},
       {"push_eighths", k.push_eighths, k.push_eighths >= 1 && k.push_eighths <= 7, "1..7"},
+      {"pull_ll_bytes", k.pull_ll_bytes,
+       k.pull_ll_bytes >= 0 && static_cast<size_t>(k.pull_ll_bytes) <= kPullLLMaxCallBytes,
+       "0 (off) to 65536 (an LL slot)"},
       {"node_variant", k.node_variant, k.node_variant >= 0 && k.node_variant <= 2,
        "0 (by size), 1 (small) or 2 (large)"},
   };

@@ -23,6 +23,13 @@ struct LaunchKnobs {
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
   bool lean = true;      // single-step one-shot calls that fit it take the lean kernel
   bool host_sentinel = true;  // host_oneshot calls of one sentinel step take that protocol, not LL
+  // oneshot_pull calls of one step up to this many bytes take LL entries, the flag in the data
+  // (oneshot_pull_ll.cu; 0: never; at most an LL slot's 64 KiB). LL saves the flag's fence and
+  // one round trip and doubles the bytes a rank reads, (world - 1) x 2 x the call. Over PCIe
+  // (where auto pulls: ~27 GB/s of loads, a 1-2 us round trip) that breaks even near 30-50 KiB at
+  // two ranks and 4-8 KiB at eight; 16 KiB keeps decode's 7168-wide bf16 row (14 KiB) on LL. An
+  // estimate until measured (docs/BENCHMARKS.md, "Pull and copy-engine variants").
+  int pull_ll_bytes = 16384;
   // 1: fused calls spread a row over a thread-block cluster where every rank's GPU launches
   // clusters (sm_90+): the fused kernel over peer memory, and the epilogue kernel after an
   // all-reduce. Off: a block per row tied or won at every row count once the fused kernels'

@@ -75,17 +75,27 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
 }
 
 // The co-residency cap of an algorithm's grid at each thread step: the least over the variants the
-// call may take (the general kernel, and the lean one where the lean check may pick it), so that
-// whichever runs fits. False when no cap applies.
+// call may take (the general kernel, the lean one where the lean check may pick it, and the pull
+// LL one where pullLLCandidate says so), so that whichever runs fits. False when no cap applies.
 bool residentCap(const CommFacts& f, tpcommVariant_t general, tpcommVariant_t lean,
-                 int (&cap)[kThreadSteps]) {
+                 tpcommVariant_t ll, int (&cap)[kThreadSteps]) {
   if (!f.grid_caps || !f.grid_caps->any()) return false;
   for (int s = 0; s < kThreadSteps; ++s) {
     const int threads = 32 * (s + 1);
     cap[s] = f.grid_caps->capFor(general, threads);
     if (lean != tpcommVariantNone) cap[s] = std::min(cap[s], f.grid_caps->capFor(lean, threads));
+    if (ll != tpcommVariantNone) cap[s] = std::min(cap[s], f.grid_caps->capFor(ll, threads));
   }
   return true;
+}
+
+// Whether a oneshot_pull call of `bytes` may take the LL entries (oneshot_pull_ll.cu): the knob
+// allows that size and an LL slot holds it. By size and knobs only, never by a rank's alignment:
+// the LL and flag kernels do not pair, so every rank must take the same (the LL kernel takes any
+// alignment and a partial last vector).
+bool pullLLCandidate(const CommFacts& f, int algo, size_t bytes) {
+  return algo == tpcommAlgoOneShotPull && bytes > 0 &&
+         bytes <= static_cast<size_t>(f.knobs.pull_ll_bytes) && bytes <= f.slots.pull_ll_step_bytes;
 }
 
 }  // namespace
@@ -184,16 +194,28 @@ CallPlan planCall(const CommFacts& f, const CallArgs& call) {
                                                     : f.slots.host_step_bytes;
   const tpcommVariant_t lean =
       lean_set && f.knobs.lean ? variantOf(algo, sentinel, true) : tpcommVariantNone;
+  const tpcommVariant_t ll =
+      pullLLCandidate(f, algo, call.bytes) ? tpcommVariantP2pOneShotPullLL : tpcommVariantNone;
   int cap[kThreadSteps];
-  const bool capped = residentCap(f, p.variant, lean, cap);
+  const bool capped = residentCap(f, p.variant, lean, ll, cap);
   p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, capped ? cap : nullptr);
   if (p.grid.co_resident_capped)
     p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
   p.pdl = f.knobs.pdl;
   p.aligned = call.aligned;
   p.geometry = oneShotGeometry(f, algo, sentinel, call.bytes, p.chunk_vecs, p.grid.blocks);
-  if (lean != tpcommVariantNone && leanFits(p.geometry, p.grid.blocks, p.grid.threads, call))
+  // One step with a vector per thread, as the lean kernels: the same grid and geometry on every
+  // rank (neither depends on alignment).
+  if (ll != tpcommVariantNone && p.geometry.nsteps == 1 &&
+      p.geometry.per <= static_cast<size_t>(p.grid.threads)) {
+    p.variant = ll;
+    p.decision.reason +=
+        "; LL entries (flag in the data: pull_ll_bytes=" + std::to_string(f.knobs.pull_ll_bytes) +
+        ")";
+  } else if (lean != tpcommVariantNone &&
+             leanFits(p.geometry, p.grid.blocks, p.grid.threads, call)) {
     p.variant = lean;
+  }
   return p;
 }
 

@@ -34,6 +34,7 @@ std::set<const void*> everyGetterKernel() {
       {"islandKernels", islandKernels},
       {"pullOneShotKernels", pullOneShotKernels},
       {"pullTwoShotKernels", pullTwoShotKernels},
+      {"pullLLOneShotKernels", pullLLOneShotKernels},
       {"reduceScatterKernels", reduceScatterKernels},
       {"allGatherKernels", allGatherKernels},
       {"hostReduceScatterKernels", hostReduceScatterKernels},

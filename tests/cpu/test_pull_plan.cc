@@ -32,10 +32,15 @@ TEST(PullPlan, ForcedNamesRunTheirVariants) {
     tpcommVariant_t want;
   };
   const Row rows[] = {
-      // One-shot pull: the lean kernel for one step of whole aligned vectors, else the general.
-      {tpcommAlgoOneShotPull, 2, 4 * KiB, true, tpcommVariantP2pOneShotPullLean},
-      {tpcommAlgoOneShotPull, 2, 4 * KiB, false, tpcommVariantP2pOneShotPull},
-      {tpcommAlgoOneShotPull, 2, 4 * KiB + 2, true, tpcommVariantP2pOneShotPull},
+      // One-shot pull: LL entries up to pull_ll_bytes (16 KiB) whatever the alignment
+      // (test_pull_ll_plan.cc); above, the lean kernel for one step of whole aligned vectors,
+      // else the general.
+      {tpcommAlgoOneShotPull, 2, 4 * KiB, true, tpcommVariantP2pOneShotPullLL},
+      {tpcommAlgoOneShotPull, 2, 4 * KiB, false, tpcommVariantP2pOneShotPullLL},
+      {tpcommAlgoOneShotPull, 2, 4 * KiB + 2, true, tpcommVariantP2pOneShotPullLL},
+      {tpcommAlgoOneShotPull, 2, 32 * KiB, true, tpcommVariantP2pOneShotPullLean},
+      {tpcommAlgoOneShotPull, 2, 32 * KiB, false, tpcommVariantP2pOneShotPull},
+      {tpcommAlgoOneShotPull, 2, 32 * KiB + 2, true, tpcommVariantP2pOneShotPull},
       {tpcommAlgoOneShotPull, 8, 1 * MiB, true, tpcommVariantP2pOneShotPullLean},
       {tpcommAlgoOneShotPull, 8, 1 * MiB + 16, true, tpcommVariantP2pOneShotPull},  // two steps
       {tpcommAlgoOneShotPull, 4, 64 * MiB, true, tpcommVariantP2pOneShotPull},
@@ -126,8 +131,10 @@ TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
     tpcommVariant_t want;
   };
   const Row rows[] = {
-      {Fabric::kPcie, 8, false, 14 * KiB, tpcommVariantP2pOneShotPullLean},
-      {Fabric::kPcie, 8, false, 14 * KiB + 2, tpcommVariantP2pOneShotPull},
+      {Fabric::kPcie, 8, false, 14 * KiB, tpcommVariantP2pOneShotPullLL},
+      {Fabric::kPcie, 8, false, 14 * KiB + 2, tpcommVariantP2pOneShotPullLL},
+      {Fabric::kPcie, 8, false, 24 * KiB, tpcommVariantP2pOneShotPullLean},
+      {Fabric::kPcie, 8, false, 24 * KiB + 2, tpcommVariantP2pOneShotPull},
       {Fabric::kPcie, 8, false, 512 * KiB, tpcommVariantP2pTwoShotPull},
       {Fabric::kPcie, 8, false, 16 * MiB, tpcommVariantNccl},
       {Fabric::kPcie, 2, false, 64 * KiB, tpcommVariantP2pOneShotPullLean},
@@ -184,10 +191,10 @@ TEST(PullPlan, DoctorPreviewNamesThePullVariant) {
   for (const cli::PreviewWorld& w : cli::previewHypothetical(o)) {
     if (w.fabric != Fabric::kPcie || w.world != 8) continue;
     saw_pcie = true;
-    ASSERT_EQ(w.rows.size(), 9u);                                        // 1 KiB .. 64 MiB
-    EXPECT_EQ(w.rows.front().variant, tpcommVariantP2pOneShotPullLean);  // 1 KiB
-    EXPECT_EQ(w.rows[4].variant, tpcommVariantP2pTwoShotPull);           // 256 KiB
-    EXPECT_EQ(w.rows.back().variant, tpcommVariantNccl);                 // 64 MiB
+    ASSERT_EQ(w.rows.size(), 9u);                                      // 1 KiB .. 64 MiB
+    EXPECT_EQ(w.rows.front().variant, tpcommVariantP2pOneShotPullLL);  // 1 KiB
+    EXPECT_EQ(w.rows[4].variant, tpcommVariantP2pTwoShotPull);         // 256 KiB
+    EXPECT_EQ(w.rows.back().variant, tpcommVariantNccl);               // 64 MiB
   }
   EXPECT_TRUE(saw_pcie);
   o.fabric_verdict = FabricVerdict::kUnknown;
@@ -207,9 +214,9 @@ TEST(PullPlan, FusedCallsOverPullRunUnfused) {
   call.rows = 1;
   call.hidden = 7168;
   const FusedPlan p = planFusedCall(f, call);
-  EXPECT_EQ(p.ar.variant, tpcommVariantP2pOneShotPullLean);
+  EXPECT_EQ(p.ar.variant, tpcommVariantP2pOneShotPullLL);  // 14 KiB: LL entries
   EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm);
-  EXPECT_TRUE(contains(p.reason, "unfused: p2p_oneshot_pull_lean")) << p.reason;
+  EXPECT_TRUE(contains(p.reason, "unfused: p2p_oneshot_pull_ll")) << p.reason;
 }
 
 }  // namespace

@@ -87,6 +87,19 @@ std::string caseName(const Case& c, int algo, int world) {
          (c.in_place ? " in-place" : " out-of-place") + " offset=" + std::to_string(c.offset_elems);
 }
 
+::testing::AssertionResult drained(Group& g, int r) {
+  cudaSetDevice(g.devs[r]);
+  const cudaError_t e = cudaStreamSynchronize(g.streams[r]);
+  if (e != cudaSuccess)
+    return ::testing::AssertionFailure() << "rank " << r << ": " << cudaGetErrorString(e);
+  tpcommResult_t async = tpcommSuccess;
+  tpcommCommGetAsyncError(g.comms[r], &async);
+  if (async != tpcommSuccess)
+    return ::testing::AssertionFailure()
+           << "rank " << r << ": asynchronous error " << tpcommGetErrorString(async);
+  return ::testing::AssertionSuccess();
+}
+
 Outcome runCase(Group& g, const Case& c) {
   Outcome o;
   const size_t es = elemSize(c.dtype);

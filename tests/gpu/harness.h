@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <gtest/gtest.h>
 
 #include <memory>
 #include <string>
@@ -63,6 +64,10 @@ struct Outcome {
   bool ranks_agree = true;  // bit-identical outputs on every rank
   std::string describe() const;
 };
+
+// Waits for rank r's stream: the calls on it must have finished without an asynchronous error
+// (a timeout) and left the current device at rank r's GPU.
+::testing::AssertionResult drained(Group& g, int r);
 
 // Runs c on every rank (outputs poisoned first) and checks the results.
 Outcome runCase(Group& g, const Case& c);

@@ -34,21 +34,6 @@ std::vector<size_t> countsFor(tpcommDataType_t dt, bool big, bool light) {
   return c;
 }
 
-// Waits for rank r's stream: the calls on it must have finished without an asynchronous error
-// (a timeout) and left the current device at rank r's GPU.
-::testing::AssertionResult drained(Group& g, int r) {
-  cudaSetDevice(g.devs[r]);
-  const cudaError_t e = cudaStreamSynchronize(g.streams[r]);
-  if (e != cudaSuccess)
-    return ::testing::AssertionFailure() << "rank " << r << ": " << cudaGetErrorString(e);
-  tpcommResult_t async = tpcommSuccess;
-  tpcommCommGetAsyncError(g.comms[r], &async);
-  if (async != tpcommSuccess)
-    return ::testing::AssertionFailure()
-           << "rank " << r << ": asynchronous error " << tpcommGetErrorString(async);
-  return ::testing::AssertionSuccess();
-}
-
 // light: the reduced matrix used for world sizes 3..8 (bf16 and fp32, fewer sizes and offsets).
 // big: up to 64 MiB (light: in bf16). host_ll: host_oneshot takes LL packets for every call
 // (kHostLLKnobs). Prints the cases run, the time and the grid of the largest call.
@@ -389,11 +374,14 @@ TEST(Correctness, SentinelPayloadAndNegativeZero) {
 // A rank whose buffers are misaligned runs the general one-shot kernel while its aligned peers
 // run the lean one (leanFits, src/plan/planner.cc): the two must agree on slots, entries and
 // epochs (push: oneshot; pull: oneshot_pull, whose kernels must also agree on the outbox flags).
-// Inputs are small integers, so the sum is exact in bf16 and the reference is exact.
-void leanAndGeneralTogether(int algo) {
+// With `knobs` and `variant`: every rank, aligned or not, must have run that variant (the pull
+// LL kernel, chosen by size alone). Inputs are small integers, so the sum is exact in bf16 and
+// the reference is exact.
+void leanAndGeneralTogether(int algo, const char* knobs = nullptr, int variant = -1) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (int world : {2, 3}) {
-    const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
+    tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);
+    cfg.launchKnobs = knobs;
     std::string err;
     auto g = makeGroup(world, &cfg, 1 << 20, &err);
     ASSERT_TRUE(g) << err;
@@ -426,6 +414,11 @@ void leanAndGeneralTogether(int algo) {
         }
         for (int r = 0; r < world; ++r) {
           ASSERT_TRUE(drained(*g, r));
+          tpcommCallInfo_t info{};
+          tpcommCommGetLastCall(g->comms[r], &info);
+          if (variant >= 0) {
+            EXPECT_EQ(info.variant, variant) << "rank " << r << ": " << info.reason;
+          }
           std::vector<uint16_t> out(count);
           ASSERT_EQ(cudaMemcpy(out.data(), g->recv[r] + off(r), count * 2, cudaMemcpyDeviceToHost),
                     cudaSuccess);
@@ -444,8 +437,15 @@ void leanAndGeneralTogether(int algo) {
 TEST(Correctness, LeanAndGeneralOneShotTogether) {
   leanAndGeneralTogether(tpcommAlgoOneShot);
 }
+// The flag kernels (LL off: at these sizes it would serve every rank).
 TEST(Correctness, LeanAndGeneralOneShotPullTogether) {
-  leanAndGeneralTogether(tpcommAlgoOneShotPull);
+  leanAndGeneralTogether(tpcommAlgoOneShotPull, "pull_ll_bytes=0");
+}
+// The pull LL kernel at every size here (to 64 KiB): a misaligned rank takes it as its aligned
+// peers do, and they pair.
+TEST(Correctness, MisalignedRankWithAlignedOnesOneShotPullLL) {
+  leanAndGeneralTogether(tpcommAlgoOneShotPull, "pull_ll_bytes=65536",
+                         tpcommVariantP2pOneShotPullLL);
 }
 
 }  // namespace

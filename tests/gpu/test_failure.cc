@@ -19,15 +19,17 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   struct Case {
     int algo;
-    size_t count;         // bf16 elements
-    size_t buffer_bytes;  // 0: default
+    size_t count;                 // bf16 elements
+    size_t buffer_bytes;          // 0: default
+    const char* knobs = nullptr;  // config.launchKnobs
   };
   // Auto at world 2 (the lean one-shot at 2 KiB, the split one-shot at 8 MiB), two-shot (forced:
   // auto no longer runs it at world 2), and a many-step one-shot (pushing and reducing warps
   // split: the pushers must not be left waiting for reducers that gave up); bulk over host
   // memory, single-step and split (one thread per block polls the flags, and the whole block must
   // learn of the timeout); the pull variants over peer memory (lean, split, two-shot: threads
-  // poll one peer's flag each and the block learns of the timeout by a barrier reduction).
+  // poll one peer's flag each and the block learns of the timeout by a barrier reduction; at 2 KiB
+  // the LL pull, every thread polling its entries, and the flag kernel with LL off).
   // Fresh communicators each.
   const Case cases[] = {{tpcommAlgoAuto, 1024, 0},
                         {tpcommAlgoAuto, size_t{4} << 20, 0},
@@ -36,6 +38,8 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
                         {tpcommAlgoHostBulk, 1024, 0},
                         {tpcommAlgoHostBulk, size_t{1} << 20, 0},
                         {tpcommAlgoOneShotPull, 1024, 0},
+                        {tpcommAlgoOneShotPull, 1024, 0, "pull_ll_bytes=0"},
+                        {tpcommAlgoOneShotPull, 4097, 0},  // LL, a partial last vector
                         {tpcommAlgoOneShotPull, size_t{1} << 20, 256u << 10},
                         {tpcommAlgoTwoShotPull, size_t{4} << 20, 0},
 
@@ -47,6 +51,7 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
   for (const Case& k : cases) {
     tpcommConfig_t cfg = configFor(k.algo, 0, /*timeout_ms=*/300);
     cfg.bufferBytes = k.buffer_bytes;
+    cfg.launchKnobs = k.knobs;
     std::string err;
     auto g = makeGroup(2, &cfg, k.count * 2, &err);
     ASSERT_TRUE(g) << err;

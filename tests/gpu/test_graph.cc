@@ -17,21 +17,25 @@ namespace {
 // mix its three shapes: the lean kernel (512, 32768, 524288: whole vectors, one step), the
 // general kernel's single step (4097, 131075: a partial last vector) and multi-step calls
 // (1572867: two 1 MiB steps and a partial third).
-const size_t kGraphCounts[] = {512, 4097, 32768, 131075, 524288, 1572867};
+const std::vector<size_t> kGraphCounts = {512, 4097, 32768, 131075, 524288, 1572867};
 
-// Captures 100 calls of `algo` per rank, replays the graphs 1000 times and checks every output.
-void captureAndReplay(int algo) {
+// Captures 100 calls of `algo` per rank (sizes in turn from `sizes`, communicators made with
+// launch knobs `knobs`), replays the graphs 1000 times and checks every output. `variant`, where
+// given, must be what every call ran.
+void captureAndReplay(int algo, const char* knobs = nullptr,
+                      const std::vector<size_t>& sizes = kGraphCounts, int variant = -1) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommDataType_t dt = tpcommBfloat16;
   const int world = 2, ncalls = 100;
   std::vector<size_t> counts, offsets;
   size_t total = 0;
   for (int i = 0; i < ncalls; ++i) {
-    counts.push_back(kGraphCounts[i % 6]);
+    counts.push_back(sizes[i % sizes.size()]);
     offsets.push_back(total);
     total += (counts.back() + 63) / 64 * 64;  // keep every slice 128-byte aligned
   }
-  const tpcommConfig_t cfg = configFor(algo);
+  tpcommConfig_t cfg = configFor(algo);
+  cfg.launchKnobs = knobs;
   std::string err;
   auto g = makeGroup(world, &cfg, total * 2, &err);
   ASSERT_TRUE(g) << err;
@@ -66,6 +70,11 @@ void captureAndReplay(int algo) {
   EXPECT_EQ(st.captured, static_cast<uint64_t>(ncalls));
   const int ran = algo == tpcommAlgoAuto ? tpcommAlgoOneShot : algo;
   EXPECT_EQ(st.calls[ran], static_cast<uint64_t>(ncalls)) << tpcommAlgoName(ran);
+  if (variant >= 0) {
+    uint64_t v[tpcommNumVariants] = {};
+    tpcommCommGetVariantStats(g->comms[0], v, tpcommNumVariants);
+    EXPECT_EQ(v[variant], static_cast<uint64_t>(ncalls)) << tpcommVariantName(variant);
+  }
 
   for (int round = 0; round < 10; ++round) {
     std::vector<std::vector<std::vector<uint8_t>>> in(ncalls);
@@ -122,6 +131,13 @@ TEST(Graph, CaptureHundredOneShotPullCallsReplayThousandTimes) {
 }
 TEST(Graph, CaptureHundredTwoShotPullCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoTwoShotPull);
+}
+// The one-step LL pull (oneshot_pull_ll.cu) for every call, whole and partial vectors up to a
+// full LL slot: the epochs, so the slots and flags, change from replay to replay although the
+// nodes do not.
+TEST(Graph, CaptureHundredOneShotPullLLCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoOneShotPull, "pull_ll_bytes=65536",
+                   {1, 512, 4097, 32768, 20001, 32767}, tpcommVariantP2pOneShotPullLL);
 }
 
 // The copy-engine one-shot: its peer copies become memcpy nodes, and the epoch its flags carry

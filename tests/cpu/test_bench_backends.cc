@@ -1,0 +1,64 @@
+// tpcomm-bench's --backends entries (bench/bench_args.h): an algorithm with launch knobs after
+// '@', so that one run times push, the flag pull and the LL pull side by side; bad names and
+// knobs are refused with the reason, before any communicator is made.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/bench_args.h"
+
+namespace tpcomm::bench {
+namespace {
+
+TEST(BenchBackends, NameWithKnobs) {
+  BackendSpec s;
+  std::string why;
+  ASSERT_TRUE(parseBackend("oneshot_pull", &s, &why)) << why;
+  EXPECT_EQ(s.algo, tpcommAlgoOneShotPull);
+  EXPECT_EQ(s.knobs, "");
+  ASSERT_TRUE(parseBackend("oneshot_pull@pull_ll_bytes=0", &s, &why)) << why;
+  EXPECT_EQ(s.algo, tpcommAlgoOneShotPull);
+  EXPECT_EQ(s.knobs, "pull_ll_bytes=0");
+  ASSERT_TRUE(parseBackend("oneshot_pull@pull_ll_bytes=65536+lean=0", &s, &why)) << why;
+  EXPECT_EQ(s.knobs, "pull_ll_bytes=65536,lean=0");
+  ASSERT_TRUE(parseBackend("nccl", &s, &why)) << why;
+  EXPECT_EQ(s.algo, tpcommAlgoNccl);
+}
+
+TEST(BenchBackends, BadEntriesSayWhy) {
+  BackendSpec s;
+  std::string why;
+  EXPECT_FALSE(parseBackend("pull", &s, &why));
+  EXPECT_EQ(why, "unknown backend \"pull\"");
+  EXPECT_FALSE(parseBackend("nccl@lean=0", &s, &why));
+  EXPECT_EQ(why, "nccl takes no launch knobs");
+  EXPECT_FALSE(parseBackend("oneshot_pull@", &s, &why));
+  EXPECT_NE(why.find("no knobs after '@'"), std::string::npos) << why;
+  EXPECT_FALSE(parseBackend("oneshot_pull@pull_ll_bytes=65537", &s, &why));
+  EXPECT_NE(why.find("pull_ll_bytes=65537 is out of range"), std::string::npos) << why;
+  EXPECT_FALSE(parseBackend("oneshot_pull@pull_ll=1", &s, &why));
+  EXPECT_NE(why.find("unknown knob \"pull_ll\""), std::string::npos) << why;
+}
+
+TEST(BenchBackends, ArgsTakeThemSideBySide) {
+  std::vector<std::string> words = {"tpcomm-bench", "--backends",
+                                    "oneshot,oneshot_pull,oneshot_pull@pull_ll_bytes=0"};
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  Args a;
+  int code = -1;
+  ASSERT_TRUE(parseArgs(static_cast<int>(argv.size()), argv.data(), &a, &code));
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(a.backends,
+            (std::vector<std::string>{"oneshot", "oneshot_pull", "oneshot_pull@pull_ll_bytes=0"}));
+  words[2] = "oneshot,oneshot_pull@block_bytes=1";  // out of range: refused
+  argv.clear();
+  for (std::string& w : words) argv.push_back(w.data());
+  Args b;
+  EXPECT_FALSE(parseArgs(static_cast<int>(argv.size()), argv.data(), &b, &code));
+  EXPECT_EQ(code, 2);
+}
+
+}  // namespace
+}  // namespace tpcomm::bench
