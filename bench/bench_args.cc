@@ -22,7 +22,7 @@ void usage(FILE* f) {
       "  --dtype bf16         bf16 | fp16 | fp32\n"
       "  --mode both          eager | graph | both\n"
       "  --backends LIST      of auto,oneshot,twoshot,host_oneshot,host_twoshot,\n"
-      "                       host_bulk,island,oneshot_pull,twoshot_pull,nccl\n"
+      "                       host_bulk,island,island_pull,oneshot_pull,twoshot_pull,nccl\n"
       "                       (default auto,oneshot,twoshot,nccl)\n"
       "  --iters 50 --reps 9 --warmup 5\n"
       "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"

@@ -70,7 +70,8 @@ typedef enum {
   tpcommAlgoOneShotPull = 8, /* one-shot over peer memory, pull: peers read my own slot (loads) */
   tpcommAlgoTwoShotPull = 9, /* two-shot over peer memory, pull: both halves read peers' slots */
   tpcommAlgoOneShotCe = 10,  /* one-shot whose data crosses by copy engines (forced only) */
-  tpcommNumAlgos = 11
+  tpcommAlgoIslandPull = 11, /* island over peer memory, pull: every leg reads owners' slots */
+  tpcommNumAlgos = 12
 } tpcommAlgo_t;
 
 /* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
@@ -105,7 +106,8 @@ typedef enum {
   tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
   tpcommVariantHostReduceScatter = 23, /* reduce-scatter over host memory, LL packets */
   tpcommVariantHostAllGather = 24,     /* all-gather over host memory, LL packets */
-  tpcommNumVariants = 25
+  tpcommVariantIslandPull = 25,        /* island over peer memory, pull (every leg by loads) */
+  tpcommNumVariants = 26
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

@@ -25,7 +25,8 @@ SUM = 0  # tpcommRedOp_t
 
 # tpcommAlgo_t, by value: the library's own names (tpcommAlgoName); every value has one.
 ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
-              "host_bulk", "oneshot_pull", "twoshot_pull", "oneshot_ce")
+              "host_bulk", "oneshot_pull", "twoshot_pull", "oneshot_ce",
+              "island_pull")
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
@@ -35,7 +36,8 @@ VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
                  "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
                  "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull", "p2p_oneshot_ce",
-                 "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather")
+                 "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather",
+                 "island_pull")
 NUM_VARIANTS = len(VARIANT_NAMES)
 
 # tpcommColl_t (tpcommCommExplainCollective)

@@ -77,17 +77,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (int p = 1; p < world; ++p) {
       const int d = ringRank(rank, p, world);
       const uint4* from = reinterpret_cast<const uint4*>(c.pulls[d]) + slot + red;
-      const size_t end = min(o1, st.segLen(d));
-      for (size_t o = o0; o < end; o += stride * kPushBatch) {
-        uint4 z[kPushBatch];  // the batch's loads in flight together: each is a fabric round trip
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u)
-          if (o + u * stride < end) z[u] = loadVolatile(from + o + u * stride);
-#pragma unroll
-        for (int u = 0; u < kPushBatch; ++u)
-          if (o + u * stride < end)
-            storeVec<T>(recv, base + d * seg + o + u * stride, count, c.aligned, z[u]);
-      }
+      pullCopy<T>(c, from, o0, min(o1, st.segLen(d)), stride, recv, base + d * seg, count);
     }
   }
   session.close(k.nsteps);

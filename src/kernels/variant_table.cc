@@ -30,6 +30,7 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantP2pAllGather, allGatherKernels, false},
     {tpcommVariantHostReduceScatter, hostReduceScatterKernels, false},
     {tpcommVariantHostAllGather, hostAllGatherKernels, false},
+    {tpcommVariantIslandPull, islandPullKernels, false},
 };
 
 }  // namespace

@@ -11,6 +11,9 @@ tpcommVariant_t halfVariant(tpcommColl_t coll, int algo) {
     case tpcommAlgoOneShot:
     case tpcommAlgoTwoShot:
     case tpcommAlgoIsland:
+    // island_pull maps to the pull halves (tpcommVariantP2pReduceScatterPull / AllGatherPull)
+    // once they exist (i24-half-pull); until then to the push halves, as island.
+    case tpcommAlgoIslandPull:
       return rs ? tpcommVariantP2pReduceScatter : tpcommVariantP2pAllGather;
     case tpcommAlgoHostOneShot:
     case tpcommAlgoHostTwoShot:

@@ -20,10 +20,10 @@ namespace {
 const size_t kGraphCounts[] = {512, 4097, 32768, 131075, 524288, 1572867};
 
 // Captures 100 calls of `algo` per rank, replays the graphs 1000 times and checks every output.
-void captureAndReplay(int algo) {
+void captureAndReplay(int algo, int world = 2) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommDataType_t dt = tpcommBfloat16;
-  const int world = 2, ncalls = 100;
+  const int ncalls = 100;
   std::vector<size_t> counts, offsets;
   size_t total = 0;
   for (int i = 0; i < ncalls; ++i) {
@@ -122,6 +122,11 @@ TEST(Graph, CaptureHundredOneShotPullCallsReplayThousandTimes) {
 }
 TEST(Graph, CaptureHundredTwoShotPullCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoTwoShotPull);
+}
+// The island over pull at world 4 (four ranks sharing the GPU: islands of two), its three
+// publishes a step replayed as captured.
+TEST(Graph, CaptureHundredIslandPullCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoIslandPull, 4);
 }
 
 // The copy-engine one-shot: its peer copies become memcpy nodes, and the epoch its flags carry
