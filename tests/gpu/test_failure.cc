@@ -86,7 +86,7 @@ TEST(Failure, IslandPullPeersThatNeverArriveTimeOut) {
       for (int callers : {1, m}) {
         tpcommConfig_t cfg = configFor(tpcommAlgoIslandPull, 4, /*timeout_ms=*/300);
         cfg.bufferBytes = buffer_bytes;
-        const size_t count = size_t{1} << 20;  // bf16, 2 MiB: 30 steps with 64 KiB outbox slots
+        const size_t count = size_t{1} << 20;  // bf16, 2 MiB: dozens of steps in 64 KiB slots
         std::string err;
         auto g = makeGroup(world, &cfg, count * 2, &err);
         ASSERT_TRUE(g) << err;
