@@ -80,17 +80,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // Batch of 2, except with 4 sources and fp32 partials of 8 elements (as island.cu).
     constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
     for (size_t o = o0; o < own_end; o += stride * R) {
-      Acc<T> acc[R];
       pullAcc<T, kM, R>(c, src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
-                        count, acc);
+                        count, [&](int u, const Acc<T>& acc) {
+                          if (o + u * stride >= own_end) return;
 #pragma unroll
-      for (int u = 0; u < R; ++u) {
-        if (o + u * stride >= own_end) continue;
-#pragma unroll
-        for (int h = 0; h < Q; ++h)
-          PullProto::put(mine + slot + xa + (o + u * stride) * Q + h, canon<float>(acc[u].quad(h)),
-                         0);
-      }
+                          for (int h = 0; h < Q; ++h)
+                            PullProto::put(mine + slot + xa + (o + u * stride) * Q + h,
+                                           canon<float>(acc.quad(h)), 0);
+                        });
     }
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
     if (!pullAwaitFrom<1>(

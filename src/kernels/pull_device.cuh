@@ -42,7 +42,8 @@ template <int kPhase, typename PeerOf>
 __device__ __forceinline__ bool pullAwaitFrom(const DeviceComm& c, unsigned tr, unsigned nr,
                                               int npeers, PeerOf peer_of, unsigned long long step,
                                               WaitCtx& wait) {
-  if (tr < static_cast<unsigned>(npeers) && !wait.failed) {
+  // tr < npeers, written so that pullAwait compiles to the code it had before pullAwaitFrom.
+  if (tr + 1 < static_cast<unsigned>(npeers) + 1u && !wait.failed) {
     const int r = peer_of(static_cast<int>(tr));
     const uint32_t* f = PullPhaseProto<kPhase>::flag(c, r, step % kNumSlots, blockIdx.x);
     const uint32_t want = stepFlag(step);
@@ -65,15 +66,15 @@ __device__ __forceinline__ bool pullAwait(const DeviceComm& c, unsigned tr, unsi
 }
 
 // Sums in fp32, in source order, vectors o + u*stride (< o_end) of area `area` (entry offsets
-// into each outbox: base + slot) of the nsrc sources src[0 .. nsrc) into acc, after the
-// sources' flags were awaited: source `self` is my own input vector own_v + u*stride, the others
-// are read from their outboxes. Volatile loads: a slot is rewritten every kNumSlots steps and must
-// not be served from a cache.
-template <typename T, int kW, int R>
+// into each outbox: base + slot) of the nsrc sources src[0 .. nsrc), after the sources' flags
+// were awaited, and hands each sum to done(u, acc): source `self` is my own input vector
+// own_v + u*stride, the others are read from their outboxes. Volatile loads: a slot is rewritten
+// every kNumSlots steps and must not be served from a cache.
+template <typename T, int kW, int R, typename Done>
 __device__ __forceinline__ void pullAcc(const DeviceComm& c, char* const (&src)[kW], int nsrc,
                                         int self, size_t area, size_t o, size_t stride,
                                         size_t o_end, const T* send, size_t own_v, size_t count,
-                                        Acc<T> (&acc)[R]) {
+                                        Done done) {
   uint4 x[R][kW];
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // every load of the batch first...
@@ -90,10 +91,12 @@ __device__ __forceinline__ void pullAcc(const DeviceComm& c, char* const (&src)[
   }
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // ...then the sums
-    acc[u].set(x[u][0]);
+    Acc<T> acc;
+    acc.set(x[u][0]);
 #pragma unroll
     for (int r = 1; r < kW; ++r)
-      if (r < nsrc) acc[u].add(x[u][r]);
+      if (r < nsrc) acc.add(x[u][r]);
+    done(u, acc);
   }
 }
 
@@ -102,10 +105,8 @@ template <typename T, int kW, int R>
 __device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[kW], size_t area,
                                         size_t o, size_t stride, size_t o_end, const T* send,
                                         size_t own_v, size_t count, uint4 (&y)[R]) {
-  Acc<T> acc[R];
-  pullAcc<T, kW, R>(c, src, c.world, c.rank, area, o, stride, o_end, send, own_v, count, acc);
-#pragma unroll
-  for (int u = 0; u < R; ++u) y[u] = acc[u].result();
+  pullAcc<T, kW, R>(c, src, c.world, c.rank, area, o, stride, o_end, send, own_v, count,
+                    [&y](int u, const Acc<T>& acc) { y[u] = acc.result(); });
 }
 
 // Copies vectors o (this thread's offsets o0, o0 + stride, ... below end) of `from` (a peer's
