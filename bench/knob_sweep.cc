@@ -27,7 +27,9 @@ std::vector<KnobVariant> knobVariants(const std::vector<std::string>& backends) 
   // algo/bytes-per-block/push-batch. host_bulk: bytes per block by bytes per step by push share.
   for (const std::string& name : backends) {
     const int algo = parseAlgoName(name);
-    if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland) continue;
+    if (algo <= tpcommAlgoAuto || algo == tpcommAlgoNccl || algo == tpcommAlgoIsland ||
+        algo == tpcommAlgoIslandPull)
+      continue;
     if (algo == tpcommAlgoHostBulk) {
       for (int bb : {2048, 4096, 8192, 16384})
         for (int step : {0, 256 << 10, 128 << 10, 64 << 10, 32 << 10})

@@ -70,7 +70,8 @@ typedef enum {
   tpcommAlgoOneShotPull = 8, /* one-shot over peer memory, pull: peers read my own slot (loads) */
   tpcommAlgoTwoShotPull = 9, /* two-shot over peer memory, pull: both halves read peers' slots */
   tpcommAlgoOneShotCe = 10,  /* one-shot whose data crosses by copy engines (forced only) */
-  tpcommNumAlgos = 11
+  tpcommAlgoIslandPull = 11, /* island over peer memory, pull: every leg reads owners' slots */
+  tpcommNumAlgos = 12
 } tpcommAlgo_t;
 
 /* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
@@ -105,7 +106,7 @@ typedef enum {
   tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
   tpcommVariantHostReduceScatter = 23, /* reduce-scatter over host memory, LL packets */
   tpcommVariantHostAllGather = 24,     /* all-gather over host memory, LL packets */
-  /* 25: reserved (another branch's variant, named at its merge) */
+  tpcommVariantIslandPull = 25,           /* island over peer memory, pull (every leg by loads) */
   tpcommVariantP2pReduceScatterPull = 26, /* reduce-scatter over peer memory, pull (twoshot_pull) */
   tpcommVariantP2pAllGatherPull = 27,     /* all-gather over peer memory, pull (twoshot_pull) */
   /* one-shot pull, one step, LL entries (the flag in the data): oneshot_pull's small calls */

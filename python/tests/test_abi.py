@@ -58,9 +58,7 @@ def test_algorithms():
 def test_variants():
     v = enum_values("tpcommVariant")
     assert enum_values("tpcommNumVariants")["tpcommNumVariants"] == _abi.NUM_VARIANTS
-    # every value but the reserved ones: an enumerator
-    assert sorted(v.values()) == [i for i in range(_abi.NUM_VARIANTS)
-                                  if i not in _abi.RESERVED_VARIANTS]
+    assert sorted(v.values()) == list(range(_abi.NUM_VARIANTS))  # every value: an enumerator
 
 
 def test_collectives():
@@ -70,17 +68,13 @@ def test_collectives():
         == list(range(len(_abi.COLL_NAMES)))
 
 
-def library_names(lib, fn, reserved=frozenset()):
-    """fn(0), fn(1), ... as the library names them, up to its first NULL (its count); a reserved
-    value's NULL stands as None and does not end the list."""
+def library_names(lib, fn):
+    """fn(0), fn(1), ... as the library names them, up to its first NULL (its count)."""
     getattr(lib, fn).restype = ctypes.c_char_p
     getattr(lib, fn).argtypes = [ctypes.c_int]
     names = []
     while len(names) < 1024:
         name = getattr(lib, fn)(len(names))
-        if name is None and len(names) in reserved:
-            names.append(None)
-            continue
         if name is None:
             return tuple(names)
         names.append(name.decode())
@@ -88,15 +82,14 @@ def library_names(lib, fn, reserved=frozenset()):
 
 
 def test_every_library_value_has_a_python_name_that_round_trips():
-    """Every algorithm and variant value the library names (0..count-1, no gaps but the reserved
-    variants) is the mirror's,
+    """Every algorithm and variant value the library names (0..count-1, no gaps) is the mirror's,
     and the Python side turns it into that name and back (algo=, stats, last_call/explain)."""
     lib_path = os.environ.get("TPCOMM_LIBRARY")
     if not lib_path or not os.path.exists(lib_path):
         pytest.skip("TPCOMM_LIBRARY not set")
     lib = ctypes.CDLL(lib_path)
     algos = library_names(lib, "tpcommAlgoName")
-    variants = library_names(lib, "tpcommVariantName", _abi.RESERVED_VARIANTS)
+    variants = library_names(lib, "tpcommVariantName")
     assert algos == _abi.ALGO_NAMES and variants == _abi.VARIANT_NAMES
     stats = _abi.Stats()
     for a, name in enumerate(algos):
@@ -106,8 +99,6 @@ def test_every_library_value_has_a_python_name_that_round_trips():
     assert _abi.stats_dict(stats)["calls"] == {name: 100 + a for a, name in enumerate(algos)}
     assert tpcomm.ALGORITHMS == algos
     for v, name in enumerate(variants):
-        if name is None:
-            continue
         info = _abi.CallInfo(algo=v % len(algos), variant=v)
         assert _abi.call_info_dict(info)["variant"] == name
         assert _abi.call_info_dict(info)["algo"] == algos[v % len(algos)]

@@ -25,22 +25,20 @@ SUM = 0  # tpcommRedOp_t
 
 # tpcommAlgo_t, by value: the library's own names (tpcommAlgoName); every value has one.
 ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
-              "host_bulk", "oneshot_pull", "twoshot_pull", "oneshot_ce")
+              "host_bulk", "oneshot_pull", "twoshot_pull", "oneshot_ce",
+              "island_pull")
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
-# tpcommVariant_t, by value: the library's own names (tpcommVariantName); every value has one but
-# the reserved ones (None: RESERVED_VARIANTS).
+# tpcommVariant_t, by value: the library's own names (tpcommVariantName); every value has one.
 VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
                  "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
                  "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
                  "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull", "p2p_oneshot_ce",
                  "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather",
-                 None, "p2p_reduce_scatter_pull", "p2p_all_gather_pull",
+                 "island_pull", "p2p_reduce_scatter_pull", "p2p_all_gather_pull",
                  "p2p_oneshot_pull_ll")
-# Values another line of work takes (tpcomm.h says so); the library names none of them yet.
-RESERVED_VARIANTS = frozenset(v for v, name in enumerate(VARIANT_NAMES) if name is None)
 NUM_VARIANTS = len(VARIANT_NAMES)
 
 # tpcommColl_t (tpcommCommExplainCollective)

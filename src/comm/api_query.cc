@@ -52,6 +52,8 @@ const char* tpcommAlgoName(int algo) {
       return "twoshot_pull";
     case tpcommAlgoOneShotCe:
       return "oneshot_ce";
+    case tpcommAlgoIslandPull:
+      return "island_pull";
     default:
       return nullptr;
   }
@@ -115,6 +117,8 @@ const char* tpcommVariantName(int variant) {
       return "p2p_all_gather_pull";
     case tpcommVariantP2pOneShotCe:
       return "p2p_oneshot_ce";
+    case tpcommVariantIslandPull:
+      return "island_pull";
     default:
       return nullptr;
   }

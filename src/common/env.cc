@@ -19,8 +19,8 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_LOG_FILE", "", "append the log to this file instead of stderr"},
     {"TPCOMM_ALGO", "auto",
      "force one algorithm for every call: auto | oneshot | twoshot | nccl | host_oneshot | "
-     "host_twoshot | host_bulk | island | oneshot_pull | twoshot_pull | oneshot_ce (copy engines; "
-     "only ever forced)"},
+     "host_twoshot | host_bulk | island | island_pull | oneshot_pull | twoshot_pull | oneshot_ce "
+     "(copy engines; only ever forced)"},
     {"TPCOMM_STRICT", "0", "1: a fallback to NCCL is an error (tpcommFallbackRefused)"},
     {"TPCOMM_TIMEOUT_MS", "5000", "deadline of every GPU-side wait for a peer, in milliseconds"},
     {"TPCOMM_INIT_TIMEOUT_MS", "60000",

@@ -62,6 +62,8 @@ KernelSet pullReduceScatterKernels(int world);
 KernelSet pullAllGatherKernels(int world);
 // The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
 KernelSet islandKernels(int world);
+// The island algorithm over the pull protocol (island_pull.cu; the same worlds).
+KernelSet islandPullKernels(int world);
 // The copy-engine one-shot's kernel (oneshot_ce.cu): the guard before a step's peer copies and
 // the reduce after them, one kernel told apart by its operand (kernels/ce_layout.h).
 KernelSet oneShotCeKernels(int world);
@@ -81,6 +83,7 @@ struct SlotCapacity {
   size_t pull_step_bytes = 0;           // a pull outbox slot (oneshot_pull)
   size_t pull_chunk_vecs = 0;           // vectors per twoshot_pull step
   size_t pull_ll_step_bytes = 0;        // the largest call a pull LL slot holds
+  size_t island_pull_chunk_vecs = 0;    // vectors per island_pull step (0 unless islandWorld)
   size_t ce_step_bytes = 0;             // a source's region of a CE landing slot (0: no CE area)
 };
 SlotCapacity slotCapacity(const DeviceComm& c);
@@ -94,6 +97,7 @@ size_t hostSentinelStepBytes(const DeviceComm& c);
 size_t islandChunkVecs(const DeviceComm& c);
 size_t pullOneShotStepBytes(const DeviceComm& c);
 size_t pullTwoShotChunkVecs(const DeviceComm& c);
+size_t islandPullChunkVecs(const DeviceComm& c);
 
 int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
 size_t dtypeSize(tpcommDataType_t dt);

@@ -38,10 +38,12 @@ constexpr size_t bulkOutboxBytes(size_t host_slot_bytes) {
 // its own outbox in its device memory, after its call fingerprints in the staging allocation, and
 // its peers read it from there over the fabric (loads: unaffected where peer stores collapse,
 // docs/TOPOLOGY.md, "Push or pull over PCIe"). An outbox is kNumSlots slots of pullSlotBytes, then
-// flags per slot, phase (two-shot pull publishes twice a step) and block, zeroed at creation:
+// flags per slot, phase and block, zeroed at creation:
 // stepFlag is never 0. Its own memory, apart from the push slots, because push readers take any
-// non-sentinel entry of theirs as arrived data, and pull data is never cleared.
-constexpr int kPullPhases = 2;
+// non-sentinel entry of theirs as arrived data, and pull data is never cleared. Phases: two-shot
+// pull publishes twice a step, island_pull three times (its RS inputs, its fp32 partial, its
+// result: island_pull.cu).
+constexpr int kPullPhases = 3;
 constexpr size_t kPullFlagBytes =
     static_cast<size_t>(kNumSlots) * kPullPhases * kBulkFlagBlocks * 4;
 constexpr size_t pullSlotBytes(size_t slot_bytes) {

@@ -19,7 +19,7 @@
 // slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
-#include "kernels/island_world.h"
+#include "kernels/kernel_set.cuh"
 #include "kernels/session_device.cuh"
 
 namespace tpcomm {
@@ -141,18 +141,17 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-template <int kM>
-KernelSet kernelsFor() {
-  return KernelSet{{reinterpret_cast<const void*>(&islandKernel<float, kM>),
-                    reinterpret_cast<const void*>(&islandKernel<__half, kM>),
-                    reinterpret_cast<const void*>(&islandKernel<__nv_bfloat16, kM>)}};
-}
+struct Island {
+  template <typename, typename T, int kM>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&islandKernel<T, kM>);
+  }
+};
 
 }  // namespace
 
 KernelSet islandKernels(int world) {
-  if (!islandWorld(world)) return KernelSet{};
-  return world / 2 <= 2 ? kernelsFor<2>() : kernelsFor<4>();
+  return kernelSetByIsland<Island, SentinelProto>(world);
 }
 
 }  // namespace tpcomm

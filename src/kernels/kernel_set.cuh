@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/algo_launch.h"
+#include "kernels/island_world.h"
 
 namespace tpcomm {
 
@@ -23,6 +24,14 @@ KernelSet kernelSetByWorld(int world) {
   return world <= 2   ? kernelSetFor<Entry, Proto, 2>()
          : world <= 4 ? kernelSetFor<Entry, Proto, 4>()
                       : kernelSetFor<Entry, Proto, 8>();
+}
+
+// The island kernels' table (island.cu, island_pull.cu): built per island-size class (2, 4),
+// for the worlds islandWorld serves; all zero elsewhere.
+template <typename Entry, typename Proto>
+KernelSet kernelSetByIsland(int world) {
+  if (!islandWorld(world)) return KernelSet{};
+  return world / 2 <= 2 ? kernelSetFor<Entry, Proto, 2>() : kernelSetFor<Entry, Proto, 4>();
 }
 
 }  // namespace tpcomm

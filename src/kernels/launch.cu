@@ -45,6 +45,13 @@ size_t pullOneShotStepBytes(const DeviceComm& c) {
 size_t pullTwoShotChunkVecs(const DeviceComm& c) {
   return pullSlotBytes(c.slot_bytes) / kVecBytes / (c.world + 1) * c.world;
 }
+// Island over pull: an outbox slot holds m + 3 areas of seg_cap entries (island_pull.cu), a step
+// m segments.
+size_t islandPullChunkVecs(const DeviceComm& c) {
+  if (!islandWorld(c.world)) return 0;
+  const size_t m = static_cast<size_t>(c.world / 2);
+  return pullSlotBytes(c.slot_bytes) / kVecBytes / (m + 3) * m;
+}
 size_t hostTwoShotChunkVecs(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
 }
@@ -61,6 +68,7 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.pull_step_bytes = pullOneShotStepBytes(c);
   s.pull_chunk_vecs = pullTwoShotChunkVecs(c);
   s.pull_ll_step_bytes = kPullLLMaxCallBytes;  // the LL area's slots have a fixed size
+  s.island_pull_chunk_vecs = islandPullChunkVecs(c);
   // The CE landing slots have the peer slots' size and layout (kernels/ce_layout.h).
   s.ce_step_bytes = c.ce[c.rank] ? oneShotStepBytes(c) : 0;
   return s;
@@ -89,7 +97,8 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   if (!fn)
     return fail(tpcommInternalError, "launch: no kernel for variant %s at world %d",
                 tpcommVariantName(a.variant), c.world);
-  if (a.variant == tpcommVariantIsland && (c.island < 0 || c.island_size * 2 != c.world))
+  const bool island = a.variant == tpcommVariantIsland || a.variant == tpcommVariantIslandPull;
+  if (island && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");
 
   DeviceComm dc = c;

@@ -33,16 +33,18 @@ struct PullPhaseProto {
 };
 using PullProto = PullPhaseProto<0>;
 
-// Called by the block's `nr` reading threads (tr: the index among them, nr >= world - 1) before
-// they read step `step` of phase kPhase: thread tr polls rank (rank + 1 + tr) % world's flag with
-// system-scope acquire loads, all peers at once; a barrier reduction hands the block the outcome,
-// so every reading thread gives up together (timeout, abort, or a failed fingerprint check in
-// `wait`) and no barrier is left waiting.
-template <int kPhase>
-__device__ __forceinline__ bool pullAwait(const DeviceComm& c, unsigned tr, unsigned nr,
-                                          unsigned long long step, WaitCtx& wait) {
-  if (tr + 1 < static_cast<unsigned>(c.world) && !wait.failed) {
-    const int r = ringRank(c.rank, static_cast<int>(tr) + 1, c.world);
+// Called by the block's `nr` reading threads (tr: the index among them, nr >= npeers) before
+// they read step `step` of phase kPhase from ranks peer_of(0 .. npeers - 1): thread tr polls rank
+// peer_of(tr)'s flag with system-scope acquire loads, all peers at once; a barrier reduction
+// hands the block the outcome, so every reading thread gives up together (timeout, abort, or a
+// failed fingerprint check in `wait`) and no barrier is left waiting.
+template <int kPhase, typename PeerOf>
+__device__ __forceinline__ bool pullAwaitFrom(const DeviceComm& c, unsigned tr, unsigned nr,
+                                              int npeers, PeerOf peer_of, unsigned long long step,
+                                              WaitCtx& wait) {
+  // tr < npeers, written so that pullAwait compiles to the code it had before pullAwaitFrom.
+  if (tr + 1 < static_cast<unsigned>(npeers) + 1u && !wait.failed) {
+    const int r = peer_of(static_cast<int>(tr));
     const uint32_t* f = PullPhaseProto<kPhase>::flag(c, r, step % kNumSlots, blockIdx.x);
     const uint32_t want = stepFlag(step);
     unsigned spins = 0;
@@ -55,14 +57,24 @@ __device__ __forceinline__ bool pullAwait(const DeviceComm& c, unsigned tr, unsi
   return !namedBarrierOr(kBarBulkFlags, nr, wait.failed);
 }
 
-// Sums in fp32, in rank order, vectors o + u*stride (< o_end) of every rank's area `area` (entry
-// offsets into each outbox: base + slot) after pullAwait: rank r's from its outbox, mine from my
-// own input vector own_v + u*stride. Volatile loads: a slot is rewritten every kNumSlots steps and
-// must not be served from a cache.
-template <typename T, int kW, int R>
-__device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[kW], size_t area,
-                                        size_t o, size_t stride, size_t o_end, const T* send,
-                                        size_t own_v, size_t count, uint4 (&y)[R]) {
+// pullAwaitFrom over every peer: thread tr polls rank (rank + 1 + tr) % world.
+template <int kPhase>
+__device__ __forceinline__ bool pullAwait(const DeviceComm& c, unsigned tr, unsigned nr,
+                                          unsigned long long step, WaitCtx& wait) {
+  return pullAwaitFrom<kPhase>(
+      c, tr, nr, c.world - 1, [&c](int t) { return ringRank(c.rank, t + 1, c.world); }, step, wait);
+}
+
+// Sums in fp32, in source order, vectors o + u*stride (< o_end) of area `area` (entry offsets
+// into each outbox: base + slot) of the nsrc sources src[0 .. nsrc), after the sources' flags
+// were awaited, and hands each sum to done(u, acc): source `self` is my own input vector
+// own_v + u*stride, the others are read from their outboxes. Volatile loads: a slot is rewritten
+// every kNumSlots steps and must not be served from a cache.
+template <typename T, int kW, int R, typename Done>
+__device__ __forceinline__ void pullAcc(const DeviceComm& c, char* const (&src)[kW], int nsrc,
+                                        int self, size_t area, size_t o, size_t stride,
+                                        size_t o_end, const T* send, size_t own_v, size_t count,
+                                        Done done) {
   uint4 x[R][kW];
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // every load of the batch first...
@@ -71,8 +83,8 @@ __device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[
     if (o + u * stride >= o_end) continue;
 #pragma unroll
     for (int r = 0; r < kW; ++r) {
-      if (r >= c.world) continue;
-      x[u][r] = r == c.rank
+      if (r >= nsrc) continue;
+      x[u][r] = r == self
                     ? canon<T>(loadVec<T>(send, own_v + u * stride, count, c.aligned))
                     : loadVolatile(reinterpret_cast<const uint4*>(src[r]) + area + o + u * stride);
     }
@@ -83,8 +95,35 @@ __device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[
     acc.set(x[u][0]);
 #pragma unroll
     for (int r = 1; r < kW; ++r)
-      if (r < c.world) acc.add(x[u][r]);
-    y[u] = acc.result();
+      if (r < nsrc) acc.add(x[u][r]);
+    done(u, acc);
+  }
+}
+
+// pullAcc over every rank's outbox in rank order (src: every rank's), each sum rounded into y.
+template <typename T, int kW, int R>
+__device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[kW], size_t area,
+                                        size_t o, size_t stride, size_t o_end, const T* send,
+                                        size_t own_v, size_t count, uint4 (&y)[R]) {
+  pullAcc<T, kW, R>(c, src, c.world, c.rank, area, o, stride, o_end, send, own_v, count,
+                    [&y](int u, const Acc<T>& acc) { y[u] = acc.result(); });
+}
+
+// Copies vectors o (this thread's offsets o0, o0 + stride, ... below end) of `from` (a peer's
+// outbox area, published and awaited) to output vectors first + o; kPushBatch loads in flight
+// at once, since each is a fabric round trip.
+template <typename T>
+__device__ __forceinline__ void pullCopy(const DeviceComm& c, const uint4* from, size_t o0,
+                                         size_t end, size_t stride, T* recv, size_t first,
+                                         size_t count) {
+  for (size_t o = o0; o < end; o += stride * kPushBatch) {
+    uint4 z[kPushBatch];
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u)
+      if (o + u * stride < end) z[u] = loadVolatile(from + o + u * stride);
+#pragma unroll
+    for (int u = 0; u < kPushBatch; ++u)
+      if (o + u * stride < end) storeVec<T>(recv, first + o + u * stride, count, c.aligned, z[u]);
   }
 }
 

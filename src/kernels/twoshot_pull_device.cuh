@@ -67,17 +67,7 @@ __device__ __forceinline__ void pullGather(const DeviceComm& c, size_t area, siz
   for (int p = 1; p < c.world; ++p) {
     const int d = ringRank(c.rank, p, c.world);
     const uint4* from = reinterpret_cast<const uint4*>(c.pulls[d]) + area;
-    const size_t end = min(o1, out.len(d));
-    for (size_t o = o0; o < end; o += stride * kPushBatch) {
-      uint4 z[kPushBatch];  // the batch's loads in flight together: each is a fabric round trip
-#pragma unroll
-      for (int u = 0; u < kPushBatch; ++u)
-        if (o + u * stride < end) z[u] = loadVolatile(from + o + u * stride);
-#pragma unroll
-      for (int u = 0; u < kPushBatch; ++u)
-        if (o + u * stride < end)
-          storeVec<T>(out.mem(d), out.index(d) + o + u * stride, out.count, c.aligned, z[u]);
-    }
+    pullCopy<T>(c, from, o0, min(o1, out.len(d)), stride, out.mem(d), out.index(d), out.count);
   }
 }
 

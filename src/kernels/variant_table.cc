@@ -30,6 +30,7 @@ constexpr VariantKernels kTable[] = {
     {tpcommVariantP2pAllGather, allGatherKernels, false},
     {tpcommVariantHostReduceScatter, hostReduceScatterKernels, false},
     {tpcommVariantHostAllGather, hostAllGatherKernels, false},
+    {tpcommVariantIslandPull, islandPullKernels, false},
     {tpcommVariantP2pReduceScatterPull, pullReduceScatterKernels, false},
     {tpcommVariantP2pAllGatherPull, pullAllGatherKernels, false},
     {tpcommVariantP2pOneShotPullLL, pullLLOneShotKernels, false},

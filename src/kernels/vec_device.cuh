@@ -172,6 +172,11 @@ struct Acc {
     return make_uint4(__float_as_uint(f[4 * h]), __float_as_uint(f[4 * h + 1]),
                       __float_as_uint(f[4 * h + 2]), __float_as_uint(f[4 * h + 3]));
   }
+  // The inverse of quad: sums h from their raw words (island_pull.cu reads its own back).
+  __device__ __forceinline__ void setQuad(int h, const uint4& q) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[4 * h + i] = __uint_as_float(word(q, i));
+  }
   // acc += quad h of another sum (or, first: acc = that quad + acc), elementwise in fp32.
   __device__ __forceinline__ void addQuad(int h, const uint4& q, bool first) {
 #pragma unroll

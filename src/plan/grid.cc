@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/occupancy.h"
+#include "plan/policy.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -15,12 +16,12 @@ GridPlan shapeGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const 
                    int cap) {
   const size_t step_bytes = std::min(bytes, std::max<size_t>(chunk_bytes, 16));
   // Two-shot: a block owns a sub-range of every segment; a segment is 1/world of the step.
-  // Island: the same, with world/2 segments (one per island member).
+  // Island (push or pull): the same, with world/2 segments (one per island member).
   const bool twoshot =
       algo == tpcommAlgoTwoShot || algo == tpcommAlgoHostTwoShot || algo == tpcommAlgoTwoShotPull;
-  const int segments = twoshot                    ? std::max(world, 1)
-                       : algo == tpcommAlgoIsland ? std::max(world / 2, 1)
-                                                  : 1;
+  const int segments = twoshot              ? std::max(world, 1)
+                       : isIslandAlgo(algo) ? std::max(world / 2, 1)
+                                            : 1;
   const size_t share = (step_bytes + segments - 1) / static_cast<size_t>(segments);
   const bool ll = algo == tpcommAlgoHostOneShot || algo == tpcommAlgoHostTwoShot;
   const bool bulk = algo == tpcommAlgoHostBulk;

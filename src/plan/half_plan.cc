@@ -17,6 +17,7 @@ tpcommVariant_t halfVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
       return push;
     case tpcommAlgoOneShotPull:
     case tpcommAlgoTwoShotPull:
+    case tpcommAlgoIslandPull:
       return pull;
     case tpcommAlgoOneShotCe:
       return stores_collapse ? pull : push;

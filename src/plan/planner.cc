@@ -42,6 +42,8 @@ size_t chunkVecs(const CommFacts& f, int algo) {
       return stepBytes(f.knobs.oneshot_step_bytes, s.pull_step_bytes) / kVecBytes;
     case tpcommAlgoTwoShotPull:
       return s.pull_chunk_vecs;
+    case tpcommAlgoIslandPull:
+      return s.island_pull_chunk_vecs;
     default:
       return 0;
   }
@@ -68,6 +70,8 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
       return tpcommVariantP2pTwoShotPull;
     case tpcommAlgoOneShotCe:
       return tpcommVariantP2pOneShotCe;
+    case tpcommAlgoIslandPull:
+      return tpcommVariantIslandPull;
     case tpcommAlgoNccl:
       return tpcommVariantNccl;
   }

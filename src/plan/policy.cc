@@ -24,8 +24,8 @@ std::string fmtBytes(size_t b) {
 }
 
 bool isP2pAlgo(int a) {
-  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || a == tpcommAlgoIsland ||
-         isPullAlgo(a) || a == tpcommAlgoOneShotCe;
+  return a == tpcommAlgoOneShot || a == tpcommAlgoTwoShot || isIslandAlgo(a) || isPullAlgo(a) ||
+         a == tpcommAlgoOneShotCe;
 }
 
 bool writeCollapse(const PolicyInput& in) {
@@ -46,10 +46,10 @@ std::string unavailable(const PolicyInput& in, int a, bool forced) {
   if (isForcedOnlyAlgo(a) && !forced) return "a forced-only algorithm (auto never picks it)";
   if (a == tpcommAlgoNccl && !in.nccl_available)
     return "no NCCL communicator (libnccl not found, TPCOMM_NCCL=off, or ranks share a GPU)";
-  if (a == tpcommAlgoIsland && !islandWorld(in.world))
-    return "world " + std::to_string(in.world) +
-           ": island needs an even world of at least 4 (two islands of at least 2 ranks)";
-  if (a == tpcommAlgoIsland && !forced && !in.two_islands)
+  if (isIslandAlgo(a) && !islandWorld(in.world))
+    return "world " + std::to_string(in.world) + ": " + tpcommAlgoName(a) +
+           " needs an even world of at least 4 (two islands of at least 2 ranks)";
+  if (isIslandAlgo(a) && !forced && !in.two_islands)
     return "the GPUs do not form two equal islands";
   return "";
 }
@@ -89,17 +89,23 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands, Fabric
       {64 * KiB, tpcommAlgoHostOneShot}, {1 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
   // Stores collapse, loads hold: pull, and NCCL from where its 37-41 GB/s bus bandwidth beats
   // two-shot pull's reads at the ~27 GB/s loads ran (about 1 MiB at 8 ranks; estimates until
-  // `tpcomm tune` measures such a box). No island: its legs push.
+  // `tpcomm tune` measures such a box). With two real islands (two sockets), island_pull where
+  // the push island would run: only partial sums cross the socket link, and every leg reads.
   static const SizeTable pcieCollapse2 = {{256 * KiB, tpcommAlgoOneShotPull},
                                           {kInf, tpcommAlgoTwoShotPull}};
   static const SizeTable pcieCollapseN = {
       {32 * KiB, tpcommAlgoOneShotPull}, {1 * MiB, tpcommAlgoTwoShotPull}, {kInf, tpcommAlgoNccl}};
+  static const SizeTable pcieCollapseIslands = {{32 * KiB, tpcommAlgoOneShotPull},
+                                                {1 * MiB, tpcommAlgoTwoShotPull},
+                                                {kInf, tpcommAlgoIslandPull}};
   switch (fabric) {
     case Fabric::kNvlink:
       return world <= 2 ? nvlink2 : nvlinkN;
     case Fabric::kPcie:
-      if (verdict == FabricVerdict::kWriteCollapse)
+      if (verdict == FabricVerdict::kWriteCollapse) {
+        if (two_islands && islandWorld(world) && world >= 6) return pcieCollapseIslands;
         return world <= 2 ? pcieCollapse2 : pcieCollapseN;
+      }
       if (two_islands && islandWorld(world) && world >= 6) return pcieIslands;
       return world <= 2 ? pcie2 : pcieN;
     case Fabric::kHost:

@@ -68,7 +68,13 @@ inline bool isHostAlgo(int a) {
 
 // The pull variants over peer memory (peers read a rank's own outbox: pull_device.cuh).
 inline bool isPullAlgo(int a) {
-  return a == tpcommAlgoOneShotPull || a == tpcommAlgoTwoShotPull;
+  return a == tpcommAlgoOneShotPull || a == tpcommAlgoTwoShotPull || a == tpcommAlgoIslandPull;
+}
+
+// The island algorithm, over push (island.cu) or pull (island_pull.cu): the same islands, worlds
+// and segments.
+inline bool isIslandAlgo(int a) {
+  return a == tpcommAlgoIsland || a == tpcommAlgoIslandPull;
 }
 
 // The algorithms that only ever run when forced (TPCOMM_ALGO / config.algo): no built-in table

@@ -43,7 +43,7 @@ bool reject(std::string* why, const std::string& reason) {
 }
 
 bool needsP2p(int algo) {
-  return algo == tpcommAlgoOneShot || algo == tpcommAlgoTwoShot || algo == tpcommAlgoIsland ||
+  return algo == tpcommAlgoOneShot || algo == tpcommAlgoTwoShot || isIslandAlgo(algo) ||
          isPullAlgo(algo);
 }
 
@@ -115,8 +115,9 @@ bool validateTuningTable(const TuningTable& table, std::string* why) {
       if (table.fabric == Fabric::kHost && needsP2p(r.algo))
         return reject(why,
                       rat + ".algo: " + algoText(r.algo) + " needs P2P, the table is for host");
-      if (r.algo == tpcommAlgoIsland && (wt.world < 4 || wt.world % 2))
-        return reject(why, rat + ".algo: island needs an even world of at least 4");
+      if (isIslandAlgo(r.algo) && !islandWorld(wt.world))
+        return reject(why,
+                      rat + ".algo: " + algoText(r.algo) + " needs an even world of at least 4");
       if (r.max_bytes == 0) return reject(why, rat + ".max_bytes: must be positive");
       if (i > 0 && r.max_bytes <= wt.rules[i - 1].max_bytes)
         return reject(why, rat + ".max_bytes: not above the previous rule's (sizes must increase)");

@@ -126,8 +126,9 @@ FabricFinding judgeFabric(const FabricProbe& p, bool p2p_works) {
     f.verdict = FabricVerdict::kWriteCollapse;
     f.what = "posted-write collapse: " + numbers;
     f.action =
-        "SM pushes are never used here: the pull variants (oneshot_pull, twoshot_pull) "
-        "read over the fabric instead, NCCL where it measures faster";
+        "SM pushes are never used here: the pull variants (oneshot_pull, twoshot_pull; "
+        "island_pull on two-socket boxes) read over the fabric instead, NCCL where it "
+        "measures faster";
     return f;
   }
   f.verdict = FabricVerdict::kPushFine;

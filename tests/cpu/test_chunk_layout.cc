@@ -94,5 +94,19 @@ TEST(ChunkLayout, TheSlotCapsTheChunk) {
   }
 }
 
+// island_pull's outbox slot (island_pull.cu): m + 3 areas (m input areas, the fp32 partial's
+// two, the result's one), walked as its kernel walks it, several steps where the slot is short.
+TEST(ChunkLayout, IslandPullSlotLayout) {
+  for (int m : {2, 3, 4})
+    for (size_t nvec : {1u, 4097u, 30000u})
+      for (unsigned grid : {1u, 4u, 9u}) {
+        const Shape s{nvec, 4096, m, m + 3, ~size_t{0}, grid, 32};
+        walk(s);
+        const ChunkedCall k =
+            chunkedCall(s.slot_entries, s.areas, s.parts, s.nvec, s.chunk_vecs, s.grid);
+        EXPECT_LE(k.seg_cap * static_cast<size_t>(m + 3), s.slot_entries);
+      }
+}
+
 }  // namespace
 }  // namespace tpcomm

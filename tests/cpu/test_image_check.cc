@@ -32,6 +32,7 @@ std::set<const void*> everyGetterKernel() {
       {"hostBulkKernels", hostBulkKernels},
       {"hostSentinelKernels", hostSentinelKernels},
       {"islandKernels", islandKernels},
+      {"islandPullKernels", islandPullKernels},
       {"pullOneShotKernels", pullOneShotKernels},
       {"pullTwoShotKernels", pullTwoShotKernels},
       {"pullLLOneShotKernels", pullLLOneShotKernels},

@@ -120,8 +120,9 @@ TEST(PullPlan, DefaultsNeverPullWithoutTheVerdict) {
 }
 
 // A write collapse over PCIe takes the pull tables (one-shot and two-shot pull, NCCL from about
-// 1 MiB at 8 ranks, no island: its legs push) and the reason names the verdict; NVLink and host
-// memory ignore it, and a tuned table (which names its algorithms) is obeyed.
+// 1 MiB at 8 ranks, or with two islands island_pull: never the push island, whose legs push) and
+// the reason names the verdict; NVLink and host memory ignore it, and a tuned table (which names
+// its algorithms) is obeyed.
 TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
   struct Row {
     Fabric fabric;
@@ -139,7 +140,7 @@ TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
       {Fabric::kPcie, 8, false, 16 * MiB, tpcommVariantNccl},
       {Fabric::kPcie, 2, false, 64 * KiB, tpcommVariantP2pOneShotPullLean},
       {Fabric::kPcie, 2, false, 64 * MiB, tpcommVariantP2pTwoShotPull},
-      {Fabric::kPcie, 8, true, 64 * MiB, tpcommVariantNccl},
+      {Fabric::kPcie, 8, true, 64 * MiB, tpcommVariantIslandPull},
       {Fabric::kPcie, 8, true, 512 * KiB, tpcommVariantP2pTwoShotPull},
       {Fabric::kNvlink, 2, false, 64 * MiB, tpcommVariantP2pOneShot},
       {Fabric::kHost, 2, false, 16 * KiB, tpcommVariantHostOneShotSentinelLean},

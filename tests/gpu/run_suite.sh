@@ -115,10 +115,11 @@ if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
       "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_filter='Correctness.HostSentinelAndLLAlternate'
 
     # The chunked kernels (two-shot, island; src/kernels/chunk_layout.h): every size of the
-    # matrix through a 3-block two-shot, and the island kernel at world 4 (ranks sharing GPUs).
-    step sanitizer_chunked_memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    # matrix through a 3-block two-shot, and the island kernels (push and pull) at world 4 (ranks
+    # sharing GPUs).
+    step sanitizer_chunked_memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
       --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
-      --gtest_filter='Correctness.World2TwoShotSmallGrid:World/IslandWorld.FullMatrix/0'
+      --gtest_filter='Correctness.World2TwoShotSmallGrid:World/IslandWorld.FullMatrix/0:World/IslandPullWorld.FullMatrix/0'
 
     # The bulk host protocol's split path: named barriers, the flag barrier, the outbox rotation.
     for tool in racecheck synccheck; do

@@ -252,11 +252,12 @@ TEST_P(IslandWorld, FullMatrix) {
 
 // Dozens of steps per call with a partial last one (small slots), every datatype: a thread's
 // offsets must stay fixed for the call (docs/PROTOCOL.md), as in ManyStepsWithAPartialLastStep.
-TEST_P(IslandWorld, ManyStepsWithAPartialLastStep) {
+void islandManySteps(int world, int algo) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const int world = GetParam();
-  tpcommConfig_t cfg = configFor(tpcommAlgoIsland, 8, 20000);
-  cfg.bufferBytes = 256 << 10;  // 4 slots of 256 KiB: a world-8 step is ~100 KiB of data
+  tpcommConfig_t cfg = configFor(algo, 8, 20000);
+  // 4 slots of 256 KiB: a world-8 island step is ~100 KiB of data; island_pull's outbox slots
+  // (64 KiB, m + 3 areas) hold ~36 KiB a step
+  cfg.bufferBytes = 256 << 10;
   std::string err;
   auto g = makeGroup(world, &cfg, 5 * MiB, &err);
   ASSERT_TRUE(g) << err;
@@ -265,31 +266,127 @@ TEST_P(IslandWorld, ManyStepsWithAPartialLastStep) {
       const size_t count = (1u << 20) + 5 + 4099 * rep;  // never a whole step
       Case c{dt, count, rep % 2 == 1, rep % 3 == 2 ? size_t{1} : size_t{0}, 555u + rep};
       const Outcome o = runCase(*g, c);
-      ASSERT_EQ(o.result, tpcommSuccess)
-          << caseName(c, tpcommAlgoIsland, world) << ": " << o.describe();
-      EXPECT_EQ(o.wrong, 0u) << caseName(c, tpcommAlgoIsland, world) << ": " << o.describe();
-      EXPECT_TRUE(o.ranks_agree) << caseName(c, tpcommAlgoIsland, world);
+      ASSERT_EQ(o.result, tpcommSuccess) << caseName(c, algo, world) << ": " << o.describe();
+      EXPECT_EQ(o.wrong, 0u) << caseName(c, algo, world) << ": " << o.describe();
+      EXPECT_TRUE(o.ranks_agree) << caseName(c, algo, world);
     }
   }
 }
+
+TEST_P(IslandWorld, ManyStepsWithAPartialLastStep) {
+  islandManySteps(GetParam(), tpcommAlgoIsland);
+}
 INSTANTIATE_TEST_SUITE_P(World, IslandWorld, ::testing::Values(4, 6, 8));
 
-// Forcing island where it cannot run (odd world, world 2) fails the call, saying why.
-TEST(Correctness, IslandRefusedAtOddWorldsAndWorld2) {
+// The island over pull (island_pull.cu: every leg by loads from the owners' outboxes), forced,
+// at the same worlds and with the same matrices as the push island.
+class IslandPullWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(IslandPullWorld, FullMatrix) {
+  runMatrix(GetParam(), tpcommAlgoIslandPull, false, 4);
+}
+
+TEST_P(IslandPullWorld, ManyStepsWithAPartialLastStep) {
+  islandManySteps(GetParam(), tpcommAlgoIslandPull);
+}
+
+// island_pull exchanges the same fp32 partials as the push island and adds them in the same
+// order: its outputs are the push island's, bit for bit, on every rank. The same inputs go
+// through a push-island group and an island_pull group side by side (the same islands: both
+// split the same ranks on the same GPUs); one step and several (small slots), every datatype,
+// misaligned and in place.
+TEST_P(IslandPullWorld, SameBitsAsThePushIsland) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  for (int world : {2, 3}) {
-    const tpcommConfig_t cfg = configFor(tpcommAlgoIsland, 4);
+  const int world = GetParam();
+  std::unique_ptr<Group> groups[2];
+  const int algos[2] = {tpcommAlgoIsland, tpcommAlgoIslandPull};
+  for (int i = 0; i < 2; ++i) {
+    tpcommConfig_t cfg = configFor(algos[i], 4, 20000);
+    cfg.bufferBytes = 1 << 20;  // pull outbox slots of 256 KiB: the larger calls take steps
     std::string err;
-    auto g = makeGroup(world, &cfg, 1 << 16, &err);
-    ASSERT_TRUE(g) << err;
-    for (int r = 0; r < world; ++r) {  // each call fails at once: no group needed
-      EXPECT_EQ(tpcommAllReduce(g->send[r], g->recv[r], 1000, tpcommFloat32, tpcommSum, g->comms[r],
-                                g->streams[r]),
-                tpcommUnsupported);
-      const std::string why = tpcommGetLastError();
-      EXPECT_NE(why.find("even world of at least 4"), std::string::npos) << why;
+    groups[i] = makeGroup(world, &cfg, 4 * MiB + 64, &err);
+    ASSERT_TRUE(groups[i]) << err;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  size_t cases = 0, bytes = 0;
+  for (tpcommDataType_t dt : kTypes) {
+    const size_t es = elemSize(dt);
+    for (size_t count : {size_t{1}, size_t{4097}, size_t{65537}, 3 * MiB / es + 5}) {
+      for (int variant = 0; variant < 2; ++variant) {  // 0: aligned, out of place; 1: misaligned,
+        const size_t offset = variant;                 //    in place
+        const bool in_place = variant == 1;
+        std::vector<std::vector<uint8_t>> out[2];
+        for (int i = 0; i < 2; ++i) {
+          Group& g = *groups[i];
+          for (int r = 0; r < world; ++r) {
+            cudaSetDevice(g.devs[r]);
+            const std::vector<uint8_t> in = makeInput(dt, count, 9000 + count + variant, r);
+            char* send = g.send[r] + offset * es;
+            char* recv = in_place ? send : g.recv[r] + offset * es;
+            ASSERT_EQ(cudaMemcpy(send, in.data(), in.size(), cudaMemcpyHostToDevice), cudaSuccess);
+            if (!in_place) {
+              ASSERT_EQ(cudaMemset(recv, 0xCD, in.size()), cudaSuccess);
+            }
+          }
+          for (int r = 0; r < world; ++r) {
+            char* send = g.send[r] + offset * es;
+            char* recv = in_place ? send : g.recv[r] + offset * es;
+            ASSERT_EQ(tpcommAllReduce(send, recv, count, dt, tpcommSum, g.comms[r], g.streams[r]),
+                      tpcommSuccess)
+                << tpcommGetLastError();
+          }
+          for (int r = 0; r < world; ++r) {
+            ASSERT_TRUE(drained(g, r));
+            char* recv = in_place ? g.send[r] + offset * es : g.recv[r] + offset * es;
+            out[i].emplace_back(count * es);
+            ASSERT_EQ(cudaMemcpy(out[i].back().data(), recv, count * es, cudaMemcpyDeviceToHost),
+                      cudaSuccess);
+          }
+          tpcommCallInfo_t info{};
+          ASSERT_EQ(tpcommCommGetLastCall(g.comms[0], &info), tpcommSuccess);
+          ASSERT_EQ(info.algo, algos[i]) << info.reason;
+        }
+        for (int r = 0; r < world; ++r) {
+          size_t differ = 0, first = 0;
+          for (size_t b = 0; b < count * es; ++b)
+            if (out[0][r][b] != out[1][r][b] && differ++ == 0) first = b / es;
+          EXPECT_EQ(differ, 0u) << "world " << world << " dtype " << static_cast<int>(dt)
+                                << " count " << count << (in_place ? " in place" : "") << " offset "
+                                << offset << " rank " << r << ": bytes differ from element "
+                                << first;
+        }
+        ++cases;
+        bytes += count * es * world;
+      }
     }
   }
+  printf("[ bits     ] island_pull == island at world %d: %zu cases, %zu bytes compared, %.1f s\n",
+         world, cases, bytes,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+INSTANTIATE_TEST_SUITE_P(World, IslandPullWorld, ::testing::Values(4, 6, 8));
+
+// Forcing island or island_pull where it cannot run (odd world, world 2) fails the call, saying
+// why.
+TEST(Correctness, IslandRefusedAtOddWorldsAndWorld2) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (int algo : {tpcommAlgoIsland, tpcommAlgoIslandPull})
+    for (int world : {2, 3}) {
+      const tpcommConfig_t cfg = configFor(algo, 4);
+      std::string err;
+      auto g = makeGroup(world, &cfg, 1 << 16, &err);
+      ASSERT_TRUE(g) << err;
+      for (int r = 0; r < world; ++r) {  // each call fails at once: no group needed
+        EXPECT_EQ(tpcommAllReduce(g->send[r], g->recv[r], 1000, tpcommFloat32, tpcommSum,
+                                  g->comms[r], g->streams[r]),
+                  tpcommUnsupported);
+        const std::string why = tpcommGetLastError();
+        EXPECT_NE(
+            why.find(std::string(tpcommAlgoName(algo)) + " needs an even world of at least 4"),
+            std::string::npos)
+            << why;
+      }
+    }
 }
 
 // World sizes above the GPU count: ranks share GPUs, with the default grids (no maxBlocks), which
@@ -311,8 +408,9 @@ TEST_P(SharedWorld, EveryAlgorithmDefaultGrids) {
   const int world = GetParam();
   for (int algo : {tpcommAlgoOneShot, tpcommAlgoTwoShot, tpcommAlgoIsland, tpcommAlgoHostOneShot,
                    tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotPull,
-                   tpcommAlgoTwoShotPull, tpcommAlgoOneShotCe}) {
-    if (algo == tpcommAlgoIsland && !(world >= 4 && world % 2 == 0)) continue;
+                   tpcommAlgoTwoShotPull, tpcommAlgoOneShotCe, tpcommAlgoIslandPull}) {
+    const bool island = algo == tpcommAlgoIsland || algo == tpcommAlgoIslandPull;
+    if (island && !(world >= 4 && world % 2 == 0)) continue;
     SCOPED_TRACE(tpcommAlgoName(algo));
     runMatrix(world, algo, /*big=*/true, /*max_blocks=*/0, /*light=*/true, /*host_ll=*/false,
               kSharedTimeoutMs);
@@ -325,11 +423,11 @@ INSTANTIATE_TEST_SUITE_P(World, SharedWorld, ::testing::Values(3, 4, 5, 6, 7, 8)
 // "not arrived" (no hang), and -0.0 must survive (-0 + -0 = -0).
 TEST(Correctness, SentinelPayloadAndNegativeZero) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const std::pair<int, int> runs[] = {{2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},
-                                      {2, tpcommAlgoHostOneShot}, {2, tpcommAlgoHostTwoShot},
-                                      {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
-                                      {8, tpcommAlgoIsland},      {2, tpcommAlgoOneShotPull},
-                                      {2, tpcommAlgoTwoShotPull}, {2, tpcommAlgoOneShotCe}};
+  const std::pair<int, int> runs[] = {
+      {2, tpcommAlgoOneShot},     {2, tpcommAlgoTwoShot},     {2, tpcommAlgoHostOneShot},
+      {2, tpcommAlgoHostTwoShot}, {2, tpcommAlgoHostBulk},    {4, tpcommAlgoIsland},
+      {8, tpcommAlgoIsland},      {2, tpcommAlgoOneShotPull}, {2, tpcommAlgoTwoShotPull},
+      {2, tpcommAlgoOneShotCe},   {4, tpcommAlgoIslandPull},  {8, tpcommAlgoIslandPull}};
   for (const auto& [world, algo] : runs) {
     SCOPED_TRACE(std::string(tpcommAlgoName(algo)) + " world " + std::to_string(world));
     const tpcommConfig_t cfg = configFor(algo, world > 2 ? 4 : 0, 3000);

@@ -78,6 +78,64 @@ TEST(Failure, PeerThatNeverArrivesTimesOut) {
   }
 }
 
+// island_pull's waits are on chosen peers (its island members for the inputs and the results,
+// its partner for the partial): ranks that never arrive are a timeout naming one of them. Ranks
+// share the one GPU, so the islands are the halves of the ranks. Rank 0 alone waits for its
+// island members (phase 0); island 0 whole, without island 1, for the partners (phase 1). One
+// step and many (small slots).
+TEST(Failure, IslandPullPeersThatNeverArriveTimeOut) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (int world : {4, 8})
+    for (size_t buffer_bytes : {size_t{0}, size_t{256} << 10}) {
+      const int m = world / 2;
+      for (int callers : {1, m}) {
+        tpcommConfig_t cfg = configFor(tpcommAlgoIslandPull, 4, /*timeout_ms=*/300);
+        cfg.bufferBytes = buffer_bytes;
+        const size_t count = size_t{1} << 20;  // bf16, 2 MiB: dozens of steps in 64 KiB slots
+        std::string err;
+        auto g = makeGroup(world, &cfg, count * 2, &err);
+        ASSERT_TRUE(g) << err;
+        for (int r = 1; r < world; ++r)
+          if (g->devs[r] != g->devs[0])
+            GTEST_SKIP() << "ranks on several GPUs: islands follow them";
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int r = 0; r < callers; ++r)
+          ASSERT_EQ(tpcommAllReduce(g->send[r], g->recv[r], count, tpcommBfloat16, tpcommSum,
+                                    g->comms[r], g->streams[r]),
+                    tpcommSuccess)
+              << tpcommGetLastError();
+        for (int r = 0; r < callers; ++r) {
+          cudaSetDevice(g->devs[r]);
+          ASSERT_EQ(cudaStreamSynchronize(g->streams[r]), cudaSuccess) << "the context survives";
+        }
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        printf("[ timeout  ] island_pull world %d, %d of %d ranks called, slots %zu: %.0f ms\n",
+               world, callers, world, buffer_bytes, ms);
+        EXPECT_LT(ms, 300 + 2000) << "the kernels did not give up near their deadline";
+        EXPECT_GE(ms, 250) << "gave up before the deadline";
+        for (int r = 0; r < callers; ++r) {
+          tpcommResult_t async = tpcommSuccess;
+          ASSERT_EQ(tpcommCommGetAsyncError(g->comms[r], &async), tpcommSuccess);
+          EXPECT_EQ(async, tpcommTimeout) << "rank " << r;
+          EXPECT_EQ(tpcommAllReduce(g->send[r], g->recv[r], 16, tpcommBfloat16, tpcommSum,
+                                    g->comms[r], g->streams[r]),
+                    tpcommTimeout);
+          const std::string why = tpcommGetLastError();
+          // A rank that never came: with rank 0 alone, an island member (its flags or its
+          // call fingerprint); with island 0 whole, a rank of island 1 (the partner's flag, or
+          // the fingerprint check, which walks the ranks in order), never one that called.
+          bool named = false;
+          for (int p = callers; p < (callers == 1 ? m : world); ++p)
+            named = named || why.find("for rank " + std::to_string(p)) != std::string::npos;
+          EXPECT_TRUE(named) << "world " << world << ", " << callers << " callers, rank " << r
+                             << ": " << why;
+        }
+      }
+    }
+}
+
 // The kernels' own abort path: calls replayed from a CUDA graph reach the GPU whatever the host
 // knows, so once one of them timed out, the next ones must see the communicator's abort word and
 // exit at once, not wait out their deadlines one after another. Ten calls of the lean one-shot

@@ -19,14 +19,15 @@ namespace {
 // (1572867: two 1 MiB steps and a partial third).
 const std::vector<size_t> kGraphCounts = {512, 4097, 32768, 131075, 524288, 1572867};
 
-// Captures 100 calls of `algo` per rank (sizes in turn from `sizes`, communicators made with
-// launch knobs `knobs`), replays the graphs 1000 times and checks every output. `variant`, where
-// given, must be what every call ran.
+// Captures 100 calls of `algo` per rank at `world` ranks (sizes in turn from `sizes`,
+// communicators made with launch knobs `knobs`), replays the graphs 1000 times and checks every
+// output. `variant`, where given, must be what every call ran.
 void captureAndReplay(int algo, const char* knobs = nullptr,
-                      const std::vector<size_t>& sizes = kGraphCounts, int variant = -1) {
+                      const std::vector<size_t>& sizes = kGraphCounts, int variant = -1,
+                      int world = 2) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommDataType_t dt = tpcommBfloat16;
-  const int world = 2, ncalls = 100;
+  const int ncalls = 100;
   std::vector<size_t> counts, offsets;
   size_t total = 0;
   for (int i = 0; i < ncalls; ++i) {
@@ -138,6 +139,11 @@ TEST(Graph, CaptureHundredTwoShotPullCallsReplayThousandTimes) {
 TEST(Graph, CaptureHundredOneShotPullLLCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoOneShotPull, "pull_ll_bytes=65536",
                    {1, 512, 4097, 32768, 20001, 32767}, tpcommVariantP2pOneShotPullLL);
+}
+// The island over pull at world 4 (four ranks sharing the GPU: islands of two), its three
+// publishes a step replayed as captured.
+TEST(Graph, CaptureHundredIslandPullCallsReplayThousandTimes) {
+  captureAndReplay(tpcommAlgoIslandPull, nullptr, kGraphCounts, -1, 4);
 }
 
 // The copy-engine one-shot: its peer copies become memcpy nodes, and the epoch its flags carry

@@ -156,7 +156,7 @@ TEST_P(Mismatch, EveryRankReportsBothCalls) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const Algo a = GetParam();
   for (int world : {2, 4}) {
-    if (a.algo == tpcommAlgoIsland && world < 4) continue;
+    if ((a.algo == tpcommAlgoIsland || a.algo == tpcommAlgoIslandPull) && world < 4) continue;
     // The lean one-shot (2 KiB), and calls of several steps (1 MiB and 2 MiB of bf16).
     for (size_t n : {size_t{1024}, size_t{1} << 19}) {
       std::vector<std::string> words;
@@ -189,6 +189,7 @@ INSTANTIATE_TEST_SUITE_P(Algo, Mismatch,
                                            Algo{tpcommAlgoHostBulk, false, "host_bulk"},
                                            Algo{tpcommAlgoOneShotPull, false, "oneshot_pull"},
                                            Algo{tpcommAlgoTwoShotPull, false, "twoshot_pull"},
+                                           Algo{tpcommAlgoIslandPull, false, "island_pull"},
 
                                            Algo{tpcommAlgoOneShotCe, false, "oneshot_ce"}),
                          [](const ::testing::TestParamInfo<Algo>& i) {

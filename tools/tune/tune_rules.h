@@ -43,7 +43,7 @@ inline std::vector<int> candidatesFor(int num_algos) {
 // Island runs forced on any P2P fabric, but auto picks it only over PCIe (two islands).
 inline bool eligibleOn(Fabric fabric, int algo) {
   if (algo == tpcommAlgoNccl) return true;
-  if (algo == tpcommAlgoIsland) return fabric == Fabric::kPcie;
+  if (isIslandAlgo(algo)) return fabric == Fabric::kPcie;
   return fabric == Fabric::kHost ? isHostAlgo(algo) : !isHostAlgo(algo);
 }
 

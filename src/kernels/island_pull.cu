@@ -1,0 +1,152 @@
+// The island all-reduce over the pull protocol (island_pull; pull_device.cuh): the island
+// algorithm's four legs (island.cu) with every byte crossing the fabric by a load, for two-socket
+// PCIe boxes whose switches collapse posted peer writes. A rank writes what a leg sends into its
+// OWN outbox with local stores and publishes it with a flag per block and phase; the readers read
+// it from the owner's outbox. Each chunk is one step (one outbox slot), split into m segments;
+// member j of each island (its local index) owns segment j:
+//   1. every rank copies segment j (j != its own) of its input's chunk into its outbox area j and
+//      publishes phase 0;
+//   2. member j reads segment j from its island members' outboxes and sums it with its own input
+//      in island order (fp32), writes that partial, in fp32, into its outbox's X area and
+//      publishes phase 1;
+//   3. it reads its partner's partial from the partner's X area and forms (island 0's partial) +
+//      (island 1's partial) in fp32, rounded once to T: the push island's adds in its order, so
+//      the same bits; it writes that to its output and to its outbox's result area and publishes
+//      phase 2;
+//   4. every rank reads the other segments of its island from their owners' result areas.
+// Outbox slot layout, in entries of seg_cap = slot entries / (m + 3):
+//   inputs [0, m*seg_cap) (area j: segment j; mine unused)  X [m*seg_cap, (m+2)*seg_cap)
+//   (Q = E/4 fp32 entries a vector)  result [(m+2)*seg_cap, (m+3)*seg_cap).
+// Block b of every rank owns the same sub-range of every segment (chunk_layout.h), so its flags
+// cover exactly what the peers' blocks b read; the thread that reads an input vector writes that
+// output vector later in the step (in-place calls are safe). Why four slots suffice, area by area:
+// docs/PROTOCOL.md, "The island over pull".
+#include "kernels/algo_launch.h"
+#include "kernels/chunk_layout.h"
+#include "kernels/kernel_set.cuh"
+#include "kernels/pull_device.cuh"
+
+namespace tpcomm {
+namespace {
+
+// kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
+template <typename T, int kM>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    islandPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+                     size_t chunk_vecs) {
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector
+  const int m = c.island_size;
+  const int me = c.island_local;
+  const signed char* members = c.island_members[c.island];
+  const ChunkedCall k =
+      chunkedCall(slotVecs<PullProto>(c), m + 3, m, (count + E - 1) / E, chunk_vecs, gridDim.x);
+  const size_t seg_cap = k.seg_cap, stride = blockDim.x;
+  const size_t xa = m * seg_cap;         // entry index of the X area
+  const size_t res = (m + 2) * seg_cap;  // entry index of the result area
+  char* src[kM];                         // my island's outboxes, in island order
+#pragma unroll
+  for (int j = 0; j < kM; ++j) src[j] = j < m ? c.pulls[members[j]] : nullptr;
+  uint4* const mine = reinterpret_cast<uint4*>(c.pulls[c.rank]);
+  // Thread t of a phase-0 or phase-2 wait polls island member me + 1 + t.
+  const auto islandPeer = [members, m, me](int t) {
+    return static_cast<int>(members[(me + 1 + t) % m]);
+  };
+  CallSession session(c);
+  if (!session.openAndAnnounce<PullProto, T, kMaxRanks>(kCallAllReduce, count)) return;  // aborted
+  WaitCtx wait = session.startWaits();
+  const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
+  for (size_t step = 0; step < k.nsteps; ++step) {
+    const ChunkStep st =
+        chunkStep(k, session.epoch, step, PullProto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
+    const size_t o0 = st.o0, o1 = st.o1;
+
+    // 1. My input's share of the island members' segments into my outbox, published.
+    for (int p = 1; p < m; ++p) {
+      const int j = (me + p) % m;
+      pushRange<PullProto, T>(c, send, base + j * seg, o0, min(o1, st.segLen(j)), stride, count,
+                              mine + slot + j * seg_cap, 0);
+    }
+    bulkPublish<PullProto>(c, blockDim.x, st.epoch);
+    if (step == 0 && checker)
+      session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
+    if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) return;
+
+    // 2. My segment's island partial, in island order, into my X area (raw fp32 words,
+    // canonicalised as the push island sends them).
+    const size_t own_end = min(o1, st.segLen(me));
+    const size_t own_first = base + me * seg;  // vector index of my segment's start
+    // Batch of 2, except with 4 sources and fp32 partials of 8 elements (as island.cu).
+    constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
+    for (size_t o = o0; o < own_end; o += stride * R) {
+      pullAcc<T, kM, R>(c, src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
+                        count, [&](int u, const Acc<T>& acc) {
+                          if (o + u * stride >= own_end) return;
+#pragma unroll
+                          for (int h = 0; h < Q; ++h)
+                            PullProto::put(mine + slot + xa + (o + u * stride) * Q + h,
+                                           canon<float>(acc.quad(h)), 0);
+                        });
+    }
+    bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
+    if (!pullAwaitFrom<1>(
+            c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, st.epoch, wait))
+      return;
+
+    // 3. Island 0's partial + island 1's, rounded once: to my output and my result area.
+    const uint4* ours = mine + slot + xa;
+    const uint4* theirs = reinterpret_cast<const uint4*>(c.pulls[c.partner]) + slot + xa;
+    for (size_t o = o0; o < own_end; o += stride * kReduceBatch) {
+      uint4 a[kReduceBatch][Q], b[kReduceBatch][Q];  // every load of the batch first
+#pragma unroll
+      for (int u = 0; u < kReduceBatch; ++u) {
+        if (o + u * stride >= own_end) continue;
+#pragma unroll
+        for (int h = 0; h < Q; ++h) {
+          a[u][h] = loadVolatile(ours + (o + u * stride) * Q + h);
+          b[u][h] = loadVolatile(theirs + (o + u * stride) * Q + h);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kReduceBatch; ++u) {
+        if (o + u * stride >= own_end) continue;
+        Acc<T> acc;
+#pragma unroll
+        for (int h = 0; h < Q; ++h) {
+          acc.setQuad(h, a[u][h]);
+          acc.addQuad(h, b[u][h], /*first=*/c.island == 1);
+        }
+        const uint4 y = acc.result();
+        PullProto::put(mine + slot + res + o + u * stride, y, 0);
+        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+      }
+    }
+    bulkPublish<PullPhaseProto<2>>(c, blockDim.x, st.epoch);
+    if (step + 1 == k.nsteps) pdlLaunchDependents();
+    if (!pullAwaitFrom<2>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) return;
+
+    // 4. The island's other segments from their owners' result areas.
+    for (int p = 1; p < m; ++p) {
+      const int j = (me + p) % m;
+      const uint4* from = reinterpret_cast<const uint4*>(c.pulls[members[j]]) + slot + res;
+      pullCopy<T>(c, from, o0, min(o1, st.segLen(j)), stride, recv, base + j * seg, count);
+    }
+  }
+  session.close(k.nsteps);
+}
+
+struct IslandPull {
+  template <typename, typename T, int kM>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&islandPullKernel<T, kM>);
+  }
+};
+
+}  // namespace
+
+KernelSet islandPullKernels(int world) {
+  return kernelSetByIsland<IslandPull, PullProto>(world);
+}
+
+}  // namespace tpcomm
