@@ -24,14 +24,10 @@ void usage(FILE* f) {
       "  --dtype bf16         bf16 | fp16 | fp32\n"
       "  --mode both          eager | graph | both\n"
       "  --backends LIST      of auto,oneshot,twoshot,host_oneshot,host_twoshot,\n"
-      "                       host_bulk,island,island_pull,oneshot_pull,twoshot_pull,nccl
-"
-      "                       (default auto,oneshot,twoshot,nccl); NAME@KNOBS runs NAME with
-"
-      "                       launch knobs (TPCOMM_KNOBS items joined by +), labelled so:
-"
-      "                       oneshot_pull,oneshot_pull@pull_ll_bytes=0 times LL and flag pulls
-"
+      "                       host_bulk,island,island_pull,oneshot_pull,twoshot_pull,nccl\n"
+      "                       (default auto,oneshot,twoshot,nccl); NAME@KNOBS runs NAME with\n"
+      "                       launch knobs (TPCOMM_KNOBS items joined by +), labelled so:\n"
+      "                       oneshot_pull,oneshot_pull@pull_ll_bytes=0 times LL and flag pulls\n"
       "  --iters 50 --reps 9 --warmup 5\n"
       "  --max-blocks N       grid bound for tpcomm backends (0: policy)\n"
       "  --sweep-knobs        also time each kernel backend listed with several grid shapes\n"

@@ -102,10 +102,10 @@ typedef enum {
   tpcommVariantP2pTwoShotPull = 19,     /* two-shot pull over peer memory */
   tpcommVariantP2pOneShotCe = 20, /* one-shot, peer copies by copy engines + a reduce kernel */
   /* tpcommReduceScatter / tpcommAllGather: the two halves of the two-shot kernels */
-  tpcommVariantP2pReduceScatter = 21,  /* reduce-scatter over peer memory */
-  tpcommVariantP2pAllGather = 22,      /* all-gather over peer memory */
-  tpcommVariantHostReduceScatter = 23, /* reduce-scatter over host memory, LL packets */
-  tpcommVariantHostAllGather = 24,     /* all-gather over host memory, LL packets */
+  tpcommVariantP2pReduceScatter = 21,     /* reduce-scatter over peer memory */
+  tpcommVariantP2pAllGather = 22,         /* all-gather over peer memory */
+  tpcommVariantHostReduceScatter = 23,    /* reduce-scatter over host memory, LL packets */
+  tpcommVariantHostAllGather = 24,        /* all-gather over host memory, LL packets */
   tpcommVariantIslandPull = 25,           /* island over peer memory, pull (every leg by loads) */
   tpcommVariantP2pReduceScatterPull = 26, /* reduce-scatter over peer memory, pull (twoshot_pull) */
   tpcommVariantP2pAllGatherPull = 27,     /* all-gather over peer memory, pull (twoshot_pull) */

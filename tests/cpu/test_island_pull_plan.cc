@@ -254,15 +254,14 @@ TEST(IslandPullPlan, TheFusedCallRunsUnfusedAndSaysWhy) {
   EXPECT_TRUE(contains(p.reason, "the all-reduce goes to island_pull")) << p.reason;
 }
 
-// Reduce-scatter and all-gather of an island_pull-sized message run a half: the one twoshot_pull
-// maps to where it has one (the pull halves), else the push halves as island's.
-TEST(IslandPullPlan, HalvesMapToAHalfVariant) {
-  for (tpcommColl_t coll : {tpcommCollReduceScatter, tpcommCollAllGather}) {
-    const tpcommVariant_t v = halfVariant(coll, tpcommAlgoIslandPull);
-    EXPECT_NE(v, tpcommVariantNone) << coll;
-    EXPECT_NE(variantRow(v), nullptr) << coll;
-    const tpcommVariant_t pull = halfVariant(coll, tpcommAlgoTwoShotPull);
-    EXPECT_EQ(v, pull != tpcommVariantNone ? pull : halfVariant(coll, tpcommAlgoIsland)) << coll;
+// Reduce-scatter and all-gather where the all-reduce would take island_pull run the pull halves,
+// as twoshot_pull's: a collapsing fabric gets no SM pushes from them either.
+TEST(IslandPullPlan, HalvesAreThePullHalves) {
+  for (const bool collapse : {false, true}) {
+    EXPECT_EQ(halfVariant(tpcommCollReduceScatter, tpcommAlgoIslandPull, collapse),
+              tpcommVariantP2pReduceScatterPull);
+    EXPECT_EQ(halfVariant(tpcommCollAllGather, tpcommAlgoIslandPull, collapse),
+              tpcommVariantP2pAllGatherPull);
   }
 }
 
