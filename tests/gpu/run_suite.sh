@@ -156,10 +156,19 @@ if [[ $WHAT == round ]]; then
   # of BUILD_DIR-ab alternating (an A/B of two trees), then the kernel traces of BUILD_DIR-trace.
   B=$BUILD/bench/tpcomm-bench
   G=(--mode graph --min 1K --max 1M --factor 4)
-  step round_push_pull 120 "$B" --ranks 2 "${G[@]}" \
-    --backends oneshot,oneshot_pull,twoshot,twoshot_pull,oneshot_ce
-  step round_reduce_scatter 60 "$B" --ranks 2 --collective reduce_scatter --backends auto "${G[@]}"
-  step round_all_gather 60 "$B" --ranks 2 --collective all_gather --backends auto "${G[@]}"
+  # Issue 21: push, flag pull, LL pull (pull_ll_bytes) and the copy engines, one process.
+  step round_push_pull 150 "$B" --ranks 2 "${G[@]}" --backends \
+    oneshot,oneshot_pull,oneshot_pull@pull_ll_bytes=65536,oneshot_pull@pull_ll_bytes=0,twoshot,twoshot_pull,oneshot_ce
+  # The island over pull against the push island and the flat two-shot pull (islands of 2 and 4).
+  for n in 4 8; do
+    step "round_island_$n" 120 "$B" --ranks "$n" --mode graph --min 1K --max 4M --factor 4 \
+      --backends island,island_pull,twoshot_pull
+  done
+  # Issue 24: the two-shot halves over push and over pull.
+  for coll in reduce_scatter all_gather; do
+    step "round_$coll" 90 "$B" --ranks 2 --collective "$coll" --mode graph --min 1K --max 4M \
+      --factor 4 --backends twoshot,twoshot_pull
+  done
   for r in 1 2; do
     step "round_fused_$r" 60 "$BUILD/bench/tpcomm-bench-fused" --ranks 2 --json "$OUT/fused_$r.json"
     if [[ -x $BUILD-ab/bench/tpcomm-bench-fused ]]; then
