@@ -8,6 +8,7 @@
 #   tests-a   the gtest suites World/* only (every algorithm at worlds 2..8, ranks sharing GPUs:
 #             about two thirds of the suite's time on one GPU)
 #   tests-b   every other gtest suite and the Python GPU tests (tests-a + tests-b = the suite)
+#   suites    the gtest suites whose names match the regex TPCOMM_SUITES (e.g. '^World/Shared')
 #   sanitize  the compute-sanitizer passes and the PDL-off pass alone
 #   bench     tpcomm-bench next to NCCL (sizes 1K..64M, knob sweeps, host transport)
 #   round     this round's side-by-side rows: every forced variant, reduce-scatter / all-gather,
@@ -82,6 +83,7 @@ case $WHAT in
   all | tests | quick) gtest_suites -v '^$' ;;
   tests-a) gtest_suites '^World/' ;;
   tests-b) gtest_suites -v '^World/' ;;
+  suites) gtest_suites -E "${TPCOMM_SUITES:?suites: set TPCOMM_SUITES to a regex of suite names}" ;;
 esac
 if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
   step gtest_pdl_off 90 env TPCOMM_PDL=0 "$BUILD/tests/gpu/tpcomm_gpu_tests" \
