@@ -514,7 +514,11 @@ void leanAndGeneralTogether(int algo, const char* knobs = nullptr, int variant =
           ASSERT_TRUE(drained(*g, r));
           tpcommCallInfo_t info{};
           tpcommCommGetLastCall(g->comms[r], &info);
-          if (variant >= 0) {
+          // World 3 runs 4 blocks of 512 threads (max_blocks above): a 64 KiB call is then two
+          // vectors a thread, which the LL kernel does not take (the planner gives it the
+          // general pull kernel on every rank alike).
+          const bool one_vector_a_thread = world == 2 || count * 2 <= size_t{4} * 512 * 16;
+          if (variant >= 0 && one_vector_a_thread) {
             EXPECT_EQ(info.variant, variant) << "rank " << r << ": " << info.reason;
           }
           std::vector<uint16_t> out(count);
