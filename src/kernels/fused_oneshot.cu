@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
-  __shared__ float scratch[kThreadsPerBlock / 32 + 1];
+  __shared__ BlockSumScratch scratch;
   const size_t H = p.hidden, hv = H / E;
   const int rank = c.rank, world = c.world;
   const bool in_regs = hv <= static_cast<size_t>(V) * blockDim.x;
@@ -99,7 +99,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   WaitCtx wait = session.startWaits();
   if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
-  for (size_t row = row0; row < p.rows; row += gridDim.x) {
+  unsigned parity = 0;
+  for (size_t row = row0; row < p.rows; row += gridDim.x, parity ^= 1u) {
     const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),
                    row * hv, hv,   p.rows * H,
                    rank,     world};
@@ -114,8 +115,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (row == row0) trace.markLatest(kTraceReduced, session.epoch, rank);
     // Every thread takes part in the block sum, a timed-out one too, then the block leaves
     // together: no barrier is left waiting for it.
-    const float total = blockSumFixedOrder(sumsq, scratch);
-    if (__syncthreads_or(wait.failed)) return;
+    bool failed = false;
+    const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
+    if (failed) return;
     if (row == row0) trace.mark(kTraceRowSum);
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
     storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
