@@ -192,12 +192,38 @@ TPCOMM_API tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const
 
 /* For a framework that already has a process group: Begin gives this rank's handle bytes, the
  * framework all-gathers them (rank order), End completes the communicator. The current CUDA device
- * is used. Between Begin and End the communicator can only be passed to End or Destroy. */
+ * is used. Between Begin and End the communicator can only be passed to End or Destroy.
+ * The ranks may span machines (up to TPCOMM_MAX_GLOBAL_RANKS ranks, 1..8 on each machine, the
+ * same number on every machine; a machine is known by its host id: its boot id, or
+ * TPCOMM_HOST_ID). Such a communicator then needs tpcommCommNodeLinkBegin/End before its first
+ * collective (docs/MULTINODE.md). */
+#define TPCOMM_MAX_GLOBAL_RANKS 1024
 TPCOMM_API tpcommResult_t tpcommCommInitRankBegin(tpcommComm_t* comm, int nranks, int rank,
                                                   const tpcommConfig_t* config,
                                                   tpcommRankHandle* myHandle);
 TPCOMM_API tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm,
                                                 const tpcommRankHandle* allHandles);
+
+/* ---- across machines (docs/MULTINODE.md) ---- */
+
+/* Machines (nodes) of the communicator and ranks on each: 1 and nranks for one machine. */
+TPCOMM_API tpcommResult_t tpcommCommNodes(tpcommComm_t comm, int* nodes, int* localRanks);
+
+/* The second exchange of a communicator that spans machines: the ranks of one local index (the
+ * same position on every machine) are linked by one NCCL communicator. Begin gives this rank's
+ * link handle (the rank with that local index on global rank 0's machine puts an NCCL unique id
+ * in it), the framework all-gathers the handles in rank order as for tpcommCommInitRankBegin,
+ * End creates the NCCL communicator (bounded by config.initTimeoutMs). Refused with
+ * tpcommInvalidUsage on a communicator of one machine (nothing to link). A failed End leaves the
+ * communicator unlinked (destroy it). Until End succeeds, every collective of a spanning
+ * communicator fails with tpcommInvalidUsage "not linked". */
+TPCOMM_API tpcommResult_t tpcommCommNodeLinkBegin(tpcommComm_t comm, tpcommRankHandle* myHandle);
+TPCOMM_API tpcommResult_t tpcommCommNodeLinkEnd(tpcommComm_t comm,
+                                                const tpcommRankHandle* allHandles);
+
+/* NCCL legs between machines this communicator ran (counted as tpcommStats_t::calls are; each
+ * also counts under calls[tpcommAlgoNccl], never as a fallback). 0 on one machine. */
+TPCOMM_API tpcommResult_t tpcommCommGetNodeLinkCalls(tpcommComm_t comm, uint64_t* calls);
 
 /* Frees everything. Not collective; the caller makes sure no peer still runs a collective. */
 TPCOMM_API tpcommResult_t tpcommCommDestroy(tpcommComm_t comm);
@@ -328,8 +354,8 @@ TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInf
  * variants). */
 TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 TPCOMM_API const char* tpcommAlgoName(
-    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown (or a reserved value) */
-/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown (or a reserved value). */
+    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
+/* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
 TPCOMM_API const char* tpcommVariantName(int variant);
 
 /* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with

@@ -6,6 +6,7 @@
 - `slow` tests (building a wheel) run only with --run-slow; GPU tests skip themselves when torch
   or two GPUs are missing.
 """
+import importlib
 import os
 import sys
 
@@ -19,7 +20,7 @@ for key, value in {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": 
     os.environ.setdefault(key, value)
 
 try:
-    import tpcomm  # noqa: F401  (installed wheel)
+    importlib.import_module("tpcomm")  # only whether one is installed (a wheel)
 except ImportError:
     sys.path.insert(0, os.path.join(REPO, "python"))
     # Spawned GPU test workers inherit sys.path from multiprocessing, subprocesses from here.

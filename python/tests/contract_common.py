@@ -23,19 +23,31 @@ def engine(module: str):
                     "installs it", allow_module_level=True)
 
 
-def run_on_cpu(input, residual_in, residual_out, out, weight, eps, weight_offset, scale):
-    """The fused op's runner for two ranks that hold the same partial."""
-    from tpcomm import testing
+def plugin_fixtures(plugin):
+    """The fixtures `clean_env` (monkeypatch with the plugin's switches and TPCOMM_STRICT unset;
+    the plugin uninstalled afterwards) and `installed` (clean_env with the plugin installed) for
+    a plugin module (tpcomm.vllm_plugin, tpcomm.sglang_plugin). Assign them to those names in the
+    test module."""
+    @pytest.fixture
+    def clean_env(monkeypatch):
+        for key in (plugin.SWITCH, plugin.PLUGIN_LIST, "TPCOMM_STRICT"):
+            monkeypatch.delenv(key, raising=False)
+        yield monkeypatch
+        plugin.uninstall()
 
-    o, r = testing.add_rmsnorm_reference(input.float() * 2, residual_in, weight, eps,
-                                         weight_offset, scale)
-    residual_out.copy_(r)
-    out.copy_(o)
+    @pytest.fixture
+    def installed(clean_env):
+        plugin.install()
+        return clean_env
+
+    return clean_env, installed
 
 
 def cpu_custom_allreduce(monkeypatch, world_size=2):
-    """An enabled tpcomm.torch.CustomAllreduce on the CPU: its fused op runs run_on_cpu; its
-    plain all-reduce (a GPU kernel) is replaced by a recorder, `ca.calls`."""
+    """An enabled tpcomm.torch.CustomAllreduce on the CPU: its fused op runs
+    fx_stand_ins.run_on_cpu (two ranks holding the same partial); its plain all-reduce (a GPU
+    kernel) is replaced by a recorder, `ca.calls`."""
+    from fx_stand_ins import run_on_cpu
     from tpcomm import torch as tt
 
     monkeypatch.setattr(tt, "dist", types.SimpleNamespace(

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from tpcomm import _abi
+import tpcomm
+from tpcomm import _abi, _config
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(REPO, "include", "tpcomm", "tpcomm.h")
@@ -51,15 +52,13 @@ def test_algorithms():
     v = enum_values("tpcommAlgo")
     assert v.pop("tpcommAlgoAuto") == 0 and v.pop("tpcommNumAlgos", None) is None
     assert enum_values("tpcommNumAlgos")["tpcommNumAlgos"] == _abi.NUM_ALGOS
-    named = [i for i, n in enumerate(_abi.ALGO_NAMES) if n]  # None: a reserved value
-    assert sorted(v.values()) == named[1:]
+    assert sorted(v.values()) == list(range(1, _abi.NUM_ALGOS))  # every value: an enumerator
 
 
 def test_variants():
     v = enum_values("tpcommVariant")
     assert enum_values("tpcommNumVariants")["tpcommNumVariants"] == _abi.NUM_VARIANTS
-    # Values without an enumerator are reserved (None in the mirror, NULL names in the library).
-    assert sorted(v.values()) == [i for i, n in enumerate(_abi.VARIANT_NAMES) if n is not None]
+    assert sorted(v.values()) == list(range(_abi.NUM_VARIANTS))  # every value: an enumerator
 
 
 def test_collectives():
@@ -69,17 +68,43 @@ def test_collectives():
         == list(range(len(_abi.COLL_NAMES)))
 
 
-def test_variant_names_are_the_librarys():
+def library_names(lib, fn):
+    """fn(0), fn(1), ... as the library names them, up to its first NULL (its count)."""
+    getattr(lib, fn).restype = ctypes.c_char_p
+    getattr(lib, fn).argtypes = [ctypes.c_int]
+    names = []
+    while len(names) < 1024:
+        name = getattr(lib, fn)(len(names))
+        if name is None:
+            return tuple(names)
+        names.append(name.decode())
+    raise AssertionError(f"{fn} names more than 1024 values")
+
+
+def test_every_library_value_has_a_python_name_that_round_trips():
+    """Every algorithm and variant value the library names (0..count-1, no gaps) is the mirror's,
+    and the Python side turns it into that name and back (algo=, stats, last_call/explain)."""
     lib_path = os.environ.get("TPCOMM_LIBRARY")
     if not lib_path or not os.path.exists(lib_path):
         pytest.skip("TPCOMM_LIBRARY not set")
     lib = ctypes.CDLL(lib_path)
-    lib.tpcommVariantName.restype = ctypes.c_char_p
-    lib.tpcommVariantName.argtypes = [ctypes.c_int]
-    names = tuple(n.decode() if n is not None else None
-                  for n in (lib.tpcommVariantName(i) for i in range(_abi.NUM_VARIANTS)))
-    assert names == _abi.VARIANT_NAMES
-    assert lib.tpcommVariantName(_abi.NUM_VARIANTS) is None
+    algos = library_names(lib, "tpcommAlgoName")
+    variants = library_names(lib, "tpcommVariantName")
+    assert algos == _abi.ALGO_NAMES and variants == _abi.VARIANT_NAMES
+    stats = _abi.Stats()
+    for a, name in enumerate(algos):
+        assert _config.algo_code(name) == a and _config.algo_code(a) == a
+        assert _config.make_config(algo=name).algo == a
+        stats.calls[a] = 100 + a
+    assert _abi.stats_dict(stats)["calls"] == {name: 100 + a for a, name in enumerate(algos)}
+    assert tpcomm.ALGORITHMS == algos
+    for v, name in enumerate(variants):
+        info = _abi.CallInfo(algo=v % len(algos), variant=v)
+        assert _abi.call_info_dict(info)["variant"] == name
+        assert _abi.call_info_dict(info)["algo"] == algos[v % len(algos)]
+    for bad in (-1, len(algos)):
+        with pytest.raises(tpcomm.TpcommInvalidArgumentError, match=f"algo={bad}"):
+            _config.algo_code(bad)
 
 
 def test_constants():

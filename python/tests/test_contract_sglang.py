@@ -12,8 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from contract_common import (Spy, binds, call_sites, cpu_custom_allreduce, engine,  # noqa: E402
-                             probed)
+from contract_common import (binds, call_sites, cpu_custom_allreduce, engine,  # noqa: E402
+                             plugin_fixtures, probed)
 
 sglang = engine("sglang")
 sgl_plugins = engine("sglang.srt.plugins")
@@ -33,18 +33,7 @@ V2 = custom_all_reduce_v2.CustomAllReduceV2
 GroupCoordinator = parallel_state.GroupCoordinator
 
 
-@pytest.fixture
-def clean_env(monkeypatch):
-    for key in ("TPCOMM_SGLANG", "SGLANG_PLUGINS", "TPCOMM_STRICT"):
-        monkeypatch.delenv(key, raising=False)
-    yield monkeypatch
-    sglang_plugin.uninstall()
-
-
-@pytest.fixture
-def installed(clean_env):
-    sglang_plugin.install()
-    return clean_env
+clean_env, installed = plugin_fixtures(sglang_plugin)
 
 
 def load_through_sglang(monkeypatch):
@@ -74,7 +63,9 @@ def test_sglangs_loader_runs_the_plugin_when_enabled(clean_env, env):
     assert all(a is not b and a._tpcomm_original is b for a, b in zip(after, before))
 
 
-@pytest.mark.parametrize("env", [{}, {"TPCOMM_SGLANG": "0", "SGLANG_PLUGINS": "tpcomm"}])
+@pytest.mark.parametrize("env", [{}, {"TPCOMM_SGLANG": "0", "SGLANG_PLUGINS": "tpcomm"},
+                                 # SGLang loads only the plugins its list names, if it has one
+                                 {"TPCOMM_SGLANG": "1", "SGLANG_PLUGINS": "another_plugin"}])
 def test_disabled_the_loader_changes_nothing(clean_env, env):
     before = originals()
     for key, value in env.items():

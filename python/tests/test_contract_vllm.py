@@ -15,7 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from contract_common import Spy, binds, call_sites, cpu_custom_allreduce, engine  # noqa: E402
+from contract_common import (Spy, binds, call_sites, cpu_custom_allreduce, engine,  # noqa: E402
+                             plugin_fixtures)
 
 vllm = engine("vllm")
 plugins = engine("vllm.plugins")
@@ -33,18 +34,7 @@ VLLM_ROOT = Path(vllm.__file__).parent
 CudaCommunicator = cuda_communicator.CudaCommunicator
 
 
-@pytest.fixture
-def clean_env(monkeypatch):
-    for key in ("TPCOMM_VLLM", "VLLM_PLUGINS", "TPCOMM_STRICT"):
-        monkeypatch.delenv(key, raising=False)
-    yield monkeypatch
-    vllm_plugin.uninstall()
-
-
-@pytest.fixture
-def installed(clean_env):
-    vllm_plugin.install()
-    return clean_env
+clean_env, installed = plugin_fixtures(vllm_plugin)
 
 
 def load_through_vllm(monkeypatch):
@@ -68,7 +58,9 @@ def test_vllms_loader_runs_the_plugin_when_enabled(clean_env, env):
 
 
 @pytest.mark.parametrize("env", [{}, {"TPCOMM_VLLM": "0", "VLLM_PLUGINS": "tpcomm"},
-                                 {"VLLM_PLUGINS": "lora_filesystem_resolver"}])
+                                 {"VLLM_PLUGINS": "lora_filesystem_resolver"},
+                                 # vLLM loads only the plugins its list names, if it has one
+                                 {"TPCOMM_VLLM": "1", "VLLM_PLUGINS": "lora_filesystem_resolver"}])
 def test_disabled_the_loader_changes_nothing(clean_env, env):
     before = (custom_all_reduce.CustomAllreduce, CudaCommunicator.all_reduce,
               getattr(pass_manager, "AllReduceFusionPass", None))

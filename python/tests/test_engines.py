@@ -2,7 +2,6 @@
 (tpcomm._fx_fusion), without an engine. The plugins against the real engines:
 test_contract_vllm.py, test_contract_sglang.py."""
 import logging
-from typing import Optional, Tuple
 
 import pytest
 
@@ -86,46 +85,15 @@ torch = pytest.importorskip("torch")
 if not hasattr(torch.library, "custom_op"):
     pytest.skip("torch.library.custom_op needs torch >= 2.4", allow_module_level=True)
 
-from torch.fx.experimental.proxy_tensor import make_fx  # noqa: E402
+import fx_stand_ins as fx  # noqa: E402
 
-from tpcomm import _fx_fusion, testing  # noqa: E402
+from tpcomm import _fx_fusion  # noqa: E402
 from tpcomm import torch as tt  # noqa: E402
-
-
-@torch.library.custom_op("tpcomm_engines_test::all_reduce", mutates_args=())
-def fake_all_reduce(x: torch.Tensor, group_name: str) -> torch.Tensor:
-    return x * 2  # two ranks holding the same partial
-
-
-@fake_all_reduce.register_fake
-def _(x, group_name):
-    return torch.empty_like(x)
-
-
-@torch.library.custom_op("tpcomm_engines_test::add_rmsnorm", mutates_args=())
-def fake_add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
-                     variance_size: Optional[int] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    return testing.add_rmsnorm_reference(x, residual, weight, eps)
-
-
-@fake_add_rmsnorm.register_fake
-def _(x, residual, weight, eps, variance_size=None):
-    return torch.empty_like(x), torch.empty_like(residual)
-
-
-AR = torch.ops.tpcomm_engines_test.all_reduce.default
-NORM = torch.ops.tpcomm_engines_test.add_rmsnorm.default
-
-
-def run_on_cpu(input, residual_in, residual_out, out, weight, eps, weight_offset, scale):
-    o, r = testing.add_rmsnorm_reference(input.float() * 2, residual_in, weight, eps)
-    residual_out.copy_(r)
-    out.copy_(o)
 
 
 @pytest.fixture
 def comm_id():
-    cid = tt._torch_ops.register_runner(run_on_cpu)
+    cid = tt._torch_ops.register_runner(fx.run_on_cpu)
     yield cid
     tt.unregister_communicator(cid)
 
@@ -136,34 +104,65 @@ def tensors(dtype=torch.bfloat16, t=4, h=128):
             (torch.rand(h, generator=g) + 0.5).to(dtype))
 
 
-def layer(x, residual, weight):
-    out, res = NORM(AR(x, "tp:0"), residual, weight, 1e-6)
-    return out + 1, res
-
-
-def rewrite(fn, args, cid, group="tp:0"):
-    gm = make_fx(fn, tracing_mode="fake")(*args)
-    n = _fx_fusion.fuse_allreduce_add_rmsnorm(gm.graph, AR, NORM,
-                                              lambda node: node.args[1] == group, cid)
-    gm.recompile()
-    return gm, n
-
-
-def targets(gm):
-    return [node.target for node in gm.graph.nodes if node.op == "call_function"]
-
-
 def test_all_reduce_then_add_rmsnorm_becomes_the_fused_op(comm_id):
     args = tensors()
-    gm, n = rewrite(layer, args, comm_id)
+    gm, n = fx.rewrite(fx.layer, args, comm_id)
     assert n == 1
-    assert _fx_fusion.FUSED in targets(gm) and AR not in targets(gm) and NORM not in targets(gm)
-    got, want = gm(*args), layer(*args)
+    targets = fx.targets(gm)
+    assert _fx_fusion.FUSED in targets and fx.AR not in targets and fx.NORM not in targets
+    got, want = gm(*args), fx.layer(*args)
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_the_last_layers_norm_whose_residual_nobody_reads_is_fused_too(comm_id):
+    """vLLM's pass has this form as a second pattern (the end of the graph)."""
+    args = tensors()
+
+    def last(x, residual, weight):
+        return fx.layer(x, residual, weight)[0]
+
+    gm, n = fx.rewrite(last, args, comm_id)
+    assert n == 1 and fx.NORM not in fx.targets(gm)
+    assert torch.equal(gm(*args), last(*args))
+
+
+def ints(n, rank, dtype, seed=0):
+    """gpu_common.ints on the CPU: the GPU test's data."""
+    i = torch.arange(n, dtype=torch.int64)
+    return ((i * 7 + rank * 3 + seed * 5) % 17 - 8).to(dtype)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "aot_eager"])
+def test_the_gpu_tests_rewritten_graph_equals_the_unfused_one_on_the_cpu(compiled):
+    """The graph test_gpu_plugin_fusion.py runs (8 x 7168 bf16 integers, a consumer after the
+    norm, one graph per rank with its own comm_id), here with the fused op served on the CPU:
+    both outputs, in the engine's order (norm, residual_out), equal the unfused graph's, and the
+    residual the ranks share is read, not written (the fused op is out of place, as vLLM's
+    fused_add_rms_norm IR op and FlashInfer's replacement are)."""
+    t, h = 8, 7168
+    residual = ints(t * h, 5, torch.bfloat16, 1).view(t, h)
+    weight = (torch.rand(h, generator=torch.Generator().manual_seed(0)) + 0.5).bfloat16()
+    residual_before = residual.clone()
+    ids = [tt._torch_ops.register_runner(fx.run_on_cpu) for _ in range(fx.WORLD)]
+    try:
+        for rank, cid in enumerate(ids):
+            x = ints(t * h, rank, torch.bfloat16).view(t, h)
+            gm, n = fx.rewrite(fx.layer, (x, residual, weight), cid)
+            assert n == 1 and fx.NORM not in fx.targets(gm), gm.graph
+            want_out, want_res = fx.layer(x, residual, weight)  # before: the inputs as given
+            run = torch.compile(gm, backend="aot_eager", fullgraph=True) if compiled else gm
+            out, res = run(x, residual, weight)
+            assert torch.equal(res, want_res), f"residual_out, rank {rank}"
+            assert torch.equal(out, want_out), f"norm, rank {rank}"
+            assert torch.equal(residual, residual_before), f"residual written, rank {rank}"
+    finally:
+        for cid in ids:
+            tt.unregister_communicator(cid)
 
 
 def test_what_the_fused_op_cannot_take_is_left_as_it_is(comm_id):
     x, r, w = tensors()
+    AR, NORM = fx.AR, fx.NORM
 
     def reused(x, residual, weight):  # the all-reduce's result is read twice
         y = AR(x, "tp:0")
@@ -174,8 +173,8 @@ def test_what_the_fused_op_cannot_take_is_left_as_it_is(comm_id):
         return NORM(AR(x, "tp:0"), residual, weight, 1e-6, 64)
 
     cases = [(reused, (x, r, w), "tp:0"), (variance, (x, r, w), "tp:0"),
-             (layer, (x, r, w.float()), "tp:0"),  # Gemma-style fp32 weight
-             (layer, (x, r, w), "dp:0")]  # another group's all-reduce
+             (fx.layer, (x, r, w.float()), "tp:0"),  # Gemma-style fp32 weight
+             (fx.layer, (x, r, w), "dp:0")]  # another group's all-reduce
     for fn, args, group in cases:
-        gm, n = rewrite(fn, args, comm_id, group)
-        assert n == 0 and AR in targets(gm), fn.__name__
+        gm, n = fx.rewrite(fn, args, comm_id, group)
+        assert n == 0 and AR in fx.targets(gm), fn.__name__

@@ -10,63 +10,14 @@ import gpu_common as g
 
 torch = g.require_gpus(1)
 
-TOL = {torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2), torch.float16: dict(rtol=2e-3, atol=2e-3),
-       torch.float32: dict(rtol=5e-5, atol=1e-5)}
-FP8_TOL = dict(rtol=0.13, atol=2 ** -9)  # one e4m3 step (3 mantissa bits), subnormals
-
 
 def fused_worker(rank, world, gloo):
-    import time
-
     import tpcomm
-    import tpcomm.torch as tt
-    from tpcomm import testing
 
-    torch.cuda.set_device(0)
-    # Few blocks per kernel: both ranks' kernels must be resident on the one GPU at once. A long
-    # timeout: rank 0's kernel waits for rank 1's while torch.compile compiles on the host.
-    comms = tpcomm.Communicator.init_all([0, 0], max_blocks=8, timeout_ms=60000)
-    ids = [tt.register_communicator(c) for c in comms]
-    streams = [torch.cuda.Stream(0), torch.cuda.Stream(0)]
-    report = []
-    t0 = time.monotonic()
-
-    def phase(name):
-        nonlocal t0
-        torch.cuda.synchronize()
-        report.append(f"{name}: {time.monotonic() - t0:.1f} s")
-        t0 = time.monotonic()
-
-    def both(call):
-        """call(r) -> result for both ranks, each on its own stream, after the inputs made on
-        the default stream are complete."""
-        torch.cuda.synchronize()
-        out = [None, None]
-        with tpcomm.group():
-            for r in range(2):
-                with torch.cuda.stream(streams[r]):
-                    out[r] = call(r)
-        torch.cuda.synchronize()
-        return out
-
-    def inputs(t, h, dtype, seed=0):
-        xs = [g.ints(t * h, r, dtype, seed).view(t, h) for r in range(2)]
-        res = g.ints(t * h, 5, dtype, seed + 1).view(t, h)
-        w = (torch.rand(h, device="cuda", generator=torch.Generator("cuda").manual_seed(seed))
-             + 0.5).to(dtype)
-        sums = xs[0].float() + xs[1].float()
-        return xs, res, w, sums
-
-    def check(outs, sums, res, w, what, offset=0, scale=None):
-        want_out, want_res = testing.add_rmsnorm_reference(sums, res, w, 1e-6, offset, scale)
-        for r, (out, r_out) in enumerate(outs):
-            g.assert_equal(r_out, want_res, f"residual_out, rank {r}, {what}")
-            if scale is None:
-                torch.testing.assert_close(out, want_out, **TOL[res.dtype], msg=what)
-            else:
-                torch.testing.assert_close(out.float(), want_out.float(), **FP8_TOL, msg=what)
-        for a, b in zip(outs[0], outs[1]):
-            assert torch.equal(a.view(torch.uint8), b.view(torch.uint8)), f"ranks differ: {what}"
+    # A long timeout: rank 0's kernel waits for rank 1's while torch.compile compiles on the host.
+    gpu = g.SharedGpu(timeout_ms=60000)
+    comms, ids, streams, both = gpu.comms, gpu.ids, gpu.streams, gpu.both
+    inputs, check = g.fused_inputs, g.check_fused
 
     # Eager: the functional op (inputs untouched) and the in-place one, every dtype, rows of one
     # token to 256 and hidden sizes from 128 to 16384 with an odd one (at most 8 MiB a call).
@@ -79,7 +30,7 @@ def fused_worker(rank, world, gloo):
                 xs[r], res, w, 1e-6, 0, None, ids[r]))
             check(outs, sums, res, w, "functional " + what)
             assert all(torch.equal(x, x0[r]) for r, x in enumerate(xs)), what
-            report.append(f"{what}: {comms[0].last_call()['variant']}")
+            gpu.report.append(f"{what}: {comms[0].last_call()['variant']}")
             rs = [res.clone(), res.clone()]
             both(lambda r: torch.ops.tpcomm.fused_allreduce_rmsnorm_(xs[r], rs[r], w, 1e-6, 1,
                                                                       ids[r]))
@@ -91,7 +42,7 @@ def fused_worker(rank, world, gloo):
         outs = both(lambda r: torch.ops.tpcomm.fused_allreduce_rmsnorm(
             xs[r], res, w, 1e-6, 0, scale, ids[r]))
         check(outs, sums, res, w, "fp8", scale=scale)
-        report.append(f"fp8 8x7168: {comms[0].last_call()['variant']}")
+        gpu.report.append(f"fp8 8x7168: {comms[0].last_call()['variant']}")
         qs = [torch.empty_like(xs[0], dtype=torch.float8_e4m3fn) for _ in range(2)]
         rs = [res.clone(), res.clone()]
 
@@ -108,7 +59,7 @@ def fused_worker(rank, world, gloo):
                 with pytest.raises(tpcomm.TpcommUnsupportedError, match="separate residualOut"):
                     quant_in_place(r)
 
-    phase("eager")
+    gpu.phase("eager")
 
     # CUDA graphs: each rank's calls captured on its stream, replayed with new data.
     t, h, dtype = 4, 7168, torch.bfloat16
@@ -142,7 +93,7 @@ def fused_worker(rank, world, gloo):
         first_out, first_res = firsts[0]
         check(outs, first_out.float() * 2, first_res, w, f"graph replay {seed}, second call")
     del graphs
-    phase("CUDA graphs")
+    gpu.phase("CUDA graphs")
 
     # torch.compile (inductor), one graph for both communicators (comm_id is a SymInt).
     def layer(x, residual, weight, comm_id):
@@ -155,17 +106,11 @@ def fused_worker(rank, world, gloo):
     # compiled (comm_id is symbolic): no compilation while a kernel waits.
     outs = both(lambda r: compiled(xs[r], res, w, ids[r]))
     check(outs, sums * 2, res, w, "torch.compile")
-    phase("torch.compile (inductor, compilation included)")
-
-    for c in comms:
-        assert c.async_error() is None
-        c.close()
-    return report
+    gpu.phase("torch.compile (inductor, compilation included)")
+    gpu.close()
+    return gpu.report
 
 
 @pytest.mark.gpu
 def test_fused_ops_on_two_ranks_sharing_one_gpu(library_or_skip):
-    from tpcomm import testing
-
-    report = testing.launch(fused_worker, 1, distributed=False, timeout=g.LAUNCH_TIMEOUT)[0]
-    print("\n".join(report))
+    g.launch_one_process(fused_worker)

@@ -10,24 +10,9 @@ torch = g.require_gpus(1)
 
 
 def half_worker(rank, world, gloo):
-    import tpcomm
-    import tpcomm.torch as tt
-
-    torch.cuda.set_device(0)
-    comms = tpcomm.Communicator.init_all([0, 0], max_blocks=8, timeout_ms=60000)
-    ids = [tt.register_communicator(c) for c in comms]
-    streams = [torch.cuda.Stream(0), torch.cuda.Stream(0)]
-    report = []
-
-    def both(call):
-        torch.cuda.synchronize()
-        out = [None, None]
-        with tpcomm.group():
-            for r in range(2):
-                with torch.cuda.stream(streams[r]):
-                    out[r] = call(r)
-        torch.cuda.synchronize()
-        return out
+    gpu = g.SharedGpu(timeout_ms=60000)
+    comms, ids, streams, both = gpu.comms, gpu.ids, gpu.streams, gpu.both
+    report = gpu.report
 
     def check(xs, rs, ags, what):
         total = xs[0].float() + xs[1].float()
@@ -69,15 +54,10 @@ def half_worker(rank, world, gloo):
             g.assert_equal(outs[r][1], total, f"graph AG rank {r} {seed}")
     report.append("graphs: 3 replays exact")
     del graphs
-    for c in comms:
-        assert c.async_error() is None
-        c.close()
+    gpu.close()
     return report
 
 
 @pytest.mark.gpu
 def test_half_ops_on_two_ranks_sharing_one_gpu(library_or_skip):
-    from tpcomm import testing
-
-    report = testing.launch(half_worker, 1, distributed=False, timeout=g.LAUNCH_TIMEOUT)[0]
-    print("\n".join(report))
+    g.launch_one_process(half_worker)

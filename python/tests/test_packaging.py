@@ -8,6 +8,7 @@ The wheel under test, first that applies:
   - otherwise skipped: GPU machines do not spend GPU time compiling.
 """
 import glob
+import importlib
 import os
 import re
 import shutil
@@ -118,7 +119,7 @@ def wheel(request, tmp_path_factory):
     if not shutil.which("nvcc") and not os.path.exists("/usr/local/cuda/bin/nvcc"):
         pytest.skip("no nvcc: cannot build the library")
     try:
-        import scikit_build_core  # noqa: F401
+        importlib.import_module("scikit_build_core")  # only whether it is installed here
         isolation = ["--no-build-isolation"]  # works offline
     except ImportError:
         isolation = []  # pip fetches scikit-build-core

@@ -7,17 +7,21 @@ import threading
 import pytest
 
 import tpcomm
-from tpcomm import _config, _device, _loader, _process_group
+from tpcomm import _abi, _config, _device, _loader, _process_group
 
 
 class FakeLib:
     """The C calls begin_exchange_end and Communicator() make, with scripted failures."""
 
-    def __init__(self, fail_begin=(), fail_end=()):
+    def __init__(self, fail_begin=(), fail_end=(), nodes=1, fail_link_begin=(), fail_link_end=()):
         self.fail_begin, self.fail_end = set(fail_begin), set(fail_end)
+        self.nodes = nodes
+        self.fail_link_begin, self.fail_link_end = set(fail_link_begin), set(fail_link_end)
+        self.linked_with, self.linked = {}, set()
         self.destroyed, self.ended_with = [], {}
         self.errors = threading.local()
         self.ranks = {}
+        self.node_link_calls, self.fail_link_calls = {}, set()  # rank -> count; ranks refused
 
     def tpcommCommInitRankBegin(self, comm, world, rank, cfg, handle):
         if rank in self.fail_begin:
@@ -36,6 +40,46 @@ class FakeLib:
             self.errors.msg = b"tpcommSystemError: cudaIpcOpenMemHandle failed"
             self.destroyed.append(rank)  # End destroys on failure
             return 2
+        return 0
+
+    def tpcommCommNodes(self, comm, nodes, local):
+        nodes._obj.value = self.nodes
+        local._obj.value = self.ranks[comm.value][1] // self.nodes
+        return 0
+
+    def tpcommCommNodeLinkBegin(self, comm, handle):
+        rank = self.ranks[comm.value][0]
+        if rank in self.fail_link_begin:
+            self.errors.msg = b"tpcommNcclError: NCCL links the machines but cannot be loaded"
+            return 13
+        payload = f"link of rank {rank}".encode()
+        ctypes.memmove(ctypes.addressof(handle._obj), payload, len(payload))
+        return 0
+
+    def tpcommCommNodeLinkEnd(self, comm, handles):
+        rank = self.ranks[comm.value][0]
+        self.linked_with[rank] = [bytes(h.internal).rstrip(b"\0") for h in handles]
+        if rank in self.fail_link_end:
+            self.errors.msg = b"tpcommTimeout: ncclCommInitRank over 2 machines did not complete"
+            return 8  # the communicator stays, unlinked
+        self.linked.add(rank)
+        return 0
+
+    def tpcommCommGetStats(self, comm, stats):
+        rank = self.ranks[comm.value][0]
+        stats._obj.calls[_abi.ALGO_NAMES.index("nccl")] = 10 * self.node_link_calls.get(rank, 0)
+        return 0
+
+    def tpcommCommGetPtxJitCalls(self, comm, calls):
+        calls._obj.value = 0
+        return 0
+
+    def tpcommCommGetNodeLinkCalls(self, comm, calls):
+        rank = self.ranks[comm.value][0]
+        if rank in self.fail_link_calls:
+            self.errors.msg = b"tpcommInvalidUsage: the communicator is broken"
+            return 5
+        calls._obj.value = self.node_link_calls.get(rank, 0)
         return 0
 
     def tpcommCommDestroy(self, comm):
@@ -157,3 +201,70 @@ def test_without_a_driver_every_rank_raises_no_device(monkeypatch, library_or_sk
     for t in threads:
         t.join(20)
     assert all(isinstance(e, tpcomm.TpcommNoDeviceError) for e in results), results
+
+
+def test_one_machine_has_no_second_round(monkeypatch):
+    lib = FakeLib(nodes=1)
+    run_ranks(monkeypatch, lib, world=2)
+    assert lib.linked_with == {}
+
+
+def test_across_machines_the_second_round_links_every_rank(monkeypatch):
+    lib = FakeLib(nodes=2)
+    comms = run_ranks(monkeypatch, lib, world=4)
+    assert [c.rank for c in comms] == [0, 1, 2, 3]
+    for rank in range(4):
+        # The link handles of every rank, in rank order: not the first round's handles.
+        assert lib.linked_with[rank] == [f"link of rank {r}".encode() for r in range(4)]
+    assert lib.linked == {0, 1, 2, 3}
+    assert lib.destroyed == []
+
+
+def test_a_failed_link_begin_raises_everywhere_and_nobody_links(monkeypatch):
+    lib = FakeLib(nodes=2, fail_link_begin={2})
+    results = run_ranks(monkeypatch, lib, world=4)
+    assert isinstance(results[2], tpcomm.TpcommNcclError), results[2]
+    for r in (0, 1, 3):
+        assert isinstance(results[r], tpcomm.TpcommRemoteError) and "[2]" in str(results[r])
+    assert lib.linked_with == {}
+    assert sorted(lib.destroyed) == [0, 1, 2, 3]  # Begin leaves the communicator: none leaks
+
+
+def test_a_failed_link_end_raises_everywhere_and_destroys_every_communicator(monkeypatch):
+    lib = FakeLib(nodes=2, fail_link_end={3})
+    results = run_ranks(monkeypatch, lib, world=4)
+    assert isinstance(results[3], tpcomm.TpcommTimeoutError), results[3]
+    assert "did not complete" in str(results[3])
+    for r in (0, 1, 2):
+        assert isinstance(results[r], tpcomm.TpcommRemoteError)
+        assert "failed to link the 2 machines" in str(results[r])
+    assert sorted(lib.destroyed) == [0, 1, 2, 3]
+
+
+def test_nodes_and_node_link_calls_across_machines(monkeypatch):
+    lib = FakeLib(nodes=2)
+    comms = run_ranks(monkeypatch, lib, world=4)
+    lib.node_link_calls = {0: 3, 1: 4, 2: 5, 3: 6}
+    assert [c.nodes for c in comms] == [(2, 2)] * 4
+    for rank, comm in enumerate(comms):
+        stats = comm.stats()
+        assert stats["node_link_calls"] == 3 + rank
+        assert stats["calls"]["nccl"] == 10 * (3 + rank)  # the library's count, passed through
+
+
+def test_one_machine_has_one_node_and_no_node_link_calls(monkeypatch):
+    comms = run_ranks(monkeypatch, FakeLib(nodes=1), world=2)
+    assert [c.nodes for c in comms] == [(1, 2), (1, 2)]
+    assert [c.stats()["node_link_calls"] for c in comms] == [0, 0]
+
+
+def test_nodes_and_node_link_calls_raise_the_librarys_error(monkeypatch):
+    lib = FakeLib(nodes=2)
+    comms = run_ranks(monkeypatch, lib, world=2)
+    lib.fail_link_calls = {1}
+    assert comms[0].stats()["node_link_calls"] == 0
+    with pytest.raises(tpcomm.TpcommInvalidUsageError, match="broken"):
+        comms[1].stats()
+    comms[0].close()
+    with pytest.raises(tpcomm.TpcommInvalidUsageError, match="closed"):
+        comms[0].nodes

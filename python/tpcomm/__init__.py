@@ -25,7 +25,7 @@ from .errors import (
 )
 
 FLOAT16, FLOAT32, BFLOAT16 = _abi.FLOAT16, _abi.FLOAT32, _abi.BFLOAT16
-ALGORITHMS = tuple(n for n in _abi.ALGO_NAMES if n)  # the names tpcomm accepts (algo=)
+ALGORITHMS = _abi.ALGO_NAMES  # the names tpcomm accepts (algo=)
 
 library_path = _loader.library_path
 

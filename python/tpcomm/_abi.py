@@ -23,13 +23,13 @@ DTYPE_SIZES = {FLOAT16: 2, FLOAT32: 4, BFLOAT16: 2}
 
 SUM = 0  # tpcommRedOp_t
 
-# tpcommAlgo_t (the names are the library's own, from tpcommAlgoName); None: a reserved value.
+# tpcommAlgo_t, by value: the library's own names (tpcommAlgoName); every value has one.
 ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twoshot", "island",
               "host_bulk", "oneshot_pull", "twoshot_pull", "oneshot_ce")
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
-# tpcommVariant_t (the names are the library's own, from tpcommVariantName); None: reserved.
+# tpcommVariant_t, by value: the library's own names (tpcommVariantName); every value has one.
 VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
                  "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
                  "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
@@ -129,6 +129,10 @@ PROTOTYPES = {
         _res, [POINTER(_comm), c_int, c_int, POINTER(Config), POINTER(RankHandle)]),
     "tpcommCommInitRankEnd": (_res, [_comm, POINTER(RankHandle)]),
     "tpcommCommDestroy": (_res, [_comm]),
+    "tpcommCommNodes": (_res, [_comm, POINTER(c_int), POINTER(c_int)]),
+    "tpcommCommNodeLinkBegin": (_res, [_comm, POINTER(RankHandle)]),
+    "tpcommCommNodeLinkEnd": (_res, [_comm, POINTER(RankHandle)]),
+    "tpcommCommGetNodeLinkCalls": (_res, [_comm, POINTER(c_uint64)]),
     "tpcommCommCount": (_res, [_comm, POINTER(c_int)]),
     "tpcommCommUserRank": (_res, [_comm, POINTER(c_int)]),
     "tpcommCommCuDevice": (_res, [_comm, POINTER(c_int)]),
@@ -170,8 +174,8 @@ def bind(lib):
 def call_info_dict(info):
     return {
         "algo": ALGO_NAMES[info.algo] if 0 <= info.algo < NUM_ALGOS else str(info.algo),
-        "variant": ((VARIANT_NAMES[info.variant] if 0 <= info.variant < NUM_VARIANTS else None)
-                    or str(info.variant)),
+        "variant": (VARIANT_NAMES[info.variant] if 0 <= info.variant < NUM_VARIANTS
+                    else str(info.variant)),
         "bytes": int(info.bytes),
         "dtype": DTYPE_NAMES.get(info.datatype, str(info.datatype)),
         "blocks": int(info.blocks),
@@ -181,7 +185,7 @@ def call_info_dict(info):
 
 def stats_dict(stats):
     return {
-        "calls": {name: int(stats.calls[a]) for a, name in enumerate(ALGO_NAMES) if name},
+        "calls": {name: int(stats.calls[a]) for a, name in enumerate(ALGO_NAMES)},
         "fallbacks": int(stats.fallbacks),
         "captured": int(stats.captured),
         "bytes": int(stats.bytes),

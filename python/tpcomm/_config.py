@@ -34,13 +34,12 @@ def make_config(buffer_bytes=None, timeout_ms=None, strict=None, algo=None, nccl
 
 
 def algo_code(algo):
-    names = [n for n in _abi.ALGO_NAMES if n]  # reserved values have no name
-    if isinstance(algo, int) and 0 <= algo < _abi.NUM_ALGOS and _abi.ALGO_NAMES[algo]:
+    if isinstance(algo, int) and 0 <= algo < _abi.NUM_ALGOS:
         return algo
-    if isinstance(algo, str) and algo in names:
+    if isinstance(algo, str) and algo in _abi.ALGO_NAMES:
         return _abi.ALGO_NAMES.index(algo)
     raise TpcommInvalidArgumentError(
-        f"algo={algo!r}: expected one of {', '.join(names)}", code=4)
+        f"algo={algo!r}: expected one of {', '.join(_abi.ALGO_NAMES)}", code=4)
 
 
 def last_error():

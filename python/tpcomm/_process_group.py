@@ -8,6 +8,10 @@ Protocol, every step collective over `group`:
 A rank that failed raises its own error; the others raise TpcommRemoteError naming it. Without
 the flags, one rank's failure would leave the others inside tpcomm's first all-reduce until the
 timeout (or worse, using tpcomm while the failed rank falls back to NCCL).
+When the ranks span machines (tpcommCommNodes says nodes > 1, the same answer on every rank: it
+comes from the same handles), a second round links them (docs/MULTINODE.md):
+  5. tpcommCommNodeLinkBegin -> a link handle, 6. all-gather [ok flag | handle],
+  7. tpcommCommNodeLinkEnd with all link handles, 8. all-gather [ok flag].
 """
 import ctypes
 
@@ -83,18 +87,59 @@ def begin_exchange_end(cls, rank, world, cfg, resolve, all_gather):
         raise local_err
 
     # 3-4: End everywhere (End destroys the communicator itself on failure), then agree.
+    r = lib.tpcommCommInitRankEnd(comm, _handles(blobs, world))
+    local_err = None if r == _abi.SUCCESS else error_for(r, "tpcommCommInitRankEnd")
+    _agree(lib, comm, world, local_err, all_gather(_flag(local_err), index),
+           "failed to complete the tpcomm communicator", destroy_own=False)
+    _link_machines(lib, comm, world, index, all_gather)
+    return cls(comm.value, expected_device=index)
+
+
+def _flag(err):
+    return b"\x01" if err is None else b"\x00"
+
+
+def _handles(blobs, world):
     handles = (_abi.RankHandle * world)()
     for r, blob in enumerate(blobs):
         ctypes.memmove(ctypes.addressof(handles[r]), blob[1:], _abi.RANK_HANDLE_BYTES)
-    r = lib.tpcommCommInitRankEnd(comm, handles)
-    local_err = None if r == _abi.SUCCESS else error_for(r, "tpcommCommInitRankEnd")
-    flags = all_gather(b"\x01" if local_err is None else b"\x00", index)
+    return handles
+
+
+def _agree(lib, comm, world, local_err, flags, what, destroy_own):
+    """Raises on every rank when any rank failed a step. destroy_own: this rank's own failure
+    left the communicator alive (the link calls), so it is destroyed here too."""
     failed = [r for r, f in enumerate(flags) if f[0] != 1]
-    if failed:
-        if local_err is None:
-            check(lib.tpcommCommDestroy(comm), "tpcommCommDestroy")
-            raise TpcommRemoteError(
-                f"from_process_group: rank(s) {failed} of {world} failed to complete the tpcomm "
-                "communicator (their own error says why)", code=6)
-        raise local_err
-    return cls(comm.value, expected_device=index)
+    if not failed:
+        return
+    if local_err is None or destroy_own:
+        check(lib.tpcommCommDestroy(comm), "tpcommCommDestroy")
+    if local_err is None:
+        raise TpcommRemoteError(
+            f"from_process_group: rank(s) {failed} of {world} {what} (their own error says why)",
+            code=6)
+    raise local_err
+
+
+def _link_machines(lib, comm, world, index, all_gather):
+    """5-8: the second round, only where the ranks span machines."""
+    nodes, local = ctypes.c_int(1), ctypes.c_int(world)
+    r = lib.tpcommCommNodes(comm, ctypes.byref(nodes), ctypes.byref(local))
+    if r != _abi.SUCCESS:
+        err = error_for(r, "tpcommCommNodes")
+        check(lib.tpcommCommDestroy(comm), "tpcommCommDestroy")
+        raise err
+    if nodes.value <= 1:
+        return
+    handle, local_err = _abi.RankHandle(), None
+    r = lib.tpcommCommNodeLinkBegin(comm, ctypes.byref(handle))
+    if r != _abi.SUCCESS:
+        local_err = error_for(r, "tpcommCommNodeLinkBegin")
+    raw = ctypes.string_at(ctypes.addressof(handle), _abi.RANK_HANDLE_BYTES)
+    blobs = all_gather(_flag(local_err) + raw, index)
+    _agree(lib, comm, world, local_err, [b[:1] for b in blobs],
+           f"could not begin linking the {nodes.value} machines", destroy_own=True)
+    r = lib.tpcommCommNodeLinkEnd(comm, _handles(blobs, world))
+    local_err = None if r == _abi.SUCCESS else error_for(r, "tpcommCommNodeLinkEnd")
+    _agree(lib, comm, world, local_err, all_gather(_flag(local_err), index),
+           f"failed to link the {nodes.value} machines (NCCL between them)", destroy_own=True)

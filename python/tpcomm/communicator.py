@@ -8,7 +8,7 @@ Three ways to create one (see docs/PYTHON.md):
 import contextlib
 import ctypes
 import sys
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import _abi, _buffers, _device, _loader
 from ._config import check, error_for, make_config
@@ -293,17 +293,31 @@ class Communicator:
             ctypes.byref(params), ctypes.byref(info)), "tpcommCommExplainAddRmsNorm")
         return _abi.call_info_dict(info)
 
+    # ---- across machines (docs/MULTINODE.md) ----
+    @property
+    def nodes(self) -> Tuple[int, int]:
+        """(machines, ranks on each machine) of this communicator: (1, world_size) on one
+        machine (tpcommCommNodes)."""
+        nodes, local = ctypes.c_int(), ctypes.c_int()
+        check(_loader.lib().tpcommCommNodes(self._live(), ctypes.byref(nodes), ctypes.byref(local)),
+              "tpcommCommNodes")
+        return nodes.value, local.value
+
     # ---- what ran ----
     def stats(self) -> Dict[str, Any]:
-        """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n, 'ptx_jit_calls': n}.
-        A captured call counts once, at capture, not at each replay. ptx_jit_calls: calls whose
-        kernels the driver JIT-compiled from PTX (no SASS for this GPU in the build)."""
+        """{'calls': {algo: n}, 'fallbacks': n, 'captured': n, 'bytes': n, 'ptx_jit_calls': n,
+        'node_link_calls': n}. A captured call counts once, at capture, not at each replay.
+        ptx_jit_calls: calls whose kernels the driver JIT-compiled from PTX (no SASS for this GPU
+        in the build). node_link_calls: the NCCL legs between machines this rank ran, each also
+        counted in calls['nccl'] and never as a fallback; 0 on one machine."""
+        lib, handle = _loader.lib(), self._live()
         s = _abi.Stats()
-        check(_loader.lib().tpcommCommGetStats(self._live(), ctypes.byref(s)), "tpcommCommGetStats")
-        jit = ctypes.c_uint64()
-        check(_loader.lib().tpcommCommGetPtxJitCalls(self._live(), ctypes.byref(jit)),
-              "tpcommCommGetPtxJitCalls")
-        return dict(_abi.stats_dict(s), ptx_jit_calls=int(jit.value))
+        check(lib.tpcommCommGetStats(handle, ctypes.byref(s)), "tpcommCommGetStats")
+        return dict(_abi.stats_dict(s),
+                    ptx_jit_calls=_counter(lib.tpcommCommGetPtxJitCalls, handle,
+                                           "tpcommCommGetPtxJitCalls"),
+                    node_link_calls=_counter(lib.tpcommCommGetNodeLinkCalls, handle,
+                                             "tpcommCommGetNodeLinkCalls"))
 
     def last_call(self) -> Dict[str, Any]:
         """{'algo', 'bytes', 'dtype', 'blocks', 'reason'} of the last enqueued call."""
@@ -386,6 +400,13 @@ class Communicator:
 
     def _torch_stream(self):
         return _torch_raw_stream()(self.device)
+
+
+def _counter(fn, handle, name):
+    """One of the library's uint64 per-communicator counters."""
+    value = ctypes.c_uint64()
+    check(fn(handle, ctypes.byref(value)), name)
+    return int(value.value)
 
 
 def _half_shape(rs, shape, world, per):

@@ -112,6 +112,20 @@ def stop_forwarding() -> None:
     logger.setLevel(logging.NOTSET)
 
 
+def start(engine_logger: logging.Logger) -> Bypasses:
+    """What a plugin's install() does first: tpcomm's log lines into `engine_logger`, and the
+    reporter of what is left to the engine."""
+    forward_logs(engine_logger)
+    return Bypasses(engine_logger)
+
+
+def uninstall(patches: Patches) -> None:
+    """A plugin's uninstall(): the engine's code back as it was, tpcomm's log lines no longer
+    routed into the engine's logger."""
+    patches.undo()
+    stop_forwarding()
+
+
 def summary(engine: str, version: str, replaced: List[str], left: List[str]) -> str:
     """The one line per process a plugin logs."""
     return (f"tpcomm {engine} plugin (pid {os.getpid()}, {engine} {version}): replaced "

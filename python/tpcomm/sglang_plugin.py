@@ -48,8 +48,7 @@ def plugin() -> None:
 def install() -> List[str]:
     global _bypass
     log = engine_logger()
-    engines.forward_logs(log)
-    _bypass = engines.Bypasses(log)
+    _bypass = engines.start(log)
     replaced, left = [], list(LEFT_ALONE)
     ca_module = engines.import_or_none(CUSTOM_AR)
     if ca_module is None:
@@ -81,9 +80,8 @@ def install() -> List[str]:
 
 
 def uninstall() -> None:
-    patches.undo()
-    engines.stop_forwarding()
-
+    """Puts SGLang's code back (engines.uninstall)."""
+    engines.uninstall(patches)
 
 
 def serves(ca: Any) -> bool:

@@ -28,8 +28,8 @@ PASS_MANAGER = "vllm.compilation.passes.pass_manager"
 FUSION = "vllm.compilation.passes.fusion.allreduce_rms_fusion"
 
 LEFT_ALONE = [
-    "all-reduce + RMSNorm without a residual (first layer), FP8/NVFP4-quantized and Gemma "
-    "fusions (their all-reduce is still tpcomm's)",
+    "unfused (tpcomm's all-reduce, then vLLM's norm): all-reduce + RMSNorm without a residual "
+    "(first layer), FP8/NVFP4-quantized and Gemma forms",
     "groups other than TP, ROCm (AITER, QuickReduce)",
 ]
 
@@ -55,8 +55,7 @@ def install() -> List[str]:
     was left alone; under TPCOMM_STRICT=1 a replacement that cannot be made is an error."""
     global _bypass
     log = engine_logger()
-    engines.forward_logs(log)
-    _bypass = engines.Bypasses(log)
+    _bypass = engines.start(log)
     from .torch import CustomAllreduce
 
     replaced, left = [], list(LEFT_ALONE)
@@ -90,9 +89,8 @@ def install() -> List[str]:
 
 
 def uninstall() -> None:
-    patches.undo()
-    engines.stop_forwarding()
-
+    """Puts vLLM's code back (engines.uninstall)."""
+    engines.uninstall(patches)
 
 
 def _tpcomm_first(original: Any) -> Any:

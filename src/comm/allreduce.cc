@@ -8,7 +8,9 @@
 #include "comm/call_common.h"
 #include "comm/ce_copies.h"
 #include "comm/comm.h"
+#include "comm/local_calls.h"
 #include "comm/nccl_fallback.h"
+#include "comm/node_collectives.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "common/error.h"
@@ -39,24 +41,20 @@ void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt,
 }
 
 }  // namespace
-}  // namespace tpcomm
 
-using namespace tpcomm;
-
-extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
-                                          tpcommDataType_t datatype, tpcommRedOp_t op,
-                                          tpcommComm_t comm, tpcommStream_t stream) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommAllReduce"));
+tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                              tpcommDataType_t datatype, int op, tpcommComm* comm, cudaStream_t s,
+                              bool check_buffers) {
   TPCOMM_CHECK(checkAsync(comm, "tpcommAllReduce"));
   size_t bytes = 0;
-  TPCOMM_CHECK(validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype),
-                                     static_cast<int>(op), &bytes));
-  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  TPCOMM_CHECK(
+      validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype), op, &bytes));
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   TPCOMM_CHECK(checkStream(comm, s, "tpcommAllReduce", &cap));
-  TPCOMM_CHECK(checkCallBuffers(comm, "tpcommAllReduce", cap,
-                                {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}}));
+  if (check_buffers)
+    TPCOMM_CHECK(checkCallBuffers(comm, "tpcommAllReduce", cap,
+                                  {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}}));
 
   const CallPlan& p = planOf(comm, CallArgs{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
   const Decision& d = p.decision;
@@ -82,12 +80,28 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
   return tpcommSuccess;
 }
 
+}  // namespace tpcomm
+
+using namespace tpcomm;
+
+extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                          tpcommDataType_t datatype, tpcommRedOp_t op,
+                                          tpcommComm_t comm, tpcommStream_t stream) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommAllReduce"));
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (comm->span)
+    return nodeAllReduce(sendbuff, recvbuff, count, datatype, static_cast<int>(op), comm, s);
+  return localAllReduce(sendbuff, recvbuff, count, datatype, static_cast<int>(op), comm, s,
+                        /*check_buffers=*/true);
+}
+
 extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommExplain"));
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplain: info is NULL");
   size_t bytes = 0;
   TPCOMM_CHECK(payloadBytes("tpcommCommExplain", count, static_cast<int>(datatype), &bytes));
+  if (comm->span) return nodeExplain(comm, tpcommCollAllReduce, count, datatype, bytes, info);
   // As for 16-byte aligned buffers (what torch and the engines allocate).
   const CallPlan p = planCall(factsOf(comm), CallArgs{bytes, true});
   const Decision& d = p.decision;

@@ -4,6 +4,7 @@
 #include "comm/call_common.h"
 #include "comm/comm.h"
 #include "comm/nccl_fallback.h"
+#include "comm/node_link.h"
 #include "comm/registry.h"
 #include "common/error.h"
 #include "common/result_table.h"
@@ -116,14 +117,14 @@ const char* tpcommVariantName(int variant) {
 tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommCount"));
   if (!nranks) return fail(tpcommInvalidArgument, "tpcommCommCount: nranks is NULL");
-  *nranks = comm->world;
+  *nranks = comm->span ? comm->span->global_world : comm->world;
   return tpcommSuccess;
 }
 
 tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank) {
   TPCOMM_CHECK(checkComm(comm, "tpcommCommUserRank"));
   if (!rank) return fail(tpcommInvalidArgument, "tpcommCommUserRank: rank is NULL");
-  *rank = comm->rank;
+  *rank = comm->span ? comm->span->global_rank : comm->rank;
   return tpcommSuccess;
 }
 
@@ -140,7 +141,8 @@ tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncE
     return fail(tpcommInvalidArgument, "tpcommCommGetAsyncError: asyncError is NULL");
   const HostError* e = comm->staging.host_error;
   *asyncError = e ? static_cast<tpcommResult_t>(e->code) : tpcommSuccess;
-  if (*asyncError == tpcommSuccess && comm->nccl_watch && comm->nccl_watch->hung())
+  if (*asyncError == tpcommSuccess &&
+      ((comm->nccl_watch && comm->nccl_watch->hung()) || nodeLinkHung(comm, nullptr)))
     *asyncError = tpcommTimeout;
   // The reason (which peer, or both calls of a mismatch) goes to tpcommGetLastError.
   if (*asyncError != tpcommSuccess) (void)checkAsync(comm, "tpcommCommGetAsyncError");

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "comm/async_error.h"
+#include "comm/node_link.h"
 #include "comm/stream_device.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -15,6 +16,12 @@ tpcommResult_t checkAsync(const tpcommComm* c, const char* op) {
                 "%s: rank %d's communicator is broken: an earlier %s. Destroy the communicator "
                 "(and check its peers)",
                 op, c->rank, c->nccl_watch->report().c_str());
+  std::string link;
+  if (nodeLinkHung(c, &link))
+    return fail(tpcommTimeout,
+                "%s: rank %d's communicator is broken: %s. Destroy the communicator (and check "
+                "the other machines)",
+                op, c->span->global_rank, link.c_str());
   const HostError* e = c->staging.host_error;
   if (!e || e->code == 0) return tpcommSuccess;
   const AsyncError a = readAsyncError(*e);

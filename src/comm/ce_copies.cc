@@ -2,16 +2,13 @@
 
 #include <algorithm>
 
+#include "comm/ce_steps.h"
 #include "common/error.h"
 #include "kernels/ce_layout.h"
 #include "kernels/variant_table.h"
 
 namespace tpcomm {
 namespace {
-
-// The guard needs a thread per rank: one warp.
-constexpr int kGuardThreads = 32;
-static_assert(kMaxRanks <= kGuardThreads, "the guard waits for each peer in a thread of its own");
 
 tpcommResult_t copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
   // cudaMemcpyDefault: peer pointers (IPC-mapped or another device's) are told apart by UVA.
@@ -47,23 +44,27 @@ tpcommResult_t launchOneShotCe(const DeviceComm& c, const LaunchArgs& a, uint64_
     const char* send = static_cast<const char*>(a.send) + first * esize;
     char* recv = static_cast<char*>(a.recv) + first * esize;
     const int slot = static_cast<int>((*steps)++ % kNumSlots);
-    size_t op = static_cast<size_t>(slot) | kCeGuardOp;
-    void* args[] = {&dc, &send, &recv, &n, &op};
-    TPCOMM_CHECK(launchKernel(fn, 1, kGuardThreads, a.pdl, args, s));
-    // Every data copy before any flag copy: a flag is copied only once all the data has been.
-    for (int p = 1; p < c.world; ++p) {
-      const int q = (c.rank + p) % c.world;
-      TPCOMM_CHECK(
-          copy(ceLanding(c.ce[q], c.slot_bytes, slot, c.rank, region_bytes), send, n * esize, s));
+    const CeStep step = ceStep(c.world, c.rank, slot, a.blocks, a.threads, a.pdl);
+    for (int i = 0; i < step.n; ++i) {
+      const CeOp& op = step.ops[i];
+      switch (op.kind) {
+        case CeOpKind::kDataCopy:
+          TPCOMM_CHECK(copy(ceLanding(c.ce[op.peer], c.slot_bytes, slot, c.rank, region_bytes),
+                            send, n * esize, s));
+          break;
+        case CeOpKind::kFlagCopy:
+          TPCOMM_CHECK(copy(&ceControl(c.ce[op.peer])->flag[slot][c.rank], flag_src,
+                            sizeof(unsigned long long), s));
+          break;
+        case CeOpKind::kGuard:
+        case CeOpKind::kWait:
+        case CeOpKind::kReduce: {
+          size_t operand = op.operand;
+          void* args[] = {&dc, &send, &recv, &n, &operand};
+          TPCOMM_CHECK(launchKernel(fn, op.blocks, op.threads, op.pdl, args, s));
+        }
+      }
     }
-    for (int p = 1; p < c.world; ++p) {
-      const int q = (c.rank + p) % c.world;
-      TPCOMM_CHECK(
-          copy(&ceControl(c.ce[q])->flag[slot][c.rank], flag_src, sizeof(unsigned long long), s));
-    }
-    op = static_cast<size_t>(slot);
-    // No programmatic dependent launch: the previous operation is a copy.
-    TPCOMM_CHECK(launchKernel(fn, a.blocks, a.threads, false, args, s));
   }
   return tpcommSuccess;
 }

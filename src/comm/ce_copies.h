@@ -1,7 +1,8 @@
 // The host side of the copy-engine one-shot (oneshot_ce, kernels/oneshot_ce.cu): what one call
-// enqueues in its stream, step by step. Each step is the guard kernel, this rank's input copied
-// into every peer's landing slot, this rank's flag word copied after those, and the reduce
-// kernel: peer copies (cudaMemcpyAsync, memcpy nodes once captured), never a kernel's stores.
+// enqueues in its stream, step by step (comm/ce_steps.h lists a step): the guard kernel, this
+// rank's input copied into every peer's landing slot, this rank's flag word copied after those,
+// the wait kernel and the reduce kernel: peer copies (cudaMemcpyAsync, memcpy nodes once
+// captured), never a kernel's stores.
 #pragma once
 
 #include <cuda_runtime_api.h>

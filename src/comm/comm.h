@@ -12,6 +12,7 @@
 #include "comm/buffer_check.h"
 #include "comm/config.h"
 #include "comm/nccl_watchdog.h"
+#include "comm/node_span.h"
 #include "comm/rank_info.h"
 #include "comm/stream_order.h"
 #include "kernels/device_comm.h"
@@ -62,6 +63,10 @@ struct tpcommComm {
   bool nccl_owned = false;
   // Bounds the NCCL-served calls (comm/nccl_watchdog.h); made on the first eager one.
   std::unique_ptr<tpcomm::NcclWatch> nccl_watch;
+
+  // Set when the ranks span machines: then rank and world above are the local group's, the
+  // global ones are here (comm/node_link.h).
+  std::unique_ptr<tpcomm::NodeSpan> span;
 
   tpcommStats_t stats{};
   bool ptx_jit = false;        // kernels run from JIT-compiled PTX (kernels/image_check.h)

@@ -93,7 +93,7 @@ tpcommResult_t applyConfig(const tpcommConfig_t& config, Settings* s) {
     s->strict = config.strict == 1;
   }
   if (config.algo != -1) {
-    if (config.algo < 0 || config.algo >= tpcommNumAlgos || !tpcommAlgoName(config.algo))
+    if (config.algo < 0 || config.algo >= tpcommNumAlgos)
       return fail(tpcommInvalidArgument, "config.algo=%d: not a tpcommAlgo_t", config.algo);
     s->algo = config.algo == tpcommAlgoAuto ? -1 : config.algo;
   }

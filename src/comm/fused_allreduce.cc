@@ -18,6 +18,10 @@ namespace {
 
 constexpr const char* kOp = "tpcommAllReduceAddRmsNorm";
 
+tpcommVariant_t epilogueVariant(bool fp8) {
+  return fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
+}
+
 // The plan of the last fused call, reused while the shapes repeat (the planner is a pure function
 // of them), so the hot path builds no strings: as planOf does for tpcommAllReduce.
 const FusedPlan& fusedPlanOf(tpcommComm* c, const FusedCallArgs& call) {
@@ -104,7 +108,9 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   // The unfused pair then finds this stream in tpcommAllReduce's order, and its epilogue kernel
   // follows it on the same stream.
   TPCOMM_CHECK(orderCall(&comm->order, s, cap, kOp, comm->rank));
-  if (isFusedVariant(fp.variant)) {
+  // Across machines the fused kernels would sum one machine only: the hierarchical all-reduce
+  // (tpcommAllReduce) then the epilogue kernel.
+  if (isFusedVariant(fp.variant) && !comm->span) {
     FusedLaunch f{};
     f.p = FusedParams{input,
                       residualIn,
@@ -134,7 +140,17 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
     return tpcommSuccess;
   }
   TPCOMM_CHECK(runUnfused(comm, b, fp, s, stream));
-  CallRecord r{d.algo, fp.variant, d.fallback, bytes, datatype, 0, &fp.reason, "allreduce+rmsnorm"};
+  static const std::string kAcross =
+      "across machines: the hierarchical all-reduce, then add_rmsnorm";
+  const bool across = comm->span != nullptr;
+  CallRecord r{d.algo,
+               across ? epilogueVariant(params->quantScale != nullptr) : fp.variant,
+               d.fallback,
+               bytes,
+               datatype,
+               0,
+               across ? &kAcross : &fp.reason,
+               "allreduce+rmsnorm"};
   r.epilogue = true;
   recordCall(comm, r, cap != cudaStreamCaptureStatusNone);
   return tpcommSuccess;
@@ -152,6 +168,12 @@ extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t 
   const bool fp8 = params && params->quantScale;
   const FusedPlan fp =
       planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, true, fp8});
+  if (comm->span) {
+    // The hierarchical all-reduce's legs, then the epilogue kernel.
+    const tpcommResult_t r = tpcommCommExplain(comm, tokens * hidden, datatype, info);
+    info->variant = epilogueVariant(fp8);
+    return r;
+  }
   *info = tpcommCallInfo_t{};
   info->algo = fp.ar.decision.error == tpcommSuccess ? fp.ar.decision.algo : tpcommAlgoAuto;
   info->variant = fp.variant;

@@ -7,7 +7,9 @@
 
 #include "comm/call_common.h"
 #include "comm/comm.h"
+#include "comm/local_calls.h"
 #include "comm/nccl_fallback.h"
+#include "comm/node_collectives.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "comm/validate_half.h"
@@ -38,20 +40,22 @@ bool halfAligned(const void* send, const void* recv, size_t bytes, int world) {
          (bytes / static_cast<size_t>(world)) % kVecBytes == 0;
 }
 
-tpcommResult_t runHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
-                       tpcommDataType_t dt, tpcommComm_t comm, tpcommStream_t stream) {
+}  // namespace
+
+tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                         tpcommDataType_t dt, tpcommComm* comm, cudaStream_t s,
+                         bool check_buffers) {
   const char* op = collOpName(coll);
-  TPCOMM_CHECK(checkComm(comm, op));
   TPCOMM_CHECK(checkAsync(comm, op));
   size_t bytes = 0;
   TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
                                 comm->world, &bytes));
-  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   TPCOMM_CHECK(checkStream(comm, s, op, &cap));
   if (count == 0) return tpcommSuccess;  // nothing moves on any rank: no launch, no record
-  TPCOMM_CHECK(checkCallBuffers(comm, op, cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
+  if (check_buffers)
+    TPCOMM_CHECK(checkCallBuffers(comm, op, cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
 
   const CallPlan& p =
       halfPlanOf(comm, coll, CallArgs{bytes, halfAligned(send, recv, bytes, comm->world)});
@@ -87,6 +91,22 @@ tpcommResult_t runHalf(tpcommColl_t coll, const void* send, void* recv, size_t c
   return tpcommSuccess;
 }
 
+CallPlan localPlan(const tpcommComm* c, tpcommColl_t coll, size_t bytes) {
+  // As for 16-byte aligned buffers and runs (what torch and the engines allocate).
+  return coll == tpcommCollAllReduce ? planCall(factsOf(c), CallArgs{bytes, true})
+                                     : planHalfCall(factsOf(c), coll, CallArgs{bytes, true});
+}
+
+namespace {
+
+tpcommResult_t runHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                       tpcommDataType_t dt, tpcommComm_t comm, tpcommStream_t stream) {
+  TPCOMM_CHECK(checkComm(comm, collOpName(coll)));
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (comm->span) return nodeHalf(coll, send, recv, count, dt, comm, s);
+  return localHalf(coll, send, recv, count, dt, comm, s, /*check_buffers=*/true);
+}
+
 }  // namespace
 }  // namespace tpcomm
 
@@ -119,10 +139,12 @@ extern "C" tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommC
                 tpcommCollAllGather);
   size_t part = 0;
   TPCOMM_CHECK(payloadBytes(op, count, static_cast<int>(datatype), &part));
-  if (part > SIZE_MAX / static_cast<size_t>(comm->world))
+  const int world = comm->span ? comm->span->global_world : comm->world;
+  if (part > SIZE_MAX / static_cast<size_t>(world))
     return fail(tpcommInvalidArgument, "%s: count %zu x world %d overflows the byte size", op,
-                count, comm->world);
-  const size_t bytes = part * static_cast<size_t>(comm->world);
+                count, world);
+  const size_t bytes = part * static_cast<size_t>(world);
+  if (comm->span && count > 0) return nodeExplain(comm, collective, count, datatype, bytes, info);
   *info = tpcommCallInfo_t{};
   info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);

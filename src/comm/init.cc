@@ -3,6 +3,7 @@
 // settings, self-check kernel images, create the NCCL fallback) -> Destroy.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "comm/host_transport.h"
 #include "comm/machine_view.h"
 #include "comm/nccl_fallback.h"
+#include "comm/node_link.h"
 #include "comm/registry.h"
 #include "comm/unique_id.h"
 #include "common/env.h"
@@ -34,17 +36,22 @@ tpcommResult_t currentDevice(int* device) {
   return tpcommSuccess;
 }
 
-tpcommResult_t checkWorld(int nranks, int rank, const char* op) {
-  if (nranks < 1 || nranks > kMaxRanks)
-    return fail(tpcommInvalidArgument, "%s: nranks=%d, tpcomm supports 1..%d ranks", op, nranks,
-                kMaxRanks);
+// max_ranks: kMaxRanks on one machine; TPCOMM_MAX_GLOBAL_RANKS where the ranks may span
+// machines (tpcommCommInitRankBegin), 1..kMaxRanks on each (checked at End).
+tpcommResult_t checkWorld(int nranks, int rank, const char* op, int max_ranks = kMaxRanks) {
+  if (nranks < 1 || nranks > max_ranks)
+    return fail(tpcommInvalidArgument, "%s: nranks=%d, tpcomm supports 1..%d ranks%s", op, nranks,
+                max_ranks, max_ranks > kMaxRanks ? " (1..8 on each machine)" : "");
   if (rank < 0 || rank >= nranks)
     return fail(tpcommInvalidArgument, "%s: rank=%d is outside 0..%d", op, rank, nranks - 1);
   return tpcommSuccess;
 }
 
-// Allocates this rank's resources and describes them in c->self.
-tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const Settings& s) {
+// Allocates this rank's resources and describes them in c->self. may_span: the ranks may be on
+// several machines (known at End only), so every rank names a host segment: its machine's first
+// rank's name is the one used.
+tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const Settings& s,
+                         bool may_span = false) {
   logEnvOnce();
   c->rank = rank;
   c->world = nranks;
@@ -58,9 +65,10 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->cc_minor = c->self.cc_minor;
   std::string key;
   buildMachineView(device, &c->self.view, &c->tuning, &key);
-  TPCOMM_CHECK(queryOccupancy(device, nranks, &c->self.view.occupancy));
+  // Over several machines the local group's size is known at End (which asks again).
+  TPCOMM_CHECK(queryOccupancy(device, std::min(nranks, kMaxRanks), &c->self.view.occupancy));
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
-  if (rank == 0 && nranks > 1) {
+  if ((rank == 0 || may_span) && nranks > 1) {
     // Whether the host transport is used is known only once every rank's GPU is known (End):
     // rank 0 names a segment here and creates it in End only if it is (comm/host_transport.h).
     std::string name;
@@ -132,6 +140,19 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   return tpcommSuccess;
 }
 
+// The occupancy Begin sent was for min(nranks, 8) ranks; the local group's kernels are those of
+// its own size. Every rank asks its GPU again and takes the answer for the group's GPUs of its
+// model (the same kernels on the same model occupy the same).
+tpcommResult_t localOccupancy(tpcommComm* c, std::vector<RankInfo>* local) {
+  VariantOccupancy mine{};
+  TPCOMM_CHECK(queryOccupancy(c->device, c->world, &mine));
+  const uint16_t sms = c->self.view.occupancy.sms;
+  for (RankInfo& h : *local)
+    if (h.cc_major == c->cc_major && h.cc_minor == c->cc_minor && h.view.occupancy.sms == sms)
+      h.view.occupancy = mine;
+  return tpcommSuccess;
+}
+
 void destroyComm(tpcommComm* c) {
   if (!c) return;
   unregisterComm(c);      // refused from here on, while it is torn down
@@ -142,6 +163,7 @@ void destroyComm(tpcommComm* c) {
   }
   for (char* p : c->ipc_mapped) stagingClosePeer(p);
   hostSegmentRelease(&c->host_seg);  // rank 0's: also removes the name
+  nodeLinkDestroy(c);
   ncclFallbackDestroy(c);
   stagingDestroy(&c->staging);
   streamOrderDestroy(&c->order);
@@ -182,13 +204,13 @@ tpcommResult_t tpcommCommInitRankBegin(tpcommComm_t* comm, int nranks, int rank,
   if (!comm || !myHandle)
     return fail(tpcommInvalidArgument, "tpcommCommInitRankBegin: comm or myHandle is NULL");
   *comm = nullptr;
-  TPCOMM_CHECK(checkWorld(nranks, rank, "tpcommCommInitRankBegin"));
+  TPCOMM_CHECK(checkWorld(nranks, rank, "tpcommCommInitRankBegin", TPCOMM_MAX_GLOBAL_RANKS));
   Settings s;
   TPCOMM_CHECK(resolveSettings(config, &s));
   int device = -1;
   TPCOMM_CHECK(currentDevice(&device));
   return withNewComm(comm, [&](tpcommComm* c) {
-    TPCOMM_CHECK(beginRank(c, nranks, rank, device, s));
+    TPCOMM_CHECK(beginRank(c, nranks, rank, device, s, /*may_span=*/true));
     if (rank == 0) TPCOMM_CHECK(ncclFallbackPrepareId(s, &c->self));
     packHandle(c->self, myHandle);
     return tpcommSuccess;
@@ -208,8 +230,13 @@ tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* 
     r = fail(tpcommInvalidArgument,
              "tpcommCommInitRankEnd: allHandles[%d] is not the handle this rank produced",
              comm->rank);
-  if (r == tpcommSuccess) r = finishRank(comm, all.data(), nullptr);
-  if (r == tpcommSuccess) r = ncclFallbackInitRank(comm, all.data());
+  // Over several machines, the local group is initialised as a communicator of one machine.
+  std::vector<RankInfo> local;
+  if (r == tpcommSuccess) r = nodeSplit(comm, all.data(), &local);
+  if (r == tpcommSuccess && comm->span) r = localOccupancy(comm, &local);
+  const RankInfo* group = comm->span ? local.data() : all.data();
+  if (r == tpcommSuccess) r = finishRank(comm, group, nullptr);
+  if (r == tpcommSuccess) r = ncclFallbackInitRank(comm, group);
   if (r != tpcommSuccess) {
     destroyComm(comm);  // the handle is dead either way; say so in the docs
     return r;
@@ -221,6 +248,8 @@ tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* 
 tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId uniqueId, int rank,
                                   const tpcommConfig_t* config) {
   clearLastError();
+  if (!comm) return fail(tpcommInvalidArgument, "tpcommCommInitRank: comm is NULL");
+  TPCOMM_CHECK(checkWorld(nranks, rank, "tpcommCommInitRank"));
   tpcommRankHandle mine;
   TPCOMM_CHECK(tpcommCommInitRankBegin(comm, nranks, rank, config, &mine));
   std::vector<tpcommRankHandle> all(static_cast<size_t>(nranks));
@@ -232,6 +261,16 @@ tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks, tpcommUniqueId
     return r;
   }
   r = tpcommCommInitRankEnd(*comm, all.data());
+  if (r == tpcommSuccess && (*comm)->span) {
+    // The socket rendezvous is local; only TPCOMM_HOST_ID can make its ranks "span machines".
+    const int nodes = (*comm)->span->layout.nodes;
+    destroyComm(*comm);
+    r = fail(tpcommInvalidUsage,
+             "tpcommCommInitRank: the ranks give %d host ids (TPCOMM_HOST_ID?): this rendezvous "
+             "is one machine's; a communicator across machines is made with "
+             "tpcommCommInitRankBegin/End and tpcommCommNodeLinkBegin/End",
+             nodes);
+  }
   if (r != tpcommSuccess) *comm = nullptr;
   return r;
 }

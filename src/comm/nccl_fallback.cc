@@ -174,6 +174,10 @@ tpcommResult_t ncclFallbackHalf(tpcommComm* c, tpcommColl_t coll, const void* se
                                count * dtypeSize(dtype) * static_cast<size_t>(c->world), c->rank));
 }
 
+bool ncclGroupOpen() {
+  return t_group_depth > 0;
+}
+
 tpcommResult_t ncclGroup(bool start) {
   const NcclApi* api = ncclApi(nullptr);
   if (!api) return tpcommSuccess;

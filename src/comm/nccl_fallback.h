@@ -28,5 +28,7 @@ tpcommResult_t ncclFallbackHalf(tpcommComm* c, tpcommColl_t coll, const void* se
 // tpcommGroupStart / End. A watched call inside a group is enqueued at the outermost group end,
 // so its end event is recorded there.
 tpcommResult_t ncclGroup(bool start);
+// Whether this thread is inside tpcommGroupStart/End (an open NCCL group).
+bool ncclGroupOpen();
 
 }  // namespace tpcomm

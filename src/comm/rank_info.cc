@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "comm/host_id.h"
 #include "common/error.h"
 #include "topo/topology.h"
 
@@ -31,6 +32,7 @@ tpcommResult_t fillIdentity(int rank, int nranks, int device, const Settings& s,
   out->pid = static_cast<int32_t>(getpid());
   out->device = device;
   readBootId(out->boot_id, sizeof(out->boot_id));
+  snprintf(out->host_id, sizeof(out->host_id), "%s", thisHostId().c_str());
   TPCOMM_CUDA_CHECK(cudaDeviceGetPCIBusId(out->pci_bus_id, sizeof(out->pci_bus_id), device));
   snprintf(out->pci_bus_id_norm, sizeof(out->pci_bus_id_norm), "%s",
            topo::normalizeBusId(out->pci_bus_id).c_str());
@@ -72,11 +74,6 @@ tpcommResult_t unpackHandles(const tpcommRankHandle* all, int nranks, RankInfo* 
       return fail(tpcommInvalidArgument, "rank %d was initialised with nranks=%d, this rank %d", r,
                   i.nranks, nranks);
     const RankInfo& z = out[0];
-    if (strcmp(i.boot_id, z.boot_id) != 0)
-      return fail(tpcommRemoteError,
-                  "rank %d runs on another machine (boot id %s vs %s): tpcomm is one machine; "
-                  "use NCCL between machines",
-                  r, i.boot_id, z.boot_id);
     if (i.slot_bytes != z.slot_bytes || i.timeout_ms != z.timeout_ms ||
         i.max_blocks != z.max_blocks || i.transport != z.transport || i.algo != z.algo ||
         i.strict != z.strict || i.nccl_mode != z.nccl_mode)

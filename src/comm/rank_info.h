@@ -14,7 +14,7 @@
 namespace tpcomm {
 
 constexpr uint32_t kInfoMagic = 0x7c0a4a4eu;
-constexpr uint32_t kInfoVersion = 2;  // 2: MachineView carries the GPU's occupancy
+constexpr uint32_t kInfoVersion = 3;  // 2: MachineView carries the GPU's occupancy; 3: host_id
 
 struct RankInfo {
   uint32_t magic;
@@ -26,6 +26,7 @@ struct RankInfo {
   int32_t cc_major;
   int32_t cc_minor;
   char boot_id[40];  // /proc/sys/kernel/random/boot_id: every rank on one machine
+  char host_id[64];  // the machine (comm/host_id.h): ranks sharing it form the local group
   char pci_bus_id[32];
   char pci_bus_id_norm[16];  // normalized (topo::normalizeBusId), as in MachineView
   cudaIpcMemHandle_t staging;
@@ -48,8 +49,9 @@ void packHandle(const RankInfo& info, tpcommRankHandle* h);
 // Checks every field of rank r's handle: strings NUL-terminated, values in range
 // (tpcommInvalidArgument naming the rank and the field). Magic and version are checked first.
 tpcommResult_t checkHandleFields(const RankInfo& info, int r);
-// Unpacks all handles, checks each one's fields, and that they describe one communicator on one
-// machine with one set of settings (a mismatch is tpcommRemoteError naming the rank and field).
+// Unpacks all handles, checks each one's fields, and that they describe one communicator with one
+// set of settings (a mismatch is tpcommRemoteError naming the rank and field). Which machine each
+// rank is on is comm/node_layout.h's job.
 tpcommResult_t unpackHandles(const tpcommRankHandle* all, int nranks, RankInfo* out);
 
 }  // namespace tpcomm

@@ -34,6 +34,12 @@ tpcommResult_t checkString(int r, const char* field, const char* s, size_t n) {
 
 tpcommResult_t checkHandleFields(const RankInfo& i, int r) {
   TPCOMM_STRING(boot_id);
+  TPCOMM_STRING(host_id);
+  if (i.host_id[0] == '\0')
+    return fail(tpcommInvalidArgument,
+                "rank handle %d: host_id is empty (a corrupt or foreign handle: pass the bytes of "
+                "tpcommCommInitRankBegin unchanged)",
+                r);
   TPCOMM_STRING(pci_bus_id);
   TPCOMM_STRING(pci_bus_id_norm);
   TPCOMM_STRING(host_shm);
@@ -51,7 +57,7 @@ tpcommResult_t checkHandleFields(const RankInfo& i, int r) {
   TPCOMM_RANGE(max_blocks, 0, 1024, "0..1024");
   TPCOMM_RANGE(transport, 0, 2, "0 (auto), 1 (p2p) or 2 (host)");
   TPCOMM_RANGE(algo, -1, tpcommNumAlgos - 1, "-1 (auto) or a tpcommAlgo_t");
-  if (i.algo == tpcommAlgoAuto || (i.algo >= 0 && !tpcommAlgoName(i.algo)))
+  if (i.algo == tpcommAlgoAuto)
     return badField(r, "algo", i.algo, "-1 (auto) or a forced algorithm");
   TPCOMM_RANGE(strict, 0, 1, "0 or 1");
   TPCOMM_RANGE(nccl_mode, tpcommNcclAuto, tpcommNcclGiven, "a tpcommNcclMode_t");

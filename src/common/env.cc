@@ -36,7 +36,13 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_KNOBS", "",
      "launch knobs, name=value[,...]: block_bytes, host_block_bytes, bulk_block_bytes, "
      "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
-     "host_sentinel, fused_cluster, host_fence, pdl (src/plan/knobs.h; for benchmarks and tuning)"},
+     "host_sentinel, fused_cluster, host_fence, pdl, node_small_bytes, node_variant "
+     "(src/plan/knobs.h; for benchmarks and tuning)"},
+    {"TPCOMM_HOST_ID", "",
+     "this machine's identity for communicators that span machines (docs/MULTINODE.md); empty: "
+     "a hash of the boot id. Set a distinct value per process group to "
+     "simulate machines on one host (tests), never two values on one real machine's ranks of "
+     "one group"},
     {"TPCOMM_TUNING_FILE", "", "tuning table to use instead of the one in the user's cache folder"},
     {"TPCOMM_FABRIC_PROBE", "auto",
      "auto | cached | off: over PCIe with P2P, init reads the fabric probe's cached verdict and, "
@@ -159,6 +165,13 @@ Env parseEnvironment(const EnvLookup& lookup) {
            &e.fabric_probe);
   r.integer("TPCOMM_PDL", 0, 1, "expected 0 or 1", &e.pdl);
   if (const char* s = r.get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
+  if (const char* s = r.get("TPCOMM_HOST_ID")) {
+    // Leaves room for the NUL in RankInfo::host_id (comm/host_id.h).
+    if (strlen(s) >= 64)
+      r.bad("TPCOMM_HOST_ID", s, "expected at most 63 characters");
+    else
+      e.host_id = s;
+  }
   if (const char* s = r.get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/config.cc
   return e;
 }
@@ -182,9 +195,8 @@ const std::vector<EnvVarDoc>& envDocs() {
 }
 
 int parseAlgoName(const std::string& name) {
-  // Reserved values between the algorithms have no name.
   for (int a = 0; a < tpcommNumAlgos; ++a)
-    if (const char* known = tpcommAlgoName(a); known && name == known) return a;
+    if (name == tpcommAlgoName(a)) return a;
   return -1;
 }
 

@@ -13,8 +13,10 @@
 namespace tpcomm {
 
 // The operand that tells the CE kernel which job it does: the landing slot of this step in bits
-// 0..1, and kCeGuardOp for the guard (the same kernel, so the start-up image check covers both).
+// 0..1, and kCeGuardOp for the guard, kCeWaitOp for the wait, neither for the reduce (one kernel,
+// so the start-up image check covers all three; comm/ce_steps.h lists a step's operations).
 constexpr size_t kCeGuardOp = size_t{1} << 8;
+constexpr size_t kCeWaitOp = size_t{1} << 9;
 constexpr size_t kCeSlotMask = kNumSlots - 1;
 static_assert((kNumSlots & (kNumSlots - 1)) == 0, "the slot is masked out of the operand");
 

@@ -78,13 +78,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t xa = m * seg_cap;        // entry index of the X area
   const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
   CallSession session(c);
-  pdlWait();
-  if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
+  if (!session.openAndAnnounce<Proto, T, kMaxRanks>(kCallAllReduce, count)) return;  // aborted
   WaitCtx wait = session.startWaits();
-  // The call's fingerprint: out before the first push, the peers' checked before the first wait
-  // for data (print_device.cuh).
-  const bool checker = isPrintChecker();
-  if (checker) session.announce<Proto, kMaxRanks>(session.print<T>(kCallAllReduce, count));
+  const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st =
         chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);

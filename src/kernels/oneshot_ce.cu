@@ -1,13 +1,18 @@
 // The copy-engine one-shot (oneshot_ce): a rank's input crosses the fabric by peer copies in the
 // call's stream (memcpy nodes in a graph), not by a kernel's stores; this kernel only waits and
-// reduces. One step of the call, as the host enqueues it (comm/ce_copies.cc):
-//   guard     this kernel with kCeGuardOp: waits (bounded) until every peer has acknowledged the
-//             last data this rank copied into the landing slot the step reuses, then sets the
-//             flag word its flag copies carry (the step epoch + 1, or no flag if the wait failed)
+// reduces. One step of the call, as the host enqueues it (comm/ce_steps.cc, comm/ce_copies.cc):
+//   guard     this kernel with kCeGuardOp, one block: waits (bounded) until every peer has
+//             acknowledged the last data this rank copied into the landing slot the step reuses,
+//             then sets the flag word its flag copies carry (the step epoch + 1, or no flag if the
+//             wait failed)
 //   copies    my input into every peer's landing slot, my region; then my flag word into every
 //             peer's CeControl::flag[slot][me], after all data copies in stream order
-//   reduce    this kernel: waits (bounded) for every peer's flag of this step, sums every rank's
-//             data in rank order, writes the output, then acknowledges to every peer
+//   wait      this kernel with kCeWaitOp, one block: the call's fingerprints, then waits (bounded)
+//             for every peer's flag of this step; a failure aborts the communicator
+//   reduce    this kernel, the call's grid, waiting for nothing: sums every rank's data in rank
+//             order, writes the output, then acknowledges to every peer
+// Only one-block kernels wait: with ranks sharing a GPU, a peer's copies are same-device copies
+// that may run on the SMs, and a wide grid spinning on every SM kept them from starting.
 // The slot is chosen by the host (a copy's addresses are fixed once captured), so the guard's
 // acknowledgement wait, not the epoch, is what keeps a fast rank from overwriting a region a slow
 // one still reads; the epoch (in device memory, as for every kernel) is what makes a replayed
@@ -82,8 +87,8 @@ __device__ __forceinline__ void acknowledge(const DeviceComm& c, int slot,
     if (q != c.rank) storeRelaxedSys(&ceControl(c.ce[q])->ack[slot][c.rank], mark);
 }
 
-// Thread 0 of each block waits for every peer's flag of this step; the block shares the outcome.
-__device__ __forceinline__ bool flagsArrived(const DeviceComm& c, WaitCtx& wait, CeControl* mine,
+// Thread 0 waits for every peer's flag of this step (a timeout aborts the communicator).
+__device__ __forceinline__ void waitForFlags(const DeviceComm& c, WaitCtx& wait, CeControl* mine,
                                              int slot, unsigned long long epoch) {
   if (threadIdx.x == 0 && !wait.failed) {
     const unsigned long long want = ceStepMark(epoch);
@@ -99,7 +104,21 @@ __device__ __forceinline__ bool flagsArrived(const DeviceComm& c, WaitCtx& wait,
       }
     }
   }
-  return !__syncthreads_or(wait.failed);
+}
+
+// One block: the checker exchanges the call's fingerprints, then every peer's flag of this step
+// must arrive. Every way this gives up (a timeout, a disagreeing call, an abort seen) leaves the
+// communicator aborted, which is how the reduce kernel after it learns of it.
+template <typename T, int kW>
+__device__ void ceWait(const DeviceComm& c, size_t count, int slot) {
+  CallSession session(c);
+  if (!session.openReadOnly()) return;  // aborted: the reduce kernel acknowledges for good
+  const bool checker = isPrintChecker();
+  const PrintWords call = session.print<T>(kCallAllReduce, count);
+  if (checker) session.announce<SentinelProto, kW>(call);
+  WaitCtx wait = session.startWaits();
+  if (checker) session.checkPeers<SentinelProto>(wait, call);
+  waitForFlags(c, wait, ceControl(c.ce[c.rank]), slot, session.epoch);
 }
 
 template <typename T, int kW>
@@ -111,50 +130,46 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     ceGuard(c, slot);
     return;
   }
+  if (op & kCeWaitOp) {
+    ceWait<T, kW>(c, count, slot);
+    return;
+  }
   CallSession session(c);
   pdlWait();
   if (!session.openArrived()) {
-    // Aborted: this rank reads nothing from now on, so no peer's guard must wait for it.
+    // Aborted (the wait kernel gave up, or an earlier call did): this rank reads nothing from now
+    // on, so no peer's guard must wait for it.
     if (blockIdx.x == 0 && threadIdx.x == 0) acknowledge(c, slot, kCeAckForever);
     return;
   }
   CeControl* mine = ceControl(c.ce[c.rank]);
-  const bool checker = isPrintChecker();
-  const PrintWords call = session.print<T>(kCallAllReduce, count);
-  if (checker) session.announce<SentinelProto, kW>(call);
-  WaitCtx wait = session.startWaits();
-  if (checker) session.checkPeers<SentinelProto>(wait, call);
-
-  if (flagsArrived(c, wait, mine, slot, session.epoch)) {
-    // Every rank's data in rank order (mine from my input), summed in fp32: bit-identical on
-    // every rank. Landing data is read volatile: the copy engine wrote it behind the L1.
-    constexpr int E = VecTraits<T>::kElems;
-    const size_t nvec = (count + E - 1) / E;
-    const size_t region = c.call_region * kVecBytes;  // a source's region (set by the host)
-    const bool aligned = c.aligned != 0;
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec;
-         v += stride) {
-      Acc<T> acc;
+  // The wait kernel before this one saw every peer's flag of the step, so the data is in place.
+  // Every rank's data in rank order (mine from my input), summed in fp32: bit-identical on
+  // every rank. Landing data is read volatile: the copy engine wrote it behind the L1.
+  constexpr int E = VecTraits<T>::kElems;
+  const size_t nvec = (count + E - 1) / E;
+  const size_t region = c.call_region * kVecBytes;  // a source's region (set by the host)
+  const bool aligned = c.aligned != 0;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec;
+       v += stride) {
+    Acc<T> acc;
 #pragma unroll
-      for (int r = 0; r < kW; ++r) {
-        if (r >= c.world) continue;
-        const uint4 x = r == c.rank
-                            ? loadVec<T>(send, v, count, aligned)
-                            : loadVolatile(reinterpret_cast<const uint4*>(ceLanding(
-                                               c.ce[c.rank], c.slot_bytes, slot, r, region)) +
-                                           v);
-        if (r == 0)
-          acc.set(x);
-        else
-          acc.add(x);
-      }
-      storeVec<T>(recv, v, count, aligned, acc.result());
+    for (int r = 0; r < kW; ++r) {
+      if (r >= c.world) continue;
+      const uint4 x = r == c.rank ? loadVec<T>(send, v, count, aligned)
+                                  : loadVolatile(reinterpret_cast<const uint4*>(ceLanding(
+                                                     c.ce[c.rank], c.slot_bytes, slot, r, region)) +
+                                                 v);
+      if (r == 0)
+        acc.set(x);
+      else
+        acc.add(x);
     }
+    storeVec<T>(recv, v, count, aligned, acc.result());
   }
   // The last block done reading acknowledges (every block's loads have returned: their values
-  // were stored), then advances the epoch. A failed step still acknowledges: the rank is
-  // aborted and reads no more.
+  // were stored), then advances the epoch.
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
@@ -166,7 +181,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       acknowledge(c, slot, aborted ? kCeAckForever : ceStepMark(session.epoch));
     }
   }
-  if (!wait.failed) session.close(1);
+  session.close(1);
 }
 
 struct OneShotCe {

@@ -24,11 +24,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       segmentedCall(slotVecs<Proto>(c), c.world, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t stride = blockDim.x;
   CallSession session(c);
-  pdlWait();
-  if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
+  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) return;  // aborted
   WaitCtx wait = session.startWaits();
-  const bool checker = isPrintChecker();
-  if (checker) session.announce<Proto, kW>(session.print<T>(kKind, count));
+  const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
     const SegmentStep st =
         segmentStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);

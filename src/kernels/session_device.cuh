@@ -48,6 +48,23 @@ struct CallSession {
     arrive();
     return true;
   }
+  // The chunked kernels' opening (twoshot.cu, rsag.cu, twoshot_pull.cu, island.cu), block-wide:
+  // griddepcontrol.wait (the epoch is the previous kernel's last write), openArrived, then the
+  // checker's fingerprint out before the first push (print_device.cuh; the peers' are checked
+  // before the first wait for data). False if aborted: the kernel returns at once.
+  template <typename Proto, typename T, int kW>
+  __device__ __forceinline__ bool openAndAnnounce(CallKind kind, size_t count) {
+    pdlWait();
+    if (!openArrived()) return false;
+    if (isPrintChecker()) announce<Proto, kW>(print<T>(kind, count));
+    return true;
+  }
+  // Block-wide: reads the epoch without counting the block in, for a kernel that waits but does
+  // not advance it (oneshot_ce's wait kernel: the reduce kernel after it does). False if aborted.
+  __device__ __forceinline__ bool openReadOnly() {
+    epoch = readEpoch(c);
+    return epoch != ~0ull;
+  }
   // Per thread, without a block barrier (readEpochThread): the lean kernel's read, alongside its
   // input load. A thread that saw the communicator aborted (aborted()) must push nothing, and
   // every thread of the block must then meet in arriveBlock before it waits for anything.

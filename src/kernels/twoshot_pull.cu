@@ -34,11 +34,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] : nullptr;
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[rank]);
   CallSession session(c);
-  pdlWait();
-  if (!session.openArrived()) return;  // communicator aborted by an earlier timeout
+  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) return;  // aborted
   WaitCtx wait = session.startWaits();
-  const bool checker = isPrintChecker();
-  if (checker) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
+  const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st =
         chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);

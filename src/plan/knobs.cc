@@ -27,6 +27,8 @@ constexpr Field kFields[] = {
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"host_fence", nullptr, &LaunchKnobs::host_fence},
     {"pdl", nullptr, &LaunchKnobs::pdl},
+    {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},
+    {"node_variant", &LaunchKnobs::node_variant, nullptr},
 };
 
 std::string parseOne(const std::string& item, LaunchKnobs* k) {
@@ -88,6 +90,8 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
        "a multiple of 32 up to the kernels' launch bound"},
       {"push_batch", k.push_batch, k.push_batch >= 0 && k.push_batch <= 4, "0..4"},
       {"push_eighths", k.push_eighths, k.push_eighths >= 1 && k.push_eighths <= 7, "1..7"},
+      {"node_variant", k.node_variant, k.node_variant >= 0 && k.node_variant <= 2,
+       "0 (by size), 1 (small) or 2 (large)"},
   };
   for (const Check& c : checks)
     if (!c.ok)

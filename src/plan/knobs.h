@@ -34,6 +34,11 @@ struct LaunchKnobs {
   // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). Off until
   // measured: the fence sits on the path between back-to-back calls.
   bool host_fence = false;
+  // Communicators that span machines (plan/node_plan.h): calls up to this many bytes take the
+  // small variant (intra-node all-reduce, then NCCL on the whole message) where it is allowed.
+  // A guess, not measured on a real cluster (docs/MULTINODE.md).
+  int node_small_bytes = 65536;
+  int node_variant = 0;  // 0: by node_small_bytes; 1: small where allowed; 2: large
 };
 
 // Why a set of knobs cannot be used ("" if it can), naming the first field out of range.

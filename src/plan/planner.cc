@@ -127,8 +127,6 @@ PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   in.strict = f.strict;
   in.tuned = f.tuned;
   in.fabric_verdict = f.fabric_verdict;
-  in.prefer_pull = f.prefer_pull ||
-                   (f.fabric == Fabric::kPcie && f.fabric_verdict == FabricVerdict::kWriteCollapse);
   return in;
 }
 
@@ -165,9 +163,7 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
 }
 
 bool isKernelVariant(tpcommVariant_t v) {
-  // Reserved values (no name) are no variant at all.
-  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants &&
-         tpcommVariantName(v) != nullptr;
+  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants;
 }
 
 CallPlan planCall(const CommFacts& f, const CallArgs& call) {

@@ -31,9 +31,8 @@ struct CommFacts {
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // this machine's table (`tpcomm tune`), if agreed
   FabricVerdict fabric_verdict = FabricVerdict::kUnknown;  // the fabric probe's, agreed at init
-  bool prefer_pull = false;  // PolicyInput::prefer_pull (set from the verdict by policyInputOf)
-  SlotCapacity slots;        // what one step of each slot layout holds
-  LaunchKnobs knobs;         // TPCOMM_KNOBS / config.launchKnobs, max_blocks, pdl
+  SlotCapacity slots;  // what one step of each slot layout holds
+  LaunchKnobs knobs;   // TPCOMM_KNOBS / config.launchKnobs, max_blocks, pdl
   // Where ranks share a GPU, the most blocks every rank's grid may have so that all of them are
   // resident at once (plan/co_residency.h, agreed at init); nullptr: every rank has its own GPU.
   const GridCaps* grid_caps = nullptr;

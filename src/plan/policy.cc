@@ -71,12 +71,6 @@ int bandwidthAlgo(const PolicyInput& in) {
 
 }  // namespace
 
-int pullVariantOf(int a) {
-  return a == tpcommAlgoOneShot   ? tpcommAlgoOneShotPull
-         : a == tpcommAlgoTwoShot ? tpcommAlgoTwoShotPull
-                                  : a;
-}
-
 // The built-in tables: measured on 2x H200 (NVLink, and host memory with P2P unused) against
 // NCCL; larger worlds, PCIe and the island rows are estimates from bytes moved per GPU. Numbers
 // and reasoning: docs/BENCHMARKS.md, "Launch knobs and the built-in policy tables". `tpcomm tune`
@@ -147,10 +141,6 @@ Decision choose(const PolicyInput& in) {
           : "";
   d.reason = std::string(source) + " for " + fabricName(in.fabric) + verdict + ", world " +
              std::to_string(in.world) + ", " + fmtBytes(in.bytes);
-  if (in.prefer_pull && !in.tuned && pullVariantOf(a) != a) {
-    a = pullVariantOf(a);
-    d.reason += ", pull: the fabric probe found peer stores collapsing while loads hold";
-  }
   std::string why = unavailable(in, a, /*forced=*/false);
   if (!why.empty() && a != tpcommAlgoNccl) {
     const int b = bandwidthAlgo(in);

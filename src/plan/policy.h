@@ -37,12 +37,8 @@ struct PolicyInput {
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
   // The fabric probe's verdict (topo/fabric_probe.h), agreed by every rank at init: over PCIe, a
   // write collapse takes the pull tables (SM pushes are never picked), anything else the push
-  // tables. The one input the probe gives the policy.
+  // tables. The one input the probe gives the policy; a tuned table names its algorithms itself.
   FabricVerdict fabric_verdict = FabricVerdict::kUnknown;
-  // The push one-shot and two-shot of the built-in push tables become their pull variants
-  // (policyInputOf sets it for a write collapse over PCIe, where the pull tables name the pulls
-  // already; tests set it alone). A tuned table names its algorithms itself and is not rewritten.
-  bool prefer_pull = false;
 };
 
 struct Decision {
@@ -74,9 +70,6 @@ inline bool isHostAlgo(int a) {
 inline bool isPullAlgo(int a) {
   return a == tpcommAlgoOneShotPull || a == tpcommAlgoTwoShotPull;
 }
-
-// The pull variant of a push algorithm over peer memory (one-shot, two-shot), else `a` itself.
-int pullVariantOf(int a);
 
 // The algorithms that only ever run when forced (TPCOMM_ALGO / config.algo): no built-in table
 // names them, and a tuning-table row that does is not obeyed (auto falls back, saying why; their

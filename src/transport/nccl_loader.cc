@@ -48,6 +48,10 @@ const NcclApi* ncclApi(std::string* why) {
          bind(lib, "ncclGetErrorString", &api.getErrorString, &error) &&
          bind(lib, "ncclGetLastError", &api.getLastError, &error);
     if (ok) {
+      api.commInitRankConfig =
+          reinterpret_cast<decltype(api.commInitRankConfig)>(dlsym(lib, "ncclCommInitRankConfig"));
+      api.commGetAsyncError =
+          reinterpret_cast<decltype(api.commGetAsyncError)>(dlsym(lib, "ncclCommGetAsyncError"));
       int v = 0;
       api.getVersion(&v);
       TPCOMM_INFO(INIT, "NCCL %d loaded from %s", v, path.c_str());

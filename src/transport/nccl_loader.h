@@ -24,6 +24,10 @@ struct NcclApi {
   ncclResult_t (*groupEnd)();
   const char* (*getErrorString)(ncclResult_t);
   const char* (*getLastError)(ncclComm_t);
+  // NCCL 2.14+, optional (nullptr when missing): the links between machines (comm/node_link.h)
+  // need them to bound their init; nothing else does.
+  ncclResult_t (*commInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
+  ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*);
 };
 
 // The loaded API, or nullptr with *why set (library path tried and dlerror). Thread-safe; loads

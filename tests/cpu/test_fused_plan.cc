@@ -140,6 +140,7 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
   for (const ClusterRow& r : cases) {
     CommFacts f = factsFor(r.world, Fabric::kNvlink);
     f.clusters = true;
+    f.knobs.fused_cluster = true;  // opt-in (off by default)
     const FusedCallArgs call{r.rows, r.hidden, r.dt, true, false};
     const FusedPlan p = planFusedCall(f, call);
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
@@ -168,6 +169,10 @@ TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   EXPECT_EQ(p.threads, 512);
   EXPECT_NE(p.reason.find("a block per row (no sm_90 clusters)"), std::string::npos) << p.reason;
   f.clusters = true;
+  p = planFusedCall(f, call);  // the default: a block per row even where clusters launch
+  EXPECT_EQ(p.cluster, 1);
+  EXPECT_EQ(p.blocks, 1);
+  EXPECT_NE(p.reason.find("a block per row (fused_cluster=0)"), std::string::npos) << p.reason;
   ASSERT_EQ(parseLaunchKnobs("fused_cluster=0", &f.knobs), "");
   p = planFusedCall(f, call);
   EXPECT_EQ(p.cluster, 1);
@@ -228,6 +233,7 @@ TEST(FusedPlan, OnePassKernelWhereTheRowsFitTheRegisters) {
 TEST(FusedPlan, ClusterFitsTheCoResidencyCap) {
   CommFacts f = factsFor(8, Fabric::kNvlink);
   f.clusters = true;
+  f.knobs.fused_cluster = true;
   GridCaps caps;
   caps.ranks_per_gpu = 8;
   for (auto& v : caps.blocks)
@@ -280,6 +286,9 @@ TEST(EpilogueCluster, BlocksPerRowFollowTheRowAndTheRows) {
   FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
   f.clusters = true;
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;  // off by default
+  f.knobs.fused_cluster = true;
   p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
   ASSERT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
   EXPECT_NE(p.reason.find("; rows over clusters of 8"), std::string::npos) << p.reason;

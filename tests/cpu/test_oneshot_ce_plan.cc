@@ -43,7 +43,7 @@ TEST(OneShotCe, ForcedNamesItsVariantAtEveryWorldAndSize) {
         EXPECT_GE(p.grid.blocks, 1);
         EXPECT_GE(p.grid.threads, 32);
       }
-  // 64 MiB at world 2: eight steps of 8 MiB (each its guard, copies and reduce kernel).
+  // 64 MiB at world 2: eight steps of 8 MiB (each its guard, copies, wait and reduce kernel).
   EXPECT_EQ(planCall(factsFor(2, Fabric::kNvlink, tpcommAlgoOneShotCe), CallArgs{64 * MiB, true})
                 .geometry.nsteps,
             8u);
@@ -115,7 +115,7 @@ TEST(OneShotCe, ExplainNamesTheVariantAndWhy) {
   unregisterComm(&c);
 }
 
-TEST(OneShotCe, EnvAndConfigTakeItsNameAndRefuseReservedValues) {
+TEST(OneShotCe, EnvAndConfigTakeItsNameAndRefuseOtherValues) {
   auto algoOf = [](const char* value) {
     return parseEnvironment([value](const char* name) -> const char* {
       return std::string(name) == "TPCOMM_ALGO" ? value : nullptr;
@@ -131,18 +131,23 @@ TEST(OneShotCe, EnvAndConfigTakeItsNameAndRefuseReservedValues) {
   EXPECT_TRUE(has(e.errors[0], "TPCOMM_ALGO")) << e.errors[0];
   EXPECT_EQ(parseAlgoName(""), -1);
   EXPECT_STREQ(tpcommAlgoName(tpcommAlgoOneShotCe), "oneshot_ce");
-  // config.algo: the new value is a tpcommAlgo_t; a value without a name (a reserved one) is not.
+  // config.algo: the new value is a tpcommAlgo_t; values past the enum are not.
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   Settings s;
   cfg.algo = tpcommAlgoOneShotCe;
   ASSERT_EQ(resolveSettings(&cfg, &s), tpcommSuccess) << tpcommGetLastError();
   EXPECT_EQ(s.algo, tpcommAlgoOneShotCe);
   EXPECT_TRUE(needsCeStaging(s.algo));
-  for (int a = 0; a < tpcommNumAlgos; ++a) {
-    if (tpcommAlgoName(a)) continue;
+  for (int a : {static_cast<int>(tpcommNumAlgos), -2}) {
     cfg.algo = a;
     EXPECT_EQ(resolveSettings(&cfg, &s), tpcommInvalidArgument) << a;
     EXPECT_TRUE(has(tpcommGetLastError(), "not a tpcommAlgo_t")) << tpcommGetLastError();
+  }
+  // Every value of the enum has a name (no reserved values: the name lookups rely on it), and
+  // each name parses back to its value.
+  for (int a = 0; a < tpcommNumAlgos; ++a) {
+    ASSERT_NE(tpcommAlgoName(a), nullptr) << a;
+    EXPECT_EQ(parseAlgoName(tpcommAlgoName(a)), a) << tpcommAlgoName(a);
   }
   EXPECT_FALSE(needsCeStaging(-1));
   EXPECT_FALSE(needsCeStaging(tpcommAlgoOneShot));

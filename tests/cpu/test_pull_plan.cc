@@ -1,8 +1,8 @@
 // The pull variants over peer memory in the planner (src/plan/planner.cc, policy.cc): forced by
 // name they run their kernels (lean, general, two-shot) with the outbox geometry the kernels lay
-// out; auto picks them only through the fabric probe's verdict (PolicyInput::prefer_pull), and
-// without it every default stays a push; TPCOMM_ALGO, the doctor's preview and the fused planner
-// name them.
+// out; auto picks them only through the fabric probe's verdict (a write collapse over PCIe:
+// PolicyInput::fabric_verdict), and without it every default stays a push; TPCOMM_ALGO, the
+// doctor's preview and the fused planner name them.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -114,8 +114,9 @@ TEST(PullPlan, DefaultsNeverPullWithoutTheVerdict) {
       }
 }
 
-// The verdict turns the default tables' push one-shot and two-shot into their pull variants and
-// says why; island rows, host memory and a tuned table (which names its algorithms) stay.
+// A write collapse over PCIe takes the pull tables (one-shot and two-shot pull, NCCL from about
+// 1 MiB at 8 ranks, no island: its legs push) and the reason names the verdict; NVLink and host
+// memory ignore it, and a tuned table (which names its algorithms) is obeyed.
 TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
   struct Row {
     Fabric fabric;
@@ -127,26 +128,29 @@ TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
   const Row rows[] = {
       {Fabric::kPcie, 8, false, 14 * KiB, tpcommVariantP2pOneShotPullLean},
       {Fabric::kPcie, 8, false, 14 * KiB + 2, tpcommVariantP2pOneShotPull},
-      {Fabric::kPcie, 8, false, 16 * MiB, tpcommVariantP2pTwoShotPull},
+      {Fabric::kPcie, 8, false, 512 * KiB, tpcommVariantP2pTwoShotPull},
+      {Fabric::kPcie, 8, false, 16 * MiB, tpcommVariantNccl},
       {Fabric::kPcie, 2, false, 64 * KiB, tpcommVariantP2pOneShotPullLean},
-      {Fabric::kNvlink, 2, false, 64 * MiB, tpcommVariantP2pOneShotPull},
-      {Fabric::kPcie, 8, true, 64 * MiB, tpcommVariantIsland},
+      {Fabric::kPcie, 2, false, 64 * MiB, tpcommVariantP2pTwoShotPull},
+      {Fabric::kPcie, 8, true, 64 * MiB, tpcommVariantNccl},
+      {Fabric::kPcie, 8, true, 512 * KiB, tpcommVariantP2pTwoShotPull},
+      {Fabric::kNvlink, 2, false, 64 * MiB, tpcommVariantP2pOneShot},
       {Fabric::kHost, 2, false, 16 * KiB, tpcommVariantHostOneShotSentinelLean},
   };
   for (const Row& r : rows) {
     CommFacts f = factsFor(r.world, r.fabric);
     f.two_islands = r.islands;
-    f.prefer_pull = true;
+    f.fabric_verdict = FabricVerdict::kWriteCollapse;
     const CallPlan p = planCall(f, CallArgs{r.bytes, true});
     EXPECT_EQ(p.variant, r.want) << fabricName(r.fabric) << " world " << r.world << ", " << r.bytes
                                  << ": got " << tpcommVariantName(p.variant) << " ("
                                  << p.decision.reason << ")";
-    EXPECT_EQ(contains(p.decision.reason, "pull: the fabric probe found peer stores collapsing"),
-              isPullAlgo(p.decision.algo))
+    EXPECT_EQ(contains(p.decision.reason, "(fabric probe: write_collapse)"),
+              r.fabric == Fabric::kPcie)
         << p.decision.reason;
   }
   CommFacts f = factsFor(8, Fabric::kPcie);
-  f.prefer_pull = true;
+  f.fabric_verdict = FabricVerdict::kWriteCollapse;
   const SizeTable tuned = {{SIZE_MAX, tpcommAlgoOneShot}};
   f.tuned = &tuned;
   EXPECT_EQ(planCall(f, CallArgs{4 * KiB, true}).variant, tpcommVariantP2pOneShotLean)
@@ -175,16 +179,18 @@ TEST(PullPlan, TpcommAlgoTakesTheNames) {
 TEST(PullPlan, DoctorPreviewNamesThePullVariant) {
   cli::PreviewOptions o;
   o.nccl_available = true;
-  o.prefer_pull = true;
+  o.fabric_verdict = FabricVerdict::kWriteCollapse;
   bool saw_pcie = false;
   for (const cli::PreviewWorld& w : cli::previewHypothetical(o)) {
     if (w.fabric != Fabric::kPcie || w.world != 8) continue;
     saw_pcie = true;
+    ASSERT_EQ(w.rows.size(), 9u);                                        // 1 KiB .. 64 MiB
     EXPECT_EQ(w.rows.front().variant, tpcommVariantP2pOneShotPullLean);  // 1 KiB
-    EXPECT_EQ(w.rows.back().variant, tpcommVariantP2pTwoShotPull);       // 64 MiB
+    EXPECT_EQ(w.rows[4].variant, tpcommVariantP2pTwoShotPull);           // 256 KiB
+    EXPECT_EQ(w.rows.back().variant, tpcommVariantNccl);                 // 64 MiB
   }
   EXPECT_TRUE(saw_pcie);
-  o.prefer_pull = false;
+  o.fabric_verdict = FabricVerdict::kUnknown;
   o.forced_algo = tpcommAlgoTwoShotPull;
   for (const cli::PreviewWorld& w : cli::previewHypothetical(o))
     for (const cli::PreviewRow& r : w.rows)
@@ -196,7 +202,7 @@ TEST(PullPlan, DoctorPreviewNamesThePullVariant) {
 // The fused kernels push: with a pull all-reduce the call runs unfused, and says so.
 TEST(PullPlan, FusedCallsOverPullRunUnfused) {
   CommFacts f = factsFor(8, Fabric::kPcie);
-  f.prefer_pull = true;
+  f.fabric_verdict = FabricVerdict::kWriteCollapse;
   FusedCallArgs call;
   call.rows = 1;
   call.hidden = 7168;

@@ -25,6 +25,7 @@ RankInfo validInfo(int rank, int nranks) {
   i.cc_major = 9;
   i.cc_minor = 0;
   snprintf(i.boot_id, sizeof(i.boot_id), "%s", "6f1c2a5e-0000-4000-8000-000000000000");
+  snprintf(i.host_id, sizeof(i.host_id), "%s", "h0123456789abcdef");
   snprintf(i.pci_bus_id, sizeof(i.pci_bus_id), "0000:%02x:00.0", 0x18 + rank);
   snprintf(i.pci_bus_id_norm, sizeof(i.pci_bus_id_norm), "0000:%02x:00.0", 0x18 + rank);
   i.slot_bytes = 16u << 20;
@@ -68,6 +69,7 @@ TEST(RankHandleCheck, UnterminatedStringsAreRefusedByName) {
   };
   const std::vector<Case> cases = {
       {"boot_id", [](RankInfo& i) { memset(i.boot_id, 'b', sizeof(i.boot_id)); }},
+      {"host_id", [](RankInfo& i) { memset(i.host_id, 'm', sizeof(i.host_id)); }},
       {"pci_bus_id", [](RankInfo& i) { memset(i.pci_bus_id, 'p', sizeof(i.pci_bus_id)); }},
       {"pci_bus_id_norm",
        [](RankInfo& i) { memset(i.pci_bus_id_norm, 'n', sizeof(i.pci_bus_id_norm)); }},
@@ -105,6 +107,7 @@ TEST(RankHandleCheck, OutOfRangeFieldsAreRefusedByName) {
       {"nccl_mode", [](RankInfo& i) { i.nccl_mode = 7; }},
       {"nccl_wanted", [](RankInfo& i) { i.nccl_wanted = 1; }},  // only rank 0 may
       {"view.count", [](RankInfo& i) { i.view.count = 1000; }},
+      {"host_id", [](RankInfo& i) { i.host_id[0] = '\0'; }},
       {"view.gpus[1]", [](RankInfo& i) { i.view.gpus[1].path = 200; }},
       {"host_shm", [](RankInfo& i) { snprintf(i.host_shm, sizeof(i.host_shm), "/../etc/x"); }},
   };

@@ -106,6 +106,7 @@ int runChild(int argc, char** argv) {
   const std::string dir = argv[6];
   tpcommUniqueId id;
   fromHex(argv[5], &id, sizeof(id));
+  if (scenario.rfind("mn-", 0) == 0) return runMultinodeChild(scenario, rank, nranks, id, dir);
   const int ngpu = visibleGpus();
   if (ngpu == 0) return 3;
   cudaSetDevice(rank % ngpu);
@@ -171,7 +172,8 @@ int runChild(int argc, char** argv) {
 }
 
 ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
-                       const std::vector<std::string>& extra_env) {
+                       const std::vector<std::string>& extra_env,
+                       const std::function<std::vector<std::string>(int)>& rank_env) {
   ChildRun run;
   tpcommUniqueId id;
   tpcommGetUniqueId(&id);
@@ -186,6 +188,8 @@ ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::vector<std::string> env_strings(extra_env);
+    if (rank_env)
+      for (const std::string& e : rank_env(r)) env_strings.push_back(e);
     for (char** e = environ; *e; ++e) env_strings.push_back(*e);
     std::vector<char*> envp;
     for (auto& e : env_strings) envp.push_back(e.data());

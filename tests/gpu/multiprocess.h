@@ -3,8 +3,11 @@
 // each child's output digests.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "tpcomm/tpcomm.h"
 
 namespace tpcomm::test {
 
@@ -17,8 +20,14 @@ struct ChildRun {
   bool timed_out = false;
 };
 
-// extra_env: "NAME=value" entries added to the children's environment.
+// extra_env: "NAME=value" entries added to the children's environment; rank_env(r): more of
+// them for rank r only (simulated machines: tests/gpu/test_multinode.cc).
 ChildRun spawnChildren(const std::string& scenario, int nranks, int timeout_s,
-                       const std::vector<std::string>& extra_env = {});
+                       const std::vector<std::string>& extra_env = {},
+                       const std::function<std::vector<std::string>(int)>& rank_env = nullptr);
+
+// The child side of the scenarios named "mn-..." (tests/gpu/test_multinode.cc).
+int runMultinodeChild(const std::string& scenario, int rank, int nranks, const tpcommUniqueId& id,
+                      const std::string& dir);
 
 }  // namespace tpcomm::test

@@ -328,10 +328,6 @@ TEST_P(SharedWorld, EveryAlgorithmDefaultGrids) {
                    tpcommAlgoHostTwoShot, tpcommAlgoHostBulk, tpcommAlgoOneShotPull,
                    tpcommAlgoTwoShotPull, tpcommAlgoOneShotCe}) {
     if (algo == tpcommAlgoIsland && !(world >= 4 && world % 2 == 0)) continue;
-    // Known bug (issue 21): oneshot_ce with 3 or more ranks on one GPU times out in multi-step
-    // calls (a rank's step-16 guard never passes, 256 KiB fp32 at world 3, s13 call 2); worlds
-    // 2 (Correctness.World2OneShotCe) pass. Skipped here until fixed, not hidden: the note says so.
-    if (algo == tpcommAlgoOneShotCe && world >= 3) continue;
     SCOPED_TRACE(tpcommAlgoName(algo));
     runMatrix(world, algo, /*big=*/true, /*max_blocks=*/0, /*light=*/true, /*host_ll=*/false,
               kSharedTimeoutMs);

@@ -187,8 +187,8 @@ void runMatrix(int world, int algo, bool light, int timeout_ms = 20000) {
 // The cluster split's edges, each against the reference: H not a multiple of the cluster (the
 // last block's slice is shorter: 7176 = 897 vectors over 8, 2056 = 257 over 4, 4104 = 513 over
 // 8), clusters shrinking as the rows grow (17 rows: 4 a row, 64: 2), every dtype, Gemma, FP8, the
-// in-place forms; then the same calls with one block per row (knob fused_cluster=0), which must
-// match the reference as well.
+// in-place forms (knob fused_cluster=1: clusters are off by default); then the same calls with
+// one block per row (the default), which must match the reference as well.
 void runSplitMatrix(const char* knobs, Split split) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   int major = 0;
@@ -216,10 +216,10 @@ void runSplitMatrix(const char* knobs, Split split) {
 }
 
 TEST(Fused, ClusterSplitEdges) {
-  runSplitMatrix(nullptr, Split::kCluster);
+  runSplitMatrix("fused_cluster=1", Split::kCluster);
 }
 TEST(Fused, BlockPerRowKnob) {
-  runSplitMatrix("fused_cluster=0", Split::kBlockPerRow);
+  runSplitMatrix(nullptr, Split::kBlockPerRow);
 }
 
 // More rows than clusters: ranks sharing one GPU cap every rank's grid so that all of them are
@@ -232,7 +232,8 @@ TEST(Fused, ClustersLoopOverRowsUnderTheCoResidencyCap) {
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
   if (major < 9) GTEST_SKIP() << "no thread-block clusters below sm_90";
   for (int w : {4, 8}) {
-    const tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, 5000);
+    tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, 5000);
+    cfg.launchKnobs = "fused_cluster=1";
     std::string err;
     auto g = makeGroup(w, &cfg, 0, &err);
     ASSERT_TRUE(g) << err;
@@ -355,8 +356,8 @@ void graphReplayMatches(const char* knobs, size_t rows, size_t hidden) {
 TEST(Fused, GraphReplayClusterAndBlockPerRow) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (size_t t : {size_t{1}, size_t{16}, size_t{64}}) {
-    graphReplayMatches(nullptr, t, 7168);
-    graphReplayMatches("fused_cluster=0", t, 7168);
+    graphReplayMatches("fused_cluster=1", t, 7168);
+    graphReplayMatches(nullptr, t, 7168);  // a block per row, the default
     if (HasFailure()) return;
   }
 }

@@ -4,11 +4,15 @@
 //    lands in the same slot (a captured copy's address is fixed), so only the guard's wait for
 //    the peers' acknowledgements keeps a fast rank from overwriting the region a slow one is
 //    still reducing. Checked on the GPU after every replay.
+//  * ranks sharing one GPU at worlds 3..8 with the default (wide) grids, one step and many: only
+//    one-block kernels may wait for a peer, or the waiting ranks' blocks cover every SM while the
+//    last rank's same-device copies wait for room (docs/PROTOCOL.md, "Copy engines").
 //  * what a copy node costs and what a call costs per size, next to the push one-shot (printed:
 //    with ranks sharing one GPU a "peer copy" is a same-device copy, so this is the copy engine's
 //    and the graph node's overhead, not a link).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -131,6 +135,53 @@ TEST(OneShotCe, OneCallGraphReusesItsSlotBehindTheGuard) {
     }
     printf("[ ce guard ] world %d: %d replays of one %zu-byte call (one slot), %.1f us each\n",
            world, kReps, n * sizeof(float), us);
+  }
+}
+
+// Eager calls whose grids cover the GPU's SMs, every world from 3: 256 KiB fp32 is 128 blocks a
+// rank. When the reduce kernel's grid waited for the flags, every such world timed out at its
+// first call of this size (its last rank never started: its copies had no room among the
+// others' spinning blocks), while worlds 2 passed. Then calls of several steps on the default
+// slots, and of dozens on small slots (every step its guard, copies, wait and reduce).
+TEST(OneShotCe, WideGridsWithRanksSharingAGpu) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  struct Slots {
+    size_t buffer_bytes;  // 0: the default 16 MiB
+    std::vector<size_t> counts;
+  };
+  const Slots slots[] = {{0, {65536, 1u << 20, (4u << 20) + 5}}, {256 * KiB, {(1u << 20) + 3}}};
+  for (int world = 3; world <= 8; ++world) {
+    for (const Slots& sl : slots) {
+      tpcommConfig_t cfg = configFor(tpcommAlgoOneShotCe, 0, 3000);
+      cfg.bufferBytes = sl.buffer_bytes;
+      std::string err;
+      auto g = makeGroup(world, &cfg, 16 * MiB + 64, &err);
+      ASSERT_TRUE(g) << err;
+      const Clock::time_point t0 = Clock::now();
+      int widest = 0;
+      size_t most_steps = 0;
+      for (size_t i = 0; i < sl.counts.size(); ++i) {
+        Case c{tpcommFloat32, sl.counts[i], i % 2 == 1, 0, 4242u + i};
+        const std::string name = caseName(c, tpcommAlgoOneShotCe, world) +
+                                 (sl.buffer_bytes ? " (256 KiB slots)" : " (default slots)");
+        const Outcome o = runCase(*g, c);
+        ASSERT_EQ(o.result, tpcommSuccess) << name << ": " << o.describe();
+        EXPECT_EQ(o.wrong, 0u) << name << ": " << o.describe();
+        EXPECT_TRUE(o.ranks_agree) << name << ": ranks' outputs differ";
+        tpcommCallInfo_t info{};
+        ASSERT_EQ(tpcommCommGetLastCall(g->comms[0], &info), tpcommSuccess);
+        EXPECT_EQ(info.variant, tpcommVariantP2pOneShotCe) << tpcommVariantName(info.variant);
+        widest = std::max(widest, info.blocks);
+        // A step is a source's region of a slot (oneShotStepBytes).
+        const size_t region = (sl.buffer_bytes ? sl.buffer_bytes : 16 * MiB) / world / 16 * 16;
+        most_steps = std::max(most_steps, (c.count * sizeof(float) + region - 1) / region);
+      }
+      printf(
+          "[ ce wide  ] world %d, %s slots: %zu calls in %.0f ms, widest grid %d blocks, up "
+          "to %zu steps a call\n",
+          world, sl.buffer_bytes ? "256 KiB" : "16 MiB", sl.counts.size(), usSince(t0) / 1000,
+          widest, most_steps);
+    }
   }
 }
 

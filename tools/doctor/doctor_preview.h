@@ -29,7 +29,6 @@ struct PreviewOptions {
   int forced_algo = -1;                 // TPCOMM_ALGO (-1: auto)
   bool strict = false;                  // TPCOMM_STRICT
   const TuningTable* tuning = nullptr;  // the table loaded for this machine, if any
-  bool prefer_pull = false;             // the fabric probe's verdict (PolicyInput::prefer_pull)
   FabricVerdict fabric_verdict = FabricVerdict::kUnknown;  // the probe's, as init would agree it
 };
 
@@ -85,7 +84,6 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.forced_algo = o.forced_algo;
   f.strict = o.strict;
   f.tuned = tuned;
-  f.prefer_pull = o.prefer_pull && w->fabric != Fabric::kHost;
   f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;
