@@ -224,7 +224,9 @@ TEST(FusedPlan, OnePassKernelWhereTheRowsFitTheRegisters) {
     ASSERT_TRUE(isFusedVariant(p.variant)) << p.reason;
     EXPECT_EQ(p.one_pass, c.one_pass)
         << "world " << c.world << " H " << c.hidden << ": " << p.reason;
-    if (c.clusters) EXPECT_GT(p.cluster, 1) << p.reason;
+    if (c.clusters) {
+      EXPECT_GT(p.cluster, 1) << p.reason;
+    }
   }
 }
 
