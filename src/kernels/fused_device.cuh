@@ -108,6 +108,18 @@ __device__ __forceinline__ uint4 addResidual(const Acc<T>& acc, const uint4& r, 
   return y;
 }
 
+// My input's vector v (raw), canonicalised, into every peer's slot of the call, in my region.
+template <typename Proto, typename T, int kW>
+__device__ __forceinline__ void pushVec(const FusedParams& p, char* const (&peer)[kW],
+                                        size_t slot_off, int rank, int world, size_t v,
+                                        const uint4& x) {
+  const uint4 y = canon<T>(x);
+#pragma unroll
+  for (int q = 1; q < kW; ++q)
+    if (q < world)
+      Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
+}
+
 // Pushes vectors [lo, hi) of rows row0, row0 + row_step, ... (hv vectors a row) into every peer's
 // slot, in my region.
 template <typename Proto, typename T, int kW>
@@ -116,14 +128,8 @@ __device__ __forceinline__ void pushRowSlices(const FusedParams& p, char* const 
                                               size_t row0, size_t row_step, size_t lo, size_t hi) {
   const uint4* send = static_cast<const uint4*>(p.send);
   for (size_t row = row0; row < p.rows; row += row_step)
-    for (size_t j = lo + threadIdx.x; j < hi; j += blockDim.x) {
-      const size_t v = row * hv + j;
-      const uint4 y = canon<T>(send[v]);
-#pragma unroll
-      for (int q = 1; q < kW; ++q)
-        if (q < world)
-          Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + v, y, 0);
-    }
+    for (size_t j = lo + threadIdx.x; j < hi; j += blockDim.x)
+      pushVec<Proto, T, kW>(p, peer, slot_off, rank, world, row * hv + j, send[row * hv + j]);
 }
 
 // Pushes one row's slice from registers: x[u] is vector base + lo + tid + u * blockDim.x (below
@@ -135,12 +141,7 @@ __device__ __forceinline__ void pushSliceRegs(const FusedParams& p, char* const 
 #pragma unroll
   for (int u = 0; u < V; ++u) {
     const size_t j = lo + threadIdx.x + u * blockDim.x;
-    if (j >= hi) continue;
-    const uint4 y = canon<T>(x[u]);
-#pragma unroll
-    for (int q = 1; q < kW; ++q)
-      if (q < world)
-        Proto::put(reinterpret_cast<uint4*>(peer[q] + slot_off) + rank * p.region + base + j, y, 0);
+    if (j < hi) pushVec<Proto, T, kW>(p, peer, slot_off, rank, world, base + j, x[u]);
   }
 }
 
