@@ -129,6 +129,7 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
     f.threads = fp.threads;
     f.pdl = fp.pdl;
     f.cluster = fp.cluster;
+    f.one_pass = fp.one_pass;
     f.cc_major = comm->cc_major;
     TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
     TPCOMM_CHECK(afterCall(&comm->order, s, cap));

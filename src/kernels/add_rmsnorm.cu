@@ -52,9 +52,10 @@ __device__ __forceinline__ void storeE4m3(uint8_t* out, size_t first, size_t cou
 
 // The row's sum of squares: the block's, or (kCluster) the cluster's, in a fixed order.
 template <bool kCluster>
-__device__ __forceinline__ float rowSumSq(float v, float* scratch, SlicePartial (&partial)[2],
-                                          unsigned parity) {
-  const float block = blockSumFixedOrder(v, scratch);
+__device__ __forceinline__ float rowSumSq(float v, BlockSumScratch& scratch,
+                                          SlicePartial (&partial)[2], unsigned parity) {
+  bool unused = false;  // the epilogue kernel never gives up
+  const float block = blockSumFixedOrder(v, scratch, parity, false, &unused);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (kCluster) {
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
@@ -63,7 +64,6 @@ __device__ __forceinline__ float rowSumSq(float v, float* scratch, SlicePartial 
   }
 #endif
   (void)partial;
-  (void)parity;
   return block;
 }
 
@@ -72,7 +72,7 @@ __device__ __forceinline__ float rowSumSq(float v, float* scratch, SlicePartial 
 template <typename T, bool kQuant, bool kCluster>
 __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a, bool aligned) {
   constexpr int E = VecTraits<T>::kElems;
-  __shared__ float scratch[kMaxThreads / 32 + 1];
+  __shared__ BlockSumScratch scratch;
   __shared__ SlicePartial partial[2];
   const size_t H = a.hidden;
   const size_t nvec = (H + E - 1) / E;

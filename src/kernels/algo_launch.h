@@ -27,10 +27,13 @@ constexpr int kNumDtypes = 3;  // float32, float16, bfloat16 (see dtypeIndex)
 // variant; null for every other algorithm.
 // `cluster`: the fused one-shot's cluster-per-row kernels (fused_cluster.cu, code in the sm_90+
 // images only), for the fused calls the planner gives a cluster geometry; null elsewhere.
+// `one_pass`: the fused one-shot's block-per-row kernels without the two-pass path (rows that fit
+// the registers: FusedLaunch::one_pass), a third of the general kernel's code; null elsewhere.
 struct KernelSet {
   const void* fn[kNumDtypes];
   const void* lean[kNumDtypes] = {};
   const void* cluster[kNumDtypes] = {};
+  const void* one_pass[kNumDtypes] = {};
 };
 
 // The kernel-set getters, one per (algorithm, protocol); the variant table (variant_table.h) is

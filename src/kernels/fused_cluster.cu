@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
-  __shared__ float scratch[kThreadsPerBlock / 32 + 1];
+  __shared__ BlockSumScratch scratch;
   __shared__ SlicePartial partial[2];
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
   const unsigned cs = cluster.num_blocks();
@@ -82,10 +82,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     residualInRegs<Proto, T, kW, V>(p, r, res, y, sumsq);
     if (row == first_row) trace.markLatest(kTraceReduced, session.epoch, rank);
     // Every thread takes part in the block's and the cluster's sums, a timed-out one too.
-    const float part = blockSumFixedOrder(sumsq, scratch);
     bool failed = false;
-    const float total = clusterSumFixedOrder(cluster, partial, parity, part,
-                                             __syncthreads_or(wait.failed), &failed);
+    const float part = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
+    const float total = clusterSumFixedOrder(cluster, partial, parity, part, failed, &failed);
     if (failed) {
       cluster.sync();  // no block leaves while another may still read its partials
       return;

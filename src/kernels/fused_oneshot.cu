@@ -54,7 +54,9 @@ __device__ __forceinline__ void storeRowNorm(const FusedParams& p, size_t base, 
 // gamma are loaded before the waits, every vector's wait is batched with the others, and the norm
 // is computed from the sums without a second pass over memory. Longer rows take two passes, the
 // second over the thread's own residual_out stores.
-template <typename Proto, typename T, int kW, bool kQuant>
+// kOnePass: the host guarantees the rows fit the registers (FusedLaunch::one_pass), and the
+// two-pass path is not compiled in: a third of the code, on a path run once per call.
+template <typename Proto, typename T, int kW, bool kQuant, bool kOnePass>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedOneShotKernel(const __grid_constant__ DeviceComm c,
                        const __grid_constant__ FusedParams p) {
@@ -62,10 +64,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.mark(kTraceEntry);
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
-  __shared__ float scratch[kThreadsPerBlock / 32 + 1];
+  __shared__ BlockSumScratch scratch;
   const size_t H = p.hidden, hv = H / E;
   const int rank = c.rank, world = c.world;
-  const bool in_regs = hv <= static_cast<size_t>(V) * blockDim.x;
+  const bool in_regs = kOnePass || hv <= static_cast<size_t>(V) * blockDim.x;
   char* peer[kW];
   fusedPeers<Proto, kW>(c, rank, world, peer);
   CallSession session(c);
@@ -99,7 +101,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   WaitCtx wait = session.startWaits();
   if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
-  for (size_t row = row0; row < p.rows; row += gridDim.x) {
+  unsigned parity = 0;
+  for (size_t row = row0; row < p.rows; row += gridDim.x, parity ^= 1u) {
     const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),
                    row * hv, hv,   p.rows * H,
                    rank,     world};
@@ -114,8 +117,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (row == row0) trace.markLatest(kTraceReduced, session.epoch, rank);
     // Every thread takes part in the block sum, a timed-out one too, then the block leaves
     // together: no barrier is left waiting for it.
-    const float total = blockSumFixedOrder(sumsq, scratch);
-    if (__syncthreads_or(wait.failed)) return;
+    bool failed = false;
+    const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
+    if (failed) return;
     if (row == row0) trace.mark(kTraceRowSum);
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
     storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
@@ -126,13 +130,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.store(session.epoch, rank);
 }
 
-template <bool kQuant>
+template <bool kQuant, bool kOnePass>
 struct FusedEntry {
   template <typename Proto, typename T, int kW>
   static const void* get() {
-    return reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, kQuant>);
+    return reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, kQuant, kOnePass>);
   }
 };
+
+// A fused variant's set: the general kernels, the one-pass ones beside them.
+template <bool kQuant, typename Proto>
+KernelSet fusedSet(int world) {
+  KernelSet s = kernelSetByWorld<FusedEntry<kQuant, false>, Proto>(world);
+  const KernelSet one = kernelSetByWorld<FusedEntry<kQuant, true>, Proto>(world);
+  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = one.fn[d];
+  return s;
+}
 
 }  // namespace
 
@@ -144,31 +157,36 @@ bool readFusedTrace(int dev, unsigned long long* out) {
 // geometry (FusedLaunch::cluster) picks between the two, and the image check and the occupancy
 // query see both.
 KernelSet fusedP2pKernels(int world) {
-  KernelSet s = kernelSetByWorld<FusedEntry<false>, SentinelProto>(world);
+  KernelSet s = fusedSet<false, SentinelProto>(world);
   const KernelSet k = fusedP2pClusterKernels(world);
   for (int d = 0; d < kNumDtypes; ++d) s.cluster[d] = k.fn[d];
   return s;
 }
 KernelSet fusedP2pFp8Kernels(int world) {
-  KernelSet s = kernelSetByWorld<FusedEntry<true>, SentinelProto>(world);
+  KernelSet s = fusedSet<true, SentinelProto>(world);
   const KernelSet k = fusedP2pClusterFp8Kernels(world);
   for (int d = 0; d < kNumDtypes; ++d) s.cluster[d] = k.fn[d];
   return s;
 }
 KernelSet fusedHostKernels(int world) {
-  return kernelSetByWorld<FusedEntry<false>, HostSentinelProto>(world);
+  return fusedSet<false, HostSentinelProto>(world);
 }
 KernelSet fusedHostFp8Kernels(int world) {
-  return kernelSetByWorld<FusedEntry<true>, HostSentinelProto>(world);
+  return fusedSet<true, HostSentinelProto>(world);
 }
 
 tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cudaStream_t s) {
   const bool cluster = f.cluster > 1;
-  const void* fn = cluster ? variantClusterKernel(f.variant, c.world, dtypeIndex(f.dtype))
-                           : variantKernel(f.variant, c.world, dtypeIndex(f.dtype));
+  const int d = dtypeIndex(f.dtype);
+  const void* fn = cluster      ? variantClusterKernel(f.variant, c.world, d)
+                   : f.one_pass ? variantOnePassKernel(f.variant, c.world, d)
+                                : variantKernel(f.variant, c.world, d);
   if (!fn)
     return fail(tpcommInternalError, "fused launch: no %skernel for variant %s",
-                cluster ? "cluster " : "", tpcommVariantName(f.variant));
+                cluster      ? "cluster "
+                : f.one_pass ? "one-pass "
+                             : "",
+                tpcommVariantName(f.variant));
   // The cluster kernels carry code only in the sm_90+ images; the planner asks for them only where
   // every rank's GPU launches clusters (CommFacts::clusters), and this says so if it ever did not.
   if (cluster && (f.cc_major < 9 || f.cluster > kMaxClusterBlocks || f.blocks % f.cluster != 0))

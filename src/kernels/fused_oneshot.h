@@ -40,6 +40,9 @@ struct FusedLaunch {
   // Blocks per row: above 1, a thread-block cluster of that many owns each row (fused_cluster.cu;
   // peer memory, sm_90+); 1, a block owns each row (fused_oneshot.cu).
   int cluster = 1;
+  // A block per row, rows of at most threads * fusedVecsPerThread vectors: the one-pass kernel
+  // (KernelSet::one_pass), which has no two-pass path.
+  bool one_pass = false;
   int cc_major = 0;  // this rank's GPU (a cluster launch needs 9.0+)
 };
 

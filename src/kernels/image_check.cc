@@ -42,8 +42,8 @@ bool firstPtxJitWarning() {
 }
 
 std::vector<const void*> checkedKernels() {
-  // Every row of the variant table (the kernels the launch can pick, a row's cluster kernels
-  // too) at every world-size class; the island kernels exist from world 4 on.
+  // Every row of the variant table (the kernels the launch can pick, a row's cluster and one-pass
+  // kernels too) at every world-size class; the island kernels exist from world 4 on.
   std::vector<const void*> out;
   int rows = 0;
   const VariantKernels* table = variantTable(&rows);
@@ -51,7 +51,8 @@ std::vector<const void*> checkedKernels() {
     for (int w : kWorldClasses)
       for (int d = 0; d < kNumDtypes; ++d)
         for (const void* fn :
-             {variantKernel(table[r].variant, w, d), variantClusterKernel(table[r].variant, w, d)})
+             {variantKernel(table[r].variant, w, d), variantClusterKernel(table[r].variant, w, d),
+              variantOnePassKernel(table[r].variant, w, d)})
           if (fn) out.push_back(fn);
   for (const void* fn : topo::probeKernels()) out.push_back(fn);  // doctor's and init's probe
   return out;

@@ -60,6 +60,12 @@ tpcommResult_t queryOccupancy(int device, int world, VariantOccupancy* out) {
         TPCOMM_CUDA_CHECK(
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, 32 * (step + 1), 0));
         least = least < 0 ? n : std::min(least, n);
+        // A fused row's one-pass kernel runs under the same cap as its general one.
+        if (const void* ofn = variantOnePassKernel(table[r].variant, world, d)) {
+          TPCOMM_CUDA_CHECK(
+              cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ofn, 32 * (step + 1), 0));
+          least = std::min(least, n);
+        }
         const void* cfn =
             out->clusters ? variantClusterKernel(table[r].variant, world, d) : nullptr;
         if (!cfn) continue;

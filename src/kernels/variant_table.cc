@@ -56,6 +56,12 @@ const void* variantKernel(tpcommVariant_t variant, int world, int dtype_index) {
   return r->lean ? set.lean[dtype_index] : set.fn[dtype_index];
 }
 
+const void* variantOnePassKernel(tpcommVariant_t variant, int world, int dtype_index) {
+  const VariantKernels* r = variantRow(variant);
+  if (!r || dtype_index < 0 || dtype_index >= kNumDtypes) return nullptr;
+  return r->kernels(world).one_pass[dtype_index];
+}
+
 const void* variantClusterKernel(tpcommVariant_t variant, int world, int dtype_index) {
   const VariantKernels* r = variantRow(variant);
   if (!r || dtype_index < 0 || dtype_index >= kNumDtypes) return nullptr;

@@ -25,5 +25,8 @@ const void* variantKernel(tpcommVariant_t variant, int world, int dtype_index);
 // The same row's cluster-per-row kernel (KernelSet::cluster: the fused one-shot over peer
 // memory); nullptr for every other variant.
 const void* variantClusterKernel(tpcommVariant_t variant, int world, int dtype_index);
+// The same row's one-pass kernel (KernelSet::one_pass: the fused one-shot's block-per-row kernel
+// for rows that fit the registers); nullptr for every other variant.
+const void* variantOnePassKernel(tpcommVariant_t variant, int world, int dtype_index);
 
 }  // namespace tpcomm

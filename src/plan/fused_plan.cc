@@ -121,6 +121,9 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
     if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
     p.blocks = static_cast<int>(units * per);
+    p.one_pass =
+        p.cluster == 1 && hv <= static_cast<size_t>(p.threads) *
+                                    static_cast<size_t>(fusedVecsPerThread(worldClass(f.world)));
     p.region = cap / kVecBytes;
     p.pdl = f.knobs.pdl;
     // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.

@@ -26,6 +26,8 @@ struct FusedPlan {
   // Fused variants: blocks per row; above 1, thread-block clusters of that many blocks each own a
   // row (blocks = clusters * cluster), a slice of it per block (kernels/fused_cluster.cu).
   int cluster = 1;
+  // Fused variants with a block per row whose rows fit the registers: the one-pass kernel.
+  bool one_pass = false;
   size_t region = 0;  // fused variants: vectors of a source's region of a slot
   bool pdl = false;
   std::string reason;

@@ -197,6 +197,39 @@ TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   EXPECT_EQ(p.reason.find("cluster"), std::string::npos) << p.reason;
 }
 
+// A block per row whose rows fit the registers (threads x fusedVecsPerThread vectors) takes the
+// one-pass kernel; longer rows and clusters the others.
+TEST(FusedPlan, OnePassKernelWhereTheRowsFitTheRegisters) {
+  struct Case {
+    int world;
+    size_t hidden;
+    Fabric fabric;
+    bool clusters;
+    bool one_pass;
+  };
+  const Case cases[] = {
+      {2, 7168, Fabric::kNvlink, false, true},    // 896 vectors <= 512 x 2
+      {2, 8192, Fabric::kNvlink, false, true},    // 1024: the edge
+      {2, 8200, Fabric::kNvlink, false, false},   // 1025: two passes
+      {2, 16384, Fabric::kNvlink, false, false},  // 2048
+      {8, 4096, Fabric::kNvlink, false, true},    // 512 <= 512 x 1 at world class 8
+      {8, 7168, Fabric::kNvlink, false, false},  {2, 7168, Fabric::kHost, false, true},
+      {2, 7168, Fabric::kNvlink, true, false},  // a cluster per row: the cluster kernel
+  };
+  for (const Case& c : cases) {
+    CommFacts f = factsFor(c.world, c.fabric);
+    f.clusters = c.clusters;
+    f.knobs.fused_cluster = c.clusters;
+    const FusedPlan p = planFusedCall(f, FusedCallArgs{2, c.hidden, tpcommBfloat16, true, false});
+    ASSERT_TRUE(isFusedVariant(p.variant)) << p.reason;
+    EXPECT_EQ(p.one_pass, c.one_pass)
+        << "world " << c.world << " H " << c.hidden << ": " << p.reason;
+    if (c.clusters) {
+      EXPECT_GT(p.cluster, 1) << p.reason;
+    }
+  }
+}
+
 // Ranks sharing a GPU: the co-residency cap counts blocks; a cluster must fit it whole (smaller
 // clusters where the big one does not), and the clusters are cut to what fits.
 TEST(FusedPlan, ClusterFitsTheCoResidencyCap) {

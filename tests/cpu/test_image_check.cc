@@ -56,7 +56,7 @@ std::set<const void*> everyGetterKernel() {
   for (const auto& [name, get] : getters)
     for (int w : kWorldClasses) {
       const KernelSet set = get(w);
-      for (const void* const* fns : {set.fn, set.lean, set.cluster})
+      for (const void* const* fns : {set.fn, set.lean, set.cluster, set.one_pass})
         for (int d = 0; d < kNumDtypes; ++d)
           if (fns[d]) out.insert(fns[d]);
     }
