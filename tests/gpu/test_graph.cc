@@ -152,12 +152,11 @@ TEST(Graph, CaptureHundredCeCallsReplayThousandTimes) {
   captureAndReplay(tpcommAlgoOneShotCe);
 }
 
-// 100k calls of `algo` (auto: what the policy picks) of irregular sizes with no host sync, every
-// output compared on the GPU with its size's first, reference-checked result.
-void hundredThousandCalls(int algo) {
+// 100k calls of `algo` (auto: what the policy picks) at `world` ranks, of irregular sizes with
+// no host sync, every output compared on the GPU with its size's first, reference-checked result.
+void hundredThousandCalls(int algo, int world = 2) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   const tpcommDataType_t dt = tpcommBfloat16;
-  const int world = 2;
   const size_t counts[] = {1, 100, 2048, 4099, 16384, 65536, 262147, 1048576};
   const int nsizes = 8;
   const tpcommConfig_t cfg = configFor(algo);
@@ -243,6 +242,11 @@ TEST(Stress, HundredThousandOneShotPullCallsWithoutSync) {
 }
 TEST(Stress, HundredThousandTwoShotPullCallsWithoutSync) {
   hundredThousandCalls(tpcommAlgoTwoShotPull);
+}
+// The island over pull needs four ranks (two islands of two, sharing the GPU): its three
+// publishes a step and four-slot rotation through 100k calls of every size.
+TEST(Stress, HundredThousandIslandPullCallsWithoutSync) {
+  hundredThousandCalls(tpcommAlgoIslandPull, 4);
 }
 
 // The copy-engine one-shot, whose landing slot is the host's count of steps: 100k calls of
