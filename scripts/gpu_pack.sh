@@ -7,7 +7,7 @@
 #   gpu-carry/pack/build-trace  trace-oneshot and tpcomm-bench-fused of a -DTPCOMM_KERNEL_TRACE=ON build
 #   gpu-carry/pack/build-ab     TPCOMM_AB_TREE's benches, for an A/B against this tree
 # A session, one stage a device call (each within the device's 600 s):
-#   P='tar -C gpu-carry -xJf gpu-carry/pack.tar.xz && TPCOMM_SUITE_SECONDS=540 tests/gpu/run_suite.sh gpu-carry/pack/build $OUT'
+#   P='tar -C gpu-carry -xJf gpu-carry/pack.tar.xz && TPCOMM_SUITE_SECONDS=540 TPCOMM_SUITE_PACK=1 tests/gpu/run_suite.sh gpu-carry/pack/build $OUT'
 #   run(command="$P tests-a", carry=["gpu-carry/pack.tar.xz"])   # World/* suites
 #   run(command="$P tests-b", carry=[...])                        # the other suites, Python, doctor
 #   run(command="$P round", carry=[...])                          # this round's benchmarks

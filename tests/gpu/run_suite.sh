@@ -18,8 +18,8 @@
 # The gtest suites run in batches of four test suites, each a process of its own: a crash or a
 # hang costs its batch, which then reruns suite by suite. TPCOMM_SUITE_SECONDS bounds the whole run
 # (the lent device allows 600 s a call: scripts/gpu_pack.sh says how to split a session); a step
-# that no longer fits is reported NOT RUN, by name. Logs and JSON go to OUT_DIR; the last lines
-# are a summary.
+# that no longer fits is reported NOT RUN, by name. Logs and JSON go to OUT_DIR (TPCOMM_SUITE_PACK=1:
+# into OUT_DIR/suite.tgz beside summary.txt); the last lines are a summary.
 set -u
 BUILD=${1:-build}
 OUT=${2:-gpu-results}
@@ -190,3 +190,9 @@ fi
   echo "==== summary of $WHAT ($(date -u +%FT%TZ), $(nvidia-smi --query-gpu=name --format=csv,noheader | sort | uniq -c | xargs), $((SECONDS - T0)) s)"
   printf '%s\n' "${summary[@]}"
 } | tee "$OUT/summary.txt"
+# The lent device returns only a few files a call: TPCOMM_SUITE_PACK=1 leaves summary.txt and one
+# archive of everything else.
+if [[ ${TPCOMM_SUITE_PACK:-0} == 1 ]]; then
+  (cd "$OUT" && find . -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name suite.tgz -print0 |
+    tar --null -czf suite.tgz -T - --remove-files)
+fi
