@@ -1,5 +1,7 @@
 #include "tests/gpu/harness.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -38,7 +40,11 @@ tpcommConfig_t configFor(int algo, int max_blocks, int timeout_ms) {
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.algo = algo;
   cfg.maxBlocks = max_blocks;
-  cfg.timeoutMs = timeout_ms;
+  // Under compute-sanitizer the kernels run many times slower, and ranks sharing a GPU wait for
+  // each other past a test's timeout (run_suite.sh sets the scale for its sanitizer steps).
+  const char* scale = getenv("TPCOMM_TEST_TIMEOUT_SCALE");
+  const int k = scale ? atoi(scale) : 1;
+  cfg.timeoutMs = k > 1 ? timeout_ms * k : timeout_ms;
   if (algo != tpcommAlgoAuto && algo != tpcommAlgoNccl) cfg.ncclMode = tpcommNcclOff;
   return cfg;
 }

@@ -86,6 +86,8 @@ case $WHAT in
   suites) gtest_suites -E "${TPCOMM_SUITES:?suites: set TPCOMM_SUITES to a regex of suite names}" ;;
 esac
 if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
+  # The sanitizers slow kernels many times over: ranks sharing a GPU need longer waits (harness.cc).
+  export TPCOMM_TEST_TIMEOUT_SCALE=${TPCOMM_TEST_TIMEOUT_SCALE:-10}
   step gtest_pdl_off 90 env TPCOMM_PDL=0 "$BUILD/tests/gpu/tpcomm_gpu_tests" \
     --gtest_filter='Correctness.World2Auto:Graph.*:Correctness.SentinelPayloadAndNegativeZero'
   for extra in "$BUILD"-sm80; do  # a build without this GPU's architecture
