@@ -77,7 +77,7 @@ fi
 # target.
 SAN_BUILD=${TPCOMM_SAN_BUILD_DIR:-build-asan}
 FUZZ_BUILD=${TPCOMM_FUZZ_BUILD_DIR:-build-fuzz}
-FUZZ_SECONDS=${TPCOMM_FUZZ_SECONDS:-15}
+FUZZ_SECONDS=${TPCOMM_FUZZ_SECONDS:-8}
 
 # Installs the Debian packages that are missing (a fresh CI machine), nothing when all are there.
 ensure_packages() {
