@@ -2,8 +2,9 @@
 // the plain all-reduce of the same bytes and the unfused pair (tpcomm's all-reduce, then the
 // add+RMSNorm kernel on its own), in CUDA graphs, same process, same streams, same run; bf16 rows
 // of --hidden elements for each token count. The fused call runs twice: as the planner picks it
-// (a block per row by default) and with a thread-block cluster per row where every GPU is sm_90+
-// (communicators made with the knob fused_cluster=1), so one run shows both kernels. The pair's
+// (a thread-block cluster per row by default where every GPU is sm_90+ and the rows' clusters fit)
+// and with a block per row (communicators made with the knob fused_cluster=0, column
+// `block/row`), so one run shows both kernels. The pair's
 // epilogue kernel takes a block per row, as the library's unfused path does by default. Ranks may
 // share a GPU (--ranks above the GPU count): that measures protocol and launch overhead, not a
 // link, and the output says so.
@@ -73,7 +74,7 @@ struct Run {
   std::vector<int> devlist;
   std::vector<Rank> ranks;
   std::vector<tpcommComm_t> comms;
-  std::vector<tpcommComm_t> cluster_comms;  // the same ranks with fused_cluster=1
+  std::vector<tpcommComm_t> block_comms;  // the same ranks with fused_cluster=0
   std::vector<Bufs> b;
 };
 
@@ -129,7 +130,7 @@ std::string enqueuePair(Run& run, size_t t) {
     a.hidden = o.hidden;
     a.dtype = tpcommBfloat16;
     a.eps = 1e-6f;
-    a.clusters = false;  // as the library's unfused path runs it by default (fused_cluster=0)
+    a.clusters = false;  // as the library's unfused path runs it by default (epilogue_cluster=0)
     cudaSetDevice(run.devlist[r]);
     if (tpcomm::launchAddRmsNorm(a, run.ranks[r].stream) != tpcommSuccess)
       return tpcommGetLastError();
@@ -137,7 +138,7 @@ std::string enqueuePair(Run& run, size_t t) {
   return "";
 }
 
-// The fused all-reduce + add + RMSNorm on `comms` (run.comms or run.cluster_comms).
+// The fused all-reduce + add + RMSNorm on `comms` (run.comms or run.block_comms).
 std::string enqueueFused(Run& run, const std::vector<tpcommComm_t>& comms, size_t t,
                          tpcommRmsNormParams_t* prm) {
   const Opts& o = run.o;
@@ -155,14 +156,14 @@ std::string enqueueFused(Run& run, const std::vector<tpcommComm_t>& comms, size_
 }
 
 // One token count's row, on stdout and (when js) as a JSON object: us[] is the all-reduce, the
-// pair, the fused call as planned (its grid: `blocks`), the fused call with a cluster per row.
+// pair, the fused call as planned (its grid: `blocks`), the fused call with a block per row.
 void printRow(FILE* js, size_t t, const double us[4], const char* variant, int blocks, bool last) {
   printf("%8zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %7d  %s\n", t, us[0], us[1], us[2],
          us[2] - us[0], us[1] > 0 ? us[2] / us[1] : 0.0, us[3], blocks, variant);
   if (js)
     fprintf(js,
             "  {\"tokens\": %zu, \"allreduce_us\": %.3f, \"pair_us\": %.3f, \"fused_us\": %.3f, "
-            "\"fused_cluster_us\": %.3f, \"fused_blocks\": %d, \"variant\": \"%s\"}%s\n",
+            "\"fused_block_per_row_us\": %.3f, \"fused_blocks\": %d, \"variant\": \"%s\"}%s\n",
             t, us[0], us[1], us[2], us[3], blocks, variant, last ? "" : ",");
 }
 
@@ -182,15 +183,15 @@ int main(int argc, char** argv) {
   const size_t max_bytes = o.tokens.back() * o.hidden * 2;
   std::string err = tpcomm::timing::setupRanks(run.devlist, max_bytes, &run.ranks);
   run.comms.resize(o.ranks);
-  run.cluster_comms.resize(o.ranks);
+  run.block_comms.resize(o.ranks);
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   if (err.empty() &&
       tpcommCommInitAll(run.comms.data(), o.ranks, run.devlist.data(), &cfg) != tpcommSuccess)
     err = tpcommGetLastError();
-  tpcommConfig_t cluster_cfg = TPCOMM_CONFIG_INITIALIZER;
-  cluster_cfg.launchKnobs = "fused_cluster=1";  // on top of TPCOMM_KNOBS
-  if (err.empty() && tpcommCommInitAll(run.cluster_comms.data(), o.ranks, run.devlist.data(),
-                                       &cluster_cfg) != tpcommSuccess)
+  tpcommConfig_t block_cfg = TPCOMM_CONFIG_INITIALIZER;
+  block_cfg.launchKnobs = "fused_cluster=0";  // on top of TPCOMM_KNOBS
+  if (err.empty() && tpcommCommInitAll(run.block_comms.data(), o.ranks, run.devlist.data(),
+                                       &block_cfg) != tpcommSuccess)
     err = tpcommGetLastError();
   if (err.empty()) err = setupBufs(&run, max_bytes);
   if (!err.empty()) {
@@ -203,7 +204,7 @@ int main(int argc, char** argv) {
       o.ranks, ngpu, shared ? " (ranks SHARE a GPU: protocol and launch cost, not a link)" : "",
       o.hidden, o.fp8 ? ", FP8 output" : "", o.iters, o.reps);
   printf("%8s %10s %10s %10s %10s %10s %10s %7s  %s\n", "tokens", "allreduce", "ar+norm", "fused",
-         "fused-ar", "fused/pair", "clusters", "blocks", "variant (as planned)");
+         "fused-ar", "fused/pair", "block/row", "blocks", "variant (as planned)");
   FILE* js = o.json ? fopen(o.json, "w") : nullptr;
   if (js)
     fprintf(js, "{\"ranks\": %d, \"gpus\": %d, \"hidden\": %zu, \"fp8\": %s, \"rows\": [\n",
@@ -215,7 +216,7 @@ int main(int argc, char** argv) {
     const tpcomm::timing::EnqueueAll fns[4] = {
         [&] { return enqueueAllReduce(run, t); }, [&] { return enqueuePair(run, t); },
         [&] { return enqueueFused(run, run.comms, t, &prm); },
-        [&] { return enqueueFused(run, run.cluster_comms, t, &prm); }};
+        [&] { return enqueueFused(run, run.block_comms, t, &prm); }};
     double us[4] = {0, 0, 0, 0};
     for (int k = 0; k < 4; ++k) {
       const tpcomm::timing::Timing tm =
@@ -233,7 +234,7 @@ int main(int argc, char** argv) {
   }
   if (js) fprintf(js, "]}\n"), fclose(js);
   for (tpcommComm_t c : run.comms) tpcommCommDestroy(c);
-  for (tpcommComm_t c : run.cluster_comms) tpcommCommDestroy(c);
+  for (tpcommComm_t c : run.block_comms) tpcommCommDestroy(c);
   tpcomm::timing::freeRanks(&run.ranks);
   return rc;
 }

@@ -63,7 +63,7 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Fus
   a.eps = prm.eps;
   a.gemma = prm.weightOffset == 1;
   a.max_blocks = comm->knobs.max_blocks;
-  a.clusters = comm->clusters && comm->knobs.fused_cluster;
+  a.clusters = comm->clusters && comm->knobs.epilogue_cluster;
   return launchAddRmsNorm(a, s);
 }
 

@@ -33,18 +33,43 @@ __device__ __forceinline__ void loadBatch(const T* src, size_t v, size_t stride,
   }
 }
 
+// Clears the entries sumSources read (the same sources and indices), then afterReads. Separate so
+// that a kernel can put its clears after a barrier: a store still in flight there is one more
+// thing a release must wait for (fused_cluster.cu).
+template <typename Proto, int kW, int R>
+__device__ __forceinline__ void clearSources(const DeviceComm& c, int nsrc, int self, uint4* slot,
+                                             size_t src_stride, size_t o, size_t stride,
+                                             size_t o_end) {
+  constexpr int K = Proto::kEntry;
+#pragma unroll
+  for (int u = 0; u < R; ++u)
+#pragma unroll
+    for (int r = 0; r < kW; ++r)
+      if (r < nsrc && r != self && o + u * stride < o_end)
+        Proto::clear(slot + (r * src_stride + o + u * stride) * K);
+  afterReads<Proto>(c);
+}
+
 // kW: the world-size class the kernel was built for (2, 4 or 8 >= nsrc), so the per-source
 // registers are sized for it rather than for 8 ranks.
 // Sums in fp32, in source order 0..nsrc-1, R vectors at slot indices o + u*stride (< o_end):
 // source s's vector from entry (s*src_stride + index) of `slot` (waiting for it to arrive; rank
 // rank_of(s) is named if it never does), except source `self`, which is this rank's own input
 // vector own_v + u*stride. Hands each sum to done(u, acc) (for the u in range) and clears the
-// sources' entries (Proto). False on timeout or abort.
-template <typename Proto, typename T, int kW, int R, typename RankOf, typename Done>
+// sources' entries (Proto; kClear false: the caller does, with clearSources). before_waits() runs
+// once the batch's loads are issued and before the first wait: what a thread must also wait for
+// (the fused kernels' fingerprint check) then overlaps its loads instead of preceding them. False
+// on timeout or abort.
+struct NoPreWait {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <typename Proto, typename T, int kW, int R, bool kClear = true, typename RankOf,
+          typename Done, typename PreWait = NoPreWait>
 __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int self, RankOf rank_of,
                                            uint4* slot, size_t src_stride, size_t o, size_t stride,
                                            size_t o_end, const T* send, size_t own_v, size_t count,
-                                           unsigned long long step, WaitCtx& ctx, Done done) {
+                                           unsigned long long step, WaitCtx& ctx, Done done,
+                                           PreWait before_waits = {}) {
   constexpr int K = Proto::kEntry;
   const uint32_t flag = stepFlag(step);
   // Own vectors are kept apart from the sources' (x[u][self] would be indexed by a run-time
@@ -63,6 +88,7 @@ __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int se
       if (r < nsrc && r != self)
         x[u][r] = Proto::load(slot + (r * src_stride + o + u * stride) * K);
   }
+  before_waits();
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // ...then the waits and the sums
     if (o + u * stride >= o_end) continue;
@@ -89,13 +115,8 @@ __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int se
     done(u, acc);
   }
   if (ctx.failed) return false;
-#pragma unroll
-  for (int u = 0; u < R; ++u)
-#pragma unroll
-    for (int r = 0; r < kW; ++r)
-      if (r < nsrc && r != self && o + u * stride < o_end)
-        Proto::clear(slot + (r * src_stride + o + u * stride) * K);
-  afterReads<Proto>(c);
+  if constexpr (kClear)
+    clearSources<Proto, kW, R>(c, nsrc, self, slot, src_stride, o, stride, o_end);
   return true;
 }
 

@@ -3,12 +3,32 @@
 // latency-bound (docs/BENCHMARKS.md, "Fused epilogue"); here block k of a cluster owns slice k of
 // the cluster's rows (rows c, c + clusters, ...): it pushes the slice into every peer's slot,
 // sums every rank's vectors of it in rank order in fp32 (the same session, slots and entries as
-// fused_oneshot.cu, so ranks running either kernel pair up), adds the residual, and puts its
-// slice's sum of squares in its shared memory; after a cluster barrier every block adds the
-// cluster's partial sums in block order from distributed shared memory (the same bits in every
-// block and on every rank) and normalises its slice. The compile guard keeps the cluster code in
-// the sm_90+ images; the planner picks the kernel only where every rank's GPU is sm_90+, and the
-// launch refuses it elsewhere.
+// fused_oneshot.cu, so ranks running either kernel pair up), adds the residual, and hands its
+// warps' sums of squares to every block of the cluster; after one cluster barrier every block
+// adds the cluster's warp sums in one fixed order (the same bits in every block and on every
+// rank) and normalises its slice. The compile guard keeps the cluster code in the sm_90+ images;
+// the planner picks the kernel only where every rank's GPU is sm_90+, and the launch refuses it
+// elsewhere.
+//
+// What a row costs beyond the plain one-shot is its warps' sums crossing the cluster, so the
+// kernel keeps everything else off that path (the sixteenth round's ablations and A/B,
+// docs/BENCHMARKS.md):
+//   * Each warp's lane 0 sends its warp's sum straight into every block's shared memory with
+//     st.async, whose arrival counts on that block's mbarrier (the row's expected bytes): no
+//     block barrier, no cluster barrier per row (a barrier's release also waits for the row's
+//     stores in flight), no remote loads, and no cluster barrier before the blocks exit (a block
+//     waits for every store into its own shared memory, and none touches another's after). The
+//     one cluster barrier, which makes every block's mbarriers initialised before any store to
+//     them (and every block of the cluster resident, as distributed shared memory requires: a
+//     store into a block that had not started was racecheck's finding against the version with
+//     a barrier per row), is split: arrival at the kernel's start, wait before the row loop.
+//   * The row's global stores (residual_out, the norm, the clears of the entries read) come after
+//     the row's sum.
+//   * The fingerprint checker is a warp of its own (the launch adds it: blockDim.x - 32 threads
+//     carry data), which checks beside the data waits and leaves. In a data warp its spin
+//     serialised with its lanes' data waits, and ahead of the block sum it held every block up
+//     (0.4 us at one row); a mismatch it finds aborts the communicator (the error word says so),
+//     and any data thread still waiting then gives up.
 #include "kernels/fused_device.cuh"
 #include "kernels/kernel_set.cuh"
 #include "kernels/trace_device.cuh"
@@ -16,11 +36,82 @@
 namespace tpcomm {
 namespace {
 
-// Slices of at most blockDim.x * V vectors (the planner's cluster size sees to it): one pass, the
-// slice in registers. Every block of a cluster takes part in every row's barrier, and a call that
-// gives up leaves from the same row in every block (a block that left early would leave the others
-// at the barrier, which has no deadline): so an abort seen at the start is a failed wait, not a
-// return.
+constexpr int kMaxWarps = kThreadsPerBlock / 32;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ uint32_t smemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// This block's shared-memory address `a` as block k of the cluster sees it (shared::cluster).
+__device__ __forceinline__ uint32_t remoteAddr(uint32_t a, unsigned k) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(k));
+  return r;
+}
+// An 8-byte store into block k's shared memory whose arrival counts its 8 bytes on k's mbarrier.
+__device__ __forceinline__ void storeAsync(uint32_t remote, uint32_t remote_bar, uint32_t a,
+                                           uint32_t b) {
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
+          remote),
+      "r"(a), "r"(b), "r"(remote_bar)
+      : "memory");
+}
+__device__ __forceinline__ void mbarInit(uint32_t bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarExpect(uint32_t bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbarWait(uint32_t bar, unsigned parity) {
+  uint32_t done = 0;
+  while (!done)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+}
+#endif
+
+// One warp's share of the row: its lanes' sum of squares and whether any of them gave up.
+struct WarpPartial {
+  float sumsq;
+  int failed;
+};
+
+// The row's sum over every data warp of the cluster, in one fixed order (index block * kMaxWarps
+// + warp, lane l taking the indices l, l + 32, ..., then a butterfly): every lane of every warp of
+// every block gets the same bits. *failed: whether any warp gave up.
+__device__ __forceinline__ float rowTotal(const WarpPartial (&w)[kMaxClusterBlocks * kMaxWarps],
+                                          unsigned cs, int dwarps, bool* failed) {
+  const int lane = threadIdx.x % 32;
+  float total = 0.f;
+  int bad = 0;
+#pragma unroll
+  for (int i = lane; i < kMaxClusterBlocks * kMaxWarps; i += 32) {
+    if (static_cast<unsigned>(i / kMaxWarps) < cs && i % kMaxWarps < dwarps) {
+      total += w[i].sumsq;
+      bad |= w[i].failed;
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    total += __shfl_xor_sync(0xFFFFFFFFu, total, off);
+    bad |= __shfl_xor_sync(0xFFFFFFFFu, bad, off);
+  }
+  *failed = bad != 0;
+  return total;
+}
+
+// A cluster per row, every cluster one row (the planner's geometry: a cluster looping over rows
+// lost to a block per row; launchFusedOneShot checks the grid), slices of at most
+// (blockDim.x - 32) * V vectors: one pass, the slice in registers. Every block of the cluster
+// sends its warps' sums, a timed-out or aborted one too (an abort seen at the start is a failed
+// wait, not a return: the others would wait for its sums), and the call that gives up leaves in
+// every block together.
 template <typename Proto, typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedClusterKernel(const __grid_constant__ DeviceComm c,
@@ -28,39 +119,59 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   KernelTrace trace;
   trace.mark(kTraceEntry);
-  constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
-  __shared__ BlockSumScratch scratch;
-  __shared__ SlicePartial partial[2];
+  __shared__ WarpPartial sums[kMaxClusterBlocks * kMaxWarps];  // [block * kMaxWarps + warp]
+  __shared__ alignas(8) unsigned long long bar;                // completes once all are in
   cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const unsigned cs = cluster.num_blocks();
-  const size_t clusters = gridDim.x / cs, first_row = blockIdx.x / cs;
-  const size_t H = p.hidden, hv = H / E;
+  const unsigned cs = cluster.num_blocks(), me = cluster.block_rank();
+  const size_t row = blockIdx.x / cs;
+  const size_t H = p.hidden, hv = H / VecTraits<T>::kElems;
   const size_t slice = (hv + cs - 1) / cs;
-  const size_t start = static_cast<size_t>(cluster.block_rank()) * slice;
+  const size_t start = static_cast<size_t>(me) * slice;
   const size_t lo = start < hv ? start : hv, hi = lo + slice < hv ? lo + slice : hv;
+  const int dthreads = static_cast<int>(blockDim.x) - 32, dwarps = dthreads / 32;
+  const bool data = static_cast<int>(threadIdx.x) < dthreads;
+  const int warp = threadIdx.x / 32;
   const int rank = c.rank, world = c.world;
   char* peer[kW];
   fusedPeers<Proto, kW>(c, rank, world, peer);
   CallSession session(c);
+  // Pins the input's address before the wait (oneshot_lean.cu says why).
+  if (data && lo + threadIdx.x < hi)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const uint4*>(p.send) + row * hv +
+                                                  lo + threadIdx.x));
+  // The mbarrier must be initialised in every block before any block stores to it: this arrival,
+  // and the wait before the first store, long after.
+  if (threadIdx.x == 0) {
+    mbarInit(smemAddr(&bar), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   trace.mark(kTraceWaited);
-  // The block's slice of its first row (most calls' only one) in registers: input, residual and
-  // gamma loads all in flight at once and with the epoch's, none behind a push.
-  const size_t regs_hi = first_row < p.rows ? hi : lo;
+  // The block's slice in registers: input, residual and gamma loads all in flight at once and
+  // with the epoch's, none behind a push.
+  const size_t d_lo = data ? lo + threadIdx.x : hi;  // this thread's first vector
   uint4 g[V], x[V], res[V];
-  loadSlice<V>(p.gamma, 0, lo, hi, g);
-  loadSlice<V>(p.send, first_row * hv, lo, regs_hi, x);
-  loadSlice<V>(p.residual_in, first_row * hv, lo, regs_hi, res);
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
+    const bool in = j < hi;
+    g[u] = in ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
+    x[u] = in ? static_cast<const uint4*>(p.send)[row * hv + j] : make_uint4(0, 0, 0, 0);
+    res[u] = in ? static_cast<const uint4*>(p.residual_in)[row * hv + j] : make_uint4(0, 0, 0, 0);
+  }
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
   trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
   if (!aborted) {
-    pushSliceRegs<Proto, T, kW, V>(p, peer, slot_off, rank, world, first_row * hv, lo, regs_hi, x);
-    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, first_row + clusters, clusters,
-                                lo, hi);
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
+      if (j < hi) pushVec<Proto, T, kW>(p, peer, slot_off, rank, world, row * hv + j, x[u]);
+    }
   }
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   const bool gone = __syncthreads_or(aborted);
@@ -69,32 +180,52 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   wait.failed = gone;
-  if (open.checker && !gone) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
-  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
-  unsigned parity = 0;
-  for (size_t row = first_row; row < p.rows; row += clusters, parity ^= 1u) {
-    const RowCtx r{session,       wait,    reinterpret_cast<uint4*>(peer[0] + slot_off),
-                   row * hv + lo, hi - lo, p.rows * H,
-                   rank,          world};
-    float sumsq = 0.f;
-    uint4 y[V];
-    if (row != first_row) loadSlice<V>(p.residual_in, row * hv, lo, hi, res);
-    residualInRegs<Proto, T, kW, V>(p, r, res, y, sumsq);
-    if (row == first_row) trace.markLatest(kTraceReduced, session.epoch, rank);
-    // Every thread takes part in the block's and the cluster's sums, a timed-out one too.
-    bool failed = false;
-    const float part = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
-    const float total = clusterSumFixedOrder(cluster, partial, parity, part, failed, &failed);
-    if (failed) {
-      cluster.sync();  // no block leaves while another may still read its partials
-      return;
-    }
-    if (row == first_row) trace.mark(kTraceRowSum);
-    const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-    storeNormRegs<T, kQuant, V>(p, r.base, r.hv, y, g, rs, inv_scale);
-    if (row == first_row) trace.mark(kTraceNormStored);
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every block's mbarrier is set
+  // The checker's warp has no data: it checks the peers' fingerprints beside the data waits and
+  // leaves (nothing below waits for it).
+  if (!data) {
+    if (open.checker && !gone) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
+    return;
   }
-  cluster.sync();  // the last row's partials are read before any block leaves
+  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  uint4* const mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
+  const size_t o = row * hv + d_lo, o_end = row * hv + hi;
+  float sumsq = 0.f;
+  uint4 y[V];
+  session.template sum<Proto, T, kW, V, false>(
+      wait, world, rank, [](int s) { return s; }, mine, p.region, o, dthreads, o_end,
+      static_cast<const T*>(p.send), o, p.rows * H, session.epoch,
+      [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); });
+  trace.markLatest(kTraceReduced, session.epoch, rank);
+  // The warp's sum to every block of the cluster (itself included), each store counted on that
+  // block's mbarrier; then this block's own mbarrier, once every warp's sum is in.
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) sumsq += __shfl_xor_sync(0xFFFFFFFFu, sumsq, off);
+  const int bad = __any_sync(0xFFFFFFFFu, wait.failed) ? 1 : 0;
+  const uint32_t b = smemAddr(&bar);
+  if (threadIdx.x == 0) mbarExpect(b, cs * static_cast<unsigned>(dwarps) * 8u);
+  if (threadIdx.x % 32 == 0) {
+    const uint32_t slot = smemAddr(&sums[me * kMaxWarps + warp]);
+    for (unsigned k = 0; k < cs; ++k)
+      storeAsync(remoteAddr(slot, k), remoteAddr(b, k), __float_as_uint(sumsq),
+                 static_cast<uint32_t>(bad));
+  }
+  mbarWait(b, 0);  // its one phase
+  bool failed = false;
+  const float total = rowTotal(sums, cs, dwarps, &failed);
+  if (failed) return;  // every block of the cluster leaves here
+  trace.mark(kTraceRowSum);
+  const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
+    if (j < hi) {
+      static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+      storeNorm<T, kQuant>(p, row * hv + j, y[u], g[u], rs, inv_scale);
+    }
+  }
+  clearSources<Proto, kW, V>(c, world, rank, mine, p.region, o, dthreads, o_end);
+  trace.mark(kTraceNormStored);
   session.close(1);
   trace.mark(kTraceEnd);
   trace.store(session.epoch, rank);

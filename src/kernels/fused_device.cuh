@@ -38,9 +38,9 @@ __device__ __forceinline__ PrintWords fusedPrint(const CallSession& s, const Fus
   return s.template print<T>(kQuant ? kCallFusedFp8 : kCallFused, p.rows * p.hidden);
 }
 
-// The fused kernels' checker: block 0's last thread, which has the fewest of the row's vectors
-// (none where the row does not fill the block), so its wait for the peers' records costs the
-// block's sum the least.
+// The fused kernels' checker: block 0's last thread. In the block-per-row kernel it has the fewest
+// of the row's vectors (none where the row does not fill the block) and checks once its loads are
+// out; in the cluster kernel it is in a warp of its own, which carries no data.
 __device__ __forceinline__ bool isFusedPrintChecker() {
   return blockIdx.x == 0 && threadIdx.x == blockDim.x - 1;
 }
@@ -158,15 +158,16 @@ struct RowCtx {
 
 // One-pass path: y[u] = T(sum + res[u]) for this thread's vectors base + tid + u * blockDim.x
 // (res: the residual's, loaded by the caller before the waits), stored to residual_out; squares
-// into sumsq.
-template <typename Proto, typename T, int kW, int V>
+// into sumsq. before_waits: sumSources (batch_device.cuh).
+template <typename Proto, typename T, int kW, int V, typename PreWait = NoPreWait>
 __device__ __forceinline__ void residualInRegs(const FusedParams& p, const RowCtx& r,
-                                               const uint4 (&res)[V], uint4 (&y)[V], float& sumsq) {
+                                               const uint4 (&res)[V], uint4 (&y)[V], float& sumsq,
+                                               PreWait before_waits = {}) {
   const size_t o = r.base + threadIdx.x;
   r.session.template sum<Proto, T, kW, V>(
       r.wait, r.world, r.rank, [](int s) { return s; }, r.mine, p.region, o, blockDim.x,
       r.base + r.hv, static_cast<const T*>(p.send), o, r.count, r.session.epoch,
-      [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); });
+      [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); }, before_waits);
 #pragma unroll
   for (int u = 0; u < V; ++u) {
     const size_t j = threadIdx.x + u * blockDim.x;

@@ -114,13 +114,17 @@ struct CallSession {
                                         step, wait, y);
   }
   // The same over nsrc sources named by rank_of, handing each fp32 sum to done.
-  template <typename Proto, typename T, int kW, int R, typename RankOf, typename Done>
+  // kClear false: the entries stay for the caller's clearSources; before_waits: sumSources.
+  template <typename Proto, typename T, int kW, int R, bool kClear = true, typename RankOf,
+            typename Done, typename PreWait = NoPreWait>
   __device__ __forceinline__ bool sum(WaitCtx& wait, int nsrc, int self, RankOf rank_of,
                                       uint4* slot, size_t src_stride, size_t o, size_t stride,
                                       size_t o_end, const T* send, size_t own_v, size_t count,
-                                      unsigned long long step, Done done) {
-    return sumSources<Proto, T, kW, R>(c, nsrc, self, rank_of, slot, src_stride, o, stride, o_end,
-                                       send, own_v, count, step, wait, done);
+                                      unsigned long long step, Done done,
+                                      PreWait before_waits = {}) {
+    return sumSources<Proto, T, kW, R, kClear>(c, nsrc, self, rank_of, slot, src_stride, o, stride,
+                                               o_end, send, own_v, count, step, wait, done,
+                                               before_waits);
   }
   // Copies entries o of `src` (filled by rank `peer`) to output vectors first + o, waiting for
   // each and clearing it.

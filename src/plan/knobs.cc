@@ -28,6 +28,7 @@ constexpr Field kFields[] = {
     {"host_sentinel", nullptr, &LaunchKnobs::host_sentinel},
     {"pull_ll_bytes", &LaunchKnobs::pull_ll_bytes, nullptr},
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
+    {"epilogue_cluster", nullptr, &LaunchKnobs::epilogue_cluster},
     {"host_fence", nullptr, &LaunchKnobs::host_fence},
     {"pdl", nullptr, &LaunchKnobs::pdl},
     {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},

@@ -30,12 +30,16 @@ struct LaunchKnobs {
   // two ranks and 4-8 KiB at eight; 16 KiB keeps decode's 7168-wide bf16 row (14 KiB) on LL. An
   // estimate until measured (docs/BENCHMARKS.md, "Pull and copy-engine variants").
   int pull_ll_bytes = 16384;
-  // 1: fused calls spread a row over a thread-block cluster where every rank's GPU launches
-  // clusters (sm_90+): the fused kernel over peer memory, and the epilogue kernel after an
-  // all-reduce. Off: a block per row tied or won at every row count once the fused kernels'
-  // loads no longer waited behind their pushes, and the cluster barriers lost from 16 rows
-  // (docs/BENCHMARKS.md, "Fourteenth round").
-  bool fused_cluster = false;
+  // 1: the fused kernel over peer memory spreads a row over a thread-block cluster where every
+  // rank's GPU launches clusters (sm_90+), a cluster per row where the rows' clusters all fit
+  // (fused_plan.cc). On since the sixteenth round's kernel (fused_cluster.cu: the row's sums by
+  // st.async into every block's shared memory, the checker a warp of its own): 3.0-3.6 us at 1-16
+  // rows of 7168 against 4.5-4.6 for a block per row (docs/BENCHMARKS.md, "Sixteenth round").
+  bool fused_cluster = true;
+  // 1: the epilogue kernel after an all-reduce (the unfused path) spreads a row over a cluster
+  // (add_rmsnorm.cu). Off: its cluster barriers lost to a block per row (thirteenth and
+  // fourteenth rounds); apart from fused_cluster since the fused kernel's clusters won.
+  bool epilogue_cluster = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
   // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). Off until
