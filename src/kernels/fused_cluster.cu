@@ -36,9 +36,9 @@
 namespace tpcomm {
 namespace {
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 constexpr int kMaxWarps = kThreadsPerBlock / 32;
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ uint32_t smemAddr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -74,7 +74,6 @@ __device__ __forceinline__ void mbarWait(uint32_t bar, unsigned parity) {
         : "r"(bar), "r"(parity)
         : "memory");
 }
-#endif
 
 // One warp's share of the row: its lanes' sum of squares and whether any of them gave up.
 struct WarpPartial {
@@ -105,6 +104,8 @@ __device__ __forceinline__ float rowTotal(const WarpPartial (&w)[kMaxClusterBloc
   *failed = bad != 0;
   return total;
 }
+
+#endif  // __CUDA_ARCH__ >= 900
 
 // A cluster per row, every cluster one row (the planner's geometry: a cluster looping over rows
 // lost to a block per row; launchFusedOneShot checks the grid), slices of at most
