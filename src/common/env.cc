@@ -36,7 +36,8 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_KNOBS", "",
      "launch knobs, name=value[,...]: block_bytes, host_block_bytes, bulk_block_bytes, "
      "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
-     "host_sentinel, fused_cluster, host_fence, pdl, node_small_bytes, node_variant "
+     "host_sentinel, pull_ll_bytes, fused_cluster, epilogue_cluster, host_fence, pdl, "
+     "node_small_bytes, node_variant "
      "(src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_HOST_ID", "",
      "this machine's identity for communicators that span machines (docs/MULTINODE.md); empty: "
