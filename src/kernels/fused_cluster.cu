@@ -24,8 +24,8 @@
 //     a barrier per row), is split: arrival at the kernel's start, wait before the row loop.
 //   * The row's global stores (residual_out, the norm, the clears of the entries read) come after
 //     the row's sum.
-//   * The fingerprint checker is a warp of its own (the launch adds it: blockDim.x - 32 threads
-//     carry data), which checks beside the data waits and leaves. In a data warp its spin
+//   * The fingerprint checker is a warp of its own (the launch adds it; the block's other
+//     threads carry data), which checks beside the data waits and leaves. In a data warp its spin
 //     serialised with its lanes' data waits, and ahead of the block sum it held every block up
 //     (0.4 us at one row); a mismatch it finds aborts the communicator (the error word says so),
 //     and any data thread still waiting then gives up.
@@ -109,10 +109,10 @@ __device__ __forceinline__ float rowTotal(const WarpPartial (&w)[kMaxClusterBloc
 
 // A cluster per row, every cluster one row (the planner's geometry: a cluster looping over rows
 // lost to a block per row; launchFusedOneShot checks the grid), slices of at most
-// (blockDim.x - 32) * V vectors: one pass, the slice in registers. Every block of the cluster
-// sends its warps' sums, a timed-out or aborted one too (an abort seen at the start is a failed
-// wait, not a return: the others would wait for its sums), and the call that gives up leaves in
-// every block together.
+// (blockDim.x - kFusedCheckerThreads) * V vectors: one pass, the slice in registers. Every block of
+// the cluster sends its warps' sums, a timed-out or aborted one too (an abort seen at the start is
+// a failed wait, not a return: the others would wait for its sums), and the call that gives up
+// leaves in every block together.
 template <typename Proto, typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedClusterKernel(const __grid_constant__ DeviceComm c,
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t slice = (hv + cs - 1) / cs;
   const size_t start = static_cast<size_t>(me) * slice;
   const size_t lo = start < hv ? start : hv, hi = lo + slice < hv ? lo + slice : hv;
-  const int dthreads = static_cast<int>(blockDim.x) - 32, dwarps = dthreads / 32;
+  const int dthreads = static_cast<int>(blockDim.x) - kFusedCheckerThreads, dwarps = dthreads / 32;
   const bool data = static_cast<int>(threadIdx.x) < dthreads;
   const int warp = threadIdx.x / 32;
   const int rank = c.rank, world = c.world;

@@ -46,6 +46,11 @@ struct FusedLaunch {
   int cc_major = 0;  // this rank's GPU (a cluster launch needs 9.0+)
 };
 
+// The cluster kernel's last warp is the fingerprint checker's and carries no data: the planner
+// adds it to a slice's threads (fused_plan.cc), the kernel strides over the others
+// (fused_cluster.cu).
+constexpr int kFusedCheckerThreads = 32;
+
 // Vectors of a row (of a cluster block's slice of it) each thread keeps in registers: the input,
 // the residual, gamma and the result of each, beside the waits' per-source registers, within the
 // 128 registers of a 512-thread block without spilling (more spills to the stack at every world

@@ -56,14 +56,14 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
   if (cs == 1) return blockPerRow("many rows");
   const size_t per_thread = static_cast<size_t>(fusedVecsPerThread(worldClass(f.world)));
   // The co-residency cap counts blocks at the threads a slice takes, which shrink as cs grows.
-  // The cluster kernel's last warp is the fingerprint checker's (fused_cluster.cu): the data
+  // The cluster kernel's last warp is the fingerprint checker's (kFusedCheckerThreads): the data
   // threads are the block's others.
-  constexpr int kDataThreads = kFusedThreads - 32;
+  constexpr int kDataThreads = kFusedThreads - kFusedCheckerThreads;
   for (; cs > 1; cs /= 2) {
     const size_t slice = (hv + cs - 1) / cs;
     if (slice > static_cast<size_t>(kDataThreads) * per_thread) return blockPerRow("long rows");
-    const int threads =
-        static_cast<int>(std::min<size_t>(kDataThreads, (slice + 31) / 32 * 32)) + 32;
+    const int threads = static_cast<int>(std::min<size_t>(kDataThreads, (slice + 31) / 32 * 32)) +
+                        kFusedCheckerThreads;
     // Every cluster owns one row: a cluster looping over rows pays its row's sum round after
     // round, one row after the other (16 rows in 8 clusters of 8: 6.2 us, against 4.6 for a block
     // per row; the sixteenth round), so under the cap the clusters shrink until all rows fit.

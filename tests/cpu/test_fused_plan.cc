@@ -108,7 +108,7 @@ void expectClusterGeometry(const FusedPlan& p, const CommFacts& f, const FusedCa
   const size_t slice = (hv + p.cluster - 1) / p.cluster;
   const int wc = f.world <= 2 ? 2 : f.world <= 4 ? 4 : 8;
   // The cluster kernel's last warp is the fingerprint checker's; the others carry the slice.
-  const size_t data_threads = static_cast<size_t>(p.threads) - 32;
+  const size_t data_threads = static_cast<size_t>(p.threads) - kFusedCheckerThreads;
   EXPECT_LE(slice, data_threads * fusedVecsPerThread(wc)) << what;
   EXPECT_LT(data_threads, slice + 32) << what;  // no idle data warp
 }
