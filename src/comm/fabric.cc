@@ -29,15 +29,19 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   std::string reason;
   const Fabric agreed = agreeFabric(all, c->world, &c->ranks_share_gpu, &reason);
   c->grid_caps = agreeGridCaps(all, c->world);
-  c->clusters = agreeClusters(all, c->world);
+  if (!c->grid_caps.hold)
+    return fail(tpcommUnsupported,
+                "%d ranks share a GPU with fewer multiprocessors than the grids they may have "
+                "resident at once (two a rank under programmatic dependent launch): their kernels "
+                "could wait for each other forever; give the ranks more GPUs or fewer ranks",
+                c->grid_caps.ranks_per_gpu);
+  // Clusters need free multiprocessors of one GPC, which the caps cannot promise (co_residency.h).
+  c->clusters = agreeClusters(all, c->world) && !c->grid_caps.any();
   if (c->grid_caps.any())
     TPCOMM_INFO(INIT,
-                "rank %d: %d ranks share a GPU: grids capped so that all of them are resident "
-                "(e.g. %s at 512 threads: %d blocks, %s: %d)",
-                c->rank, c->grid_caps.ranks_per_gpu, tpcommVariantName(tpcommVariantP2pOneShot),
-                c->grid_caps.capFor(tpcommVariantP2pOneShot, 512),
-                tpcommVariantName(tpcommVariantFusedP2pOneShot),
-                c->grid_caps.capFor(tpcommVariantFusedP2pOneShot, 512));
+                "rank %d: %d ranks share a GPU: every grid capped at %d blocks so that all of "
+                "them are resident at once, and no thread-block clusters",
+                c->rank, c->grid_caps.ranks_per_gpu, c->grid_caps.blocks);
   if (!fabricForTransport(c->settings.transport, agreed, &c->fabric))
     return fail(tpcommUnsupported, "TPCOMM_TRANSPORT=p2p, but %s", reason.c_str());
   // Islands: the topology's two-island split where every rank's view shows one (two sockets or

@@ -65,7 +65,6 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->cc_minor = c->self.cc_minor;
   std::string key;
   buildMachineView(device, &c->self.view, &c->tuning, &key);
-  // Over several machines the local group's size is known at End (which asks again).
   TPCOMM_CHECK(queryOccupancy(device, std::min(nranks, kMaxRanks), &c->self.view.occupancy));
   TPCOMM_CHECK(stagingExport(c->staging, &c->self.staging));
   if ((rank == 0 || may_span) && nranks > 1) {
@@ -137,19 +136,6 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
               c->rank, c->world, c->device, all[c->rank].pci_bus_id, c->cc_major, c->cc_minor,
               fabricName(c->fabric), c->slots.oneshot_step_bytes,
               c->slots.twoshot_chunk_vecs * kVecBytes);
-  return tpcommSuccess;
-}
-
-// The occupancy Begin sent was for min(nranks, 8) ranks; the local group's kernels are those of
-// its own size. Every rank asks its GPU again and takes the answer for the group's GPUs of its
-// model (the same kernels on the same model occupy the same).
-tpcommResult_t localOccupancy(tpcommComm* c, std::vector<RankInfo>* local) {
-  VariantOccupancy mine{};
-  TPCOMM_CHECK(queryOccupancy(c->device, c->world, &mine));
-  const uint16_t sms = c->self.view.occupancy.sms;
-  for (RankInfo& h : *local)
-    if (h.cc_major == c->cc_major && h.cc_minor == c->cc_minor && h.view.occupancy.sms == sms)
-      h.view.occupancy = mine;
   return tpcommSuccess;
 }
 
@@ -233,7 +219,6 @@ tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm, const tpcommRankHandle* 
   // Over several machines, the local group is initialised as a communicator of one machine.
   std::vector<RankInfo> local;
   if (r == tpcommSuccess) r = nodeSplit(comm, all.data(), &local);
-  if (r == tpcommSuccess && comm->span) r = localOccupancy(comm, &local);
   const RankInfo* group = comm->span ? local.data() : all.data();
   if (r == tpcommSuccess) r = finishRank(comm, group, nullptr);
   if (r == tpcommSuccess) r = ncclFallbackInitRank(comm, group);

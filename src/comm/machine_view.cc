@@ -182,17 +182,9 @@ GridCaps agreeGridCaps(const RankInfo* all, int world) {
   std::vector<GpuShare> gpus(buses.size());
   for (int r = 0; r < world; ++r) {
     GpuShare& g = gpus[static_cast<size_t>(rank_gpu[r])];
-    const VariantOccupancy& o = all[r].view.occupancy;
-    if (g.ranks++ == 0) {
-      g.occupancy = o;
-      continue;
-    }
-    g.occupancy.sms = std::min(g.occupancy.sms, o.sms);
-    g.occupancy.pdl = std::max(g.occupancy.pdl, o.pdl);
-    for (int v = 0; v < tpcommNumVariants; ++v)
-      for (int s = 0; s < kThreadSteps; ++s)
-        g.occupancy.blocks_per_sm[v][s] =
-            std::min(g.occupancy.blocks_per_sm[v][s], o.blocks_per_sm[v][s]);
+    const GpuOccupancy& o = all[r].view.occupancy;
+    g.sms = g.ranks++ == 0 ? o.sms : std::min<int>(g.sms, o.sms);
+    g.pdl = g.pdl || o.pdl != 0;
   }
   return gridCapsOf(gpus);
 }

@@ -30,7 +30,7 @@ struct MachineView {
   uint8_t pad[3];
   uint64_t tuning_hash;  // of the tuning table this rank loaded; 0: none
   Gpu gpus[kMaxRanks];
-  VariantOccupancy occupancy;  // of this rank's GPU (init: queryOccupancy), for the grid caps
+  GpuOccupancy occupancy;  // of this rank's GPU (init: queryOccupancy), for the grid caps
 };
 
 struct RankInfo;
@@ -50,9 +50,9 @@ Fabric agreeFabric(const RankInfo* all, int world, bool* ranks_share_gpu, std::s
 bool agreeIslands(const RankInfo* all, int world, std::vector<int>* island_of_rank);
 
 // The grid caps of ranks sharing GPUs (plan/co_residency.h): the ranks on each GPU (by bus id,
-// across processes too) and that GPU's occupancy, the least over its ranks' views (equal unless
-// their processes see the GPU differently, e.g. under different MPS limits). Every rank computes
-// the same from the same handles.
+// across processes too) and that GPU's SMs, the least over its ranks' views (equal unless their
+// processes see the GPU differently, e.g. under different MPS limits). Every rank computes the
+// same from the same handles.
 GridCaps agreeGridCaps(const RankInfo* all, int world);
 
 // The fabric verdict every rank uses: a write collapse if any rank's view saw one (pushes must
@@ -63,7 +63,7 @@ FabricVerdict agreeFabricVerdict(const RankInfo* all, int world);
 // True when every rank loaded the same tuning table (non-zero equal hashes).
 bool agreeTuning(const RankInfo* all, int world);
 
-// True when every rank's GPU launches thread-block clusters (VariantOccupancy::clusters): the
+// True when every rank's GPU launches thread-block clusters (GpuOccupancy::clusters): the
 // fused call's row split, which orders its sum of squares, is then the same on every rank.
 bool agreeClusters(const RankInfo* all, int world);
 

@@ -26,8 +26,7 @@ int worldClass(int world) {
 }
 
 // The grid of a fused call over peer memory where clusters may be used: blocks per row (a power
-// of two up to kMaxClusterBlocks, so that the co-residency count of clusterBlocksPerSm holds) and
-// the threads of each, or a cluster of 1 with why not.
+// of two up to kMaxClusterBlocks) and the threads of each, or a cluster of 1 with why not.
 struct ClusterChoice {
   int cluster = 1;
   int threads = 0;
@@ -37,15 +36,16 @@ struct ClusterChoice {
 // Each block of a row's cluster moves about block_bytes of it (the plain one-shot's share per
 // block), while the grid stays within max_blocks: at many rows the rows themselves fill the GPU
 // and a cluster per row would only add barriers. The slice must fit the kernel's registers (it
-// has no second pass), and the co-residency cap of `variant` (ranks sharing a GPU) a cluster.
+// has no second pass). Ranks sharing a GPU launch no clusters (CommFacts::clusters is false:
+// plan/co_residency.h says why).
 ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, size_t hv,
-                            size_t max_blocks, tpcommVariant_t variant) {
+                            size_t max_blocks) {
   const auto blockPerRow = [](const char* why) {
     ClusterChoice c;
     c.why_not = why;
     return c;
   };
-  if (!f.clusters) return blockPerRow("no sm_90 clusters");
+  if (!f.clusters) return blockPerRow(residentCap(f) > 0 ? "co-resident cap" : "no sm_90 clusters");
   if (!f.knobs.fused_cluster) return blockPerRow("fused_cluster=0");
   const size_t bb = static_cast<size_t>(std::max(f.knobs.block_bytes, 16));
   const size_t want = (row_bytes + bb - 1) / bb;
@@ -55,23 +55,14 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
   while (cs > 1 && rows * static_cast<size_t>(cs) > max_blocks) cs /= 2;
   if (cs == 1) return blockPerRow("many rows");
   const size_t per_thread = static_cast<size_t>(fusedVecsPerThread(worldClass(f.world)));
-  // The co-residency cap counts blocks at the threads a slice takes, which shrink as cs grows.
   // The cluster kernel's last warp is the fingerprint checker's (kFusedCheckerThreads): the data
   // threads are the block's others.
   constexpr int kDataThreads = kFusedThreads - kFusedCheckerThreads;
-  for (; cs > 1; cs /= 2) {
-    const size_t slice = (hv + cs - 1) / cs;
-    if (slice > static_cast<size_t>(kDataThreads) * per_thread) return blockPerRow("long rows");
-    const int threads = static_cast<int>(std::min<size_t>(kDataThreads, (slice + 31) / 32 * 32)) +
-                        kFusedCheckerThreads;
-    // Every cluster owns one row: a cluster looping over rows pays its row's sum round after
-    // round, one row after the other (16 rows in 8 clusters of 8: 6.2 us, against 4.6 for a block
-    // per row; the sixteenth round), so under the cap the clusters shrink until all rows fit.
-    const int fit = f.grid_caps ? f.grid_caps->capFor(variant, threads) : 0;
-    if (fit == 0 || static_cast<size_t>(fit) >= rows * static_cast<size_t>(cs))
-      return ClusterChoice{cs, threads, nullptr};
-  }
-  return blockPerRow("co-resident cap");
+  const size_t slice = (hv + cs - 1) / cs;
+  if (slice > static_cast<size_t>(kDataThreads) * per_thread) return blockPerRow("long rows");
+  const int threads = static_cast<int>(std::min<size_t>(kDataThreads, (slice + 31) / 32 * 32)) +
+                      kFusedCheckerThreads;
+  return ClusterChoice{cs, threads, nullptr};
 }
 
 }  // namespace
@@ -113,8 +104,7 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
         static_cast<size_t>(f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks);
     // Clusters over peer memory only: the host path's reads cross PCIe, one protocol at a time.
     const ClusterChoice cc =
-        host ? ClusterChoice{}
-             : chooseCluster(f, call.rows, call.hidden * es, hv, max_blocks, p.variant);
+        host ? ClusterChoice{} : chooseCluster(f, call.rows, call.hidden * es, hv, max_blocks);
     p.cluster = cc.cluster;
     p.threads = cc.cluster > 1 ? cc.threads
                                : static_cast<int>(std::min<size_t>(
@@ -125,7 +115,7 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     size_t units = std::max<size_t>(1, std::min(call.rows, std::max<size_t>(1, max_blocks / per)));
     // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
     // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
-    const int fit = f.grid_caps ? f.grid_caps->capFor(p.variant, p.threads) : 0;
+    const int fit = residentCap(f);
     const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
     if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
     p.blocks = static_cast<int>(units * per);

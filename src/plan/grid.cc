@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/occupancy.h"
 #include "plan/policy.h"
 #include "tpcomm/tpcomm.h"
 
@@ -52,18 +51,12 @@ GridPlan shapeGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const 
 }  // namespace
 
 GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k,
-                  const int* resident_cap) {
+                  int resident_cap) {
   GridPlan g = shapeGrid(algo, bytes, chunk_bytes, world, k,
                          k.max_blocks > 0 ? k.max_blocks : kDefaultMaxBlocks);
-  if (!resident_cap) return g;
-  const auto fit = [resident_cap](int threads) {
-    return std::max(resident_cap[std::clamp(threads / 32 - 1, 0, kThreadSteps - 1)], 1);
-  };
-  // Each pass lowers the block count (the cap is at least 1), so this ends within a few passes.
-  while (g.blocks > fit(g.threads)) {
-    g = shapeGrid(algo, bytes, chunk_bytes, world, k, fit(g.threads));
-    g.co_resident_capped = true;
-  }
+  if (resident_cap <= 0 || g.blocks <= resident_cap) return g;
+  g = shapeGrid(algo, bytes, chunk_bytes, world, k, resident_cap);
+  g.co_resident_capped = true;
   return g;
 }
 

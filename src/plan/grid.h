@@ -28,10 +28,9 @@ struct GridPlan {
 
 // chunk_bytes: the most bytes one step of the algorithm handles (one-shot: a peer region of the
 // slot; two-shot and island: a chunk). world: ranks. resident_cap: where ranks share a GPU, the
-// most blocks a grid may have at each thread step (kThreadSteps entries, plan/co_residency.h);
-// it wins over the knobs, and since fewer blocks take more threads each (whose cap may be lower),
-// the grid is re-shaped until it fits. nullptr: no such cap.
+// most blocks any grid may have (GridCaps::blocks, plan/co_residency.h); it wins over the knobs,
+// and the grid is re-shaped to it (fewer blocks take more threads each). 0: no such cap.
 GridPlan planGrid(int algo, size_t bytes, size_t chunk_bytes, int world, const LaunchKnobs& k,
-                  const int* resident_cap = nullptr);
+                  int resident_cap = 0);
 
 }  // namespace tpcomm

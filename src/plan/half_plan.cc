@@ -70,12 +70,7 @@ CallPlan planHalfCall(const CommFacts& f, tpcommColl_t coll, const CallArgs& cal
                  : pull ? f.slots.pull_chunk_vecs
                         : f.slots.twoshot_chunk_vecs;
   // Where ranks share a GPU, the grid must fit beside theirs (plan/co_residency.h).
-  int cap[kThreadSteps];
-  const bool capped = f.grid_caps && f.grid_caps->any();
-  if (capped)
-    for (int s = 0; s < kThreadSteps; ++s) cap[s] = f.grid_caps->capFor(p.variant, 32 * (s + 1));
-  p.grid = planGrid(d.algo, call.bytes, p.chunk_vecs * kVecBytes, f.world, f.knobs,
-                    capped ? cap : nullptr);
+  p.grid = planGrid(d.algo, call.bytes, p.chunk_vecs * kVecBytes, f.world, f.knobs, residentCap(f));
   if (p.grid.co_resident_capped)
     d.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + d.reason;
   p.pdl = f.knobs.pdl;

@@ -78,21 +78,6 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
   return tpcommVariantNone;
 }
 
-// The co-residency cap of an algorithm's grid at each thread step: the least over the variants the
-// call may take (the general kernel, the lean one where the lean check may pick it, and the pull
-// LL one where pullLLCandidate says so), so that whichever runs fits. False when no cap applies.
-bool residentCap(const CommFacts& f, tpcommVariant_t general, tpcommVariant_t lean,
-                 tpcommVariant_t ll, int (&cap)[kThreadSteps]) {
-  if (!f.grid_caps || !f.grid_caps->any()) return false;
-  for (int s = 0; s < kThreadSteps; ++s) {
-    const int threads = 32 * (s + 1);
-    cap[s] = f.grid_caps->capFor(general, threads);
-    if (lean != tpcommVariantNone) cap[s] = std::min(cap[s], f.grid_caps->capFor(lean, threads));
-    if (ll != tpcommVariantNone) cap[s] = std::min(cap[s], f.grid_caps->capFor(ll, threads));
-  }
-  return true;
-}
-
 // Whether a oneshot_pull call of `bytes` may take the LL entries (oneshot_pull_ll.cu): the knob
 // allows that size and an LL slot holds it. By size and knobs only, never by a rank's alignment:
 // the LL and flag kernels do not pair, so every rank must take the same (the LL kernel takes any
@@ -103,6 +88,10 @@ bool pullLLCandidate(const CommFacts& f, int algo, size_t bytes) {
 }
 
 }  // namespace
+
+int residentCap(const CommFacts& f) {
+  return f.grid_caps && f.grid_caps->any() ? f.grid_caps->blocks : 0;
+}
 
 std::string coResidentNote(int blocks, const GridCaps& caps) {
   char buf[96];
@@ -200,9 +189,7 @@ CallPlan planCall(const CommFacts& f, const CallArgs& call) {
       lean_set && f.knobs.lean ? variantOf(algo, sentinel, true) : tpcommVariantNone;
   const tpcommVariant_t ll =
       pullLLCandidate(f, algo, call.bytes) ? tpcommVariantP2pOneShotPullLL : tpcommVariantNone;
-  int cap[kThreadSteps];
-  const bool capped = residentCap(f, p.variant, lean, ll, cap);
-  p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, capped ? cap : nullptr);
+  p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, residentCap(f));
   if (p.grid.co_resident_capped)
     p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
   p.pdl = f.knobs.pdl;

@@ -90,6 +90,11 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
 // Whether `variant` runs a tpcomm kernel (not None, not NCCL).
 bool isKernelVariant(tpcommVariant_t variant);
 
+// The most blocks any grid of this communicator may have (GridCaps::blocks, where ranks share a
+// GPU), or 0 where nothing caps them. One number for every variant and thread count: the grids of
+// different calls are resident together (plan/co_residency.h).
+int residentCap(const CommFacts& f);
+
 // What a reason says when the co-residency cap (CommFacts::grid_caps) cut a grid: "capped at N
 // blocks: K ranks share a GPU". An all-reduce's reason starts with it (the policy's reasons can
 // fill tpcommCallInfo_t::reason on their own), a fused call's ends with it.

@@ -1,8 +1,9 @@
 // Ranks sharing a GPU (src/plan/co_residency.cc, the planner's use of it, comm/machine_view.cc's
-// agreement): every grid is capped at floor(SMs * blocks per SM / (ranks on the GPU * grids per
-// rank)) per variant and thread count, the same on every rank, whatever the knobs ask; ranks with a
-// GPU each keep their grids; Explain says when the cap cut a grid. Occupancy numbers are fake
-// (filled from CUDA at init on a real GPU).
+// agreement): every grid is capped at floor(SMs / (ranks on the GPU * grids per rank)), one
+// number for every variant and thread count, the same on every rank, whatever the knobs ask;
+// ranks with a GPU each keep their grids; Explain says when the cap cut a grid. A model of the
+// block scheduler shows that any mix of resident grids finds room (and the old per-variant rule
+// did not). GPU facts are fake (filled from CUDA at init on a real GPU).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,64 +28,121 @@ namespace {
 constexpr size_t KiB = 1024, MiB = 1024 * KiB;
 constexpr const char* kNote = "capped at ";  // coResidentNote
 
-// An H200-like GPU: 132 SMs, 2048 threads and 32 blocks per SM; the fused kernels hold a row in
-// registers (one block of 256+ threads per SM), the lean one-shot is lighter than the general one.
-VariantOccupancy h200Like(int sms = 132, bool pdl = true) {
-  VariantOccupancy o{};
+// An H200-like GPU: 132 SMs, programmatic dependent launch.
+GpuOccupancy h200Like(int sms = 132, bool pdl = true) {
+  GpuOccupancy o{};
   o.sms = static_cast<uint16_t>(sms);
   o.pdl = pdl ? 1 : 0;
-  for (int v = 0; v < tpcommNumVariants; ++v)
-    for (int s = 0; s < kThreadSteps; ++s) {
-      const int threads = 32 * (s + 1);
-      int n = std::min(32, 2048 / threads);
-      if (v == tpcommVariantP2pOneShot) n = std::min(n, 3);  // registers
-      if (v >= tpcommVariantFusedP2pOneShot && v <= tpcommVariantFusedHostOneShotFp8)
-        n = threads >= 256 ? 1 : 2;
-      o.blocks_per_sm[v][s] = static_cast<uint8_t>(n);
-    }
   return o;
 }
 
-GridCaps oneGpu(int ranks, const VariantOccupancy& o = h200Like()) {
-  return gridCapsOf({GpuShare{o, ranks}});
+GridCaps oneGpu(int ranks, int sms = 132, bool pdl = true) {
+  return gridCapsOf({GpuShare{sms, pdl, ranks}});
 }
 
-TEST(CoResidency, CapIsBlockSlotsOverResidentGrids) {
-  EXPECT_EQ(coResidentBlocks(132, 4, 4, false), 132);  // 528 slots / 4 grids
-  EXPECT_EQ(coResidentBlocks(132, 4, 4, true), 66);    // and the next call's grid under PDL
-  EXPECT_EQ(coResidentBlocks(132, 3, 8, true), 24);    // floor(396 / 16)
-  EXPECT_EQ(coResidentBlocks(132, 1, 3, true), 22);
-  // Never 0: a GPU too small for every grid still launches one block per rank.
-  EXPECT_EQ(coResidentBlocks(2, 1, 8, true), 1);
-  EXPECT_EQ(coResidentBlocks(0, 0, 2, false), 1);
+TEST(CoResidency, CapIsSmsOverResidentGrids) {
+  EXPECT_EQ(coResidentBlocks(132, 4, false), 33);  // 132 SMs / 4 grids
+  EXPECT_EQ(coResidentBlocks(132, 4, true), 16);   // and the next call's grid under PDL
+  EXPECT_EQ(coResidentBlocks(132, 8, true), 8);    // floor(132 / 16)
+  EXPECT_EQ(coResidentBlocks(132, 3, true), 22);
+  EXPECT_EQ(coResidentBlocks(132, 2, true), 33);
+  // Never 0: a GPU too small for every grid still plans one block (and init refuses it: hold).
+  EXPECT_EQ(coResidentBlocks(2, 8, true), 1);
+  EXPECT_EQ(coResidentBlocks(0, 2, false), 1);
 }
 
-TEST(CoResidency, CapsPerVariantAndThreadCount) {
+// One number for every grid: calls of different variants and thread counts are resident
+// together, so no variant may take more of the GPU than another.
+TEST(CoResidency, OneCapForEveryVariantAndThreadCount) {
   const GridCaps c = oneGpu(4);
   ASSERT_TRUE(c.any());
+  EXPECT_TRUE(c.hold);
   EXPECT_EQ(c.ranks_per_gpu, 4);
-  EXPECT_EQ(c.capFor(tpcommVariantP2pTwoShot, 512), 66);   // 132 * 4 / 8
-  EXPECT_EQ(c.capFor(tpcommVariantP2pTwoShot, 256), 132);  // 132 * 8 / 8
-  EXPECT_EQ(c.capFor(tpcommVariantP2pOneShot, 512), 49);   // 132 * 3 / 8
-  EXPECT_EQ(c.capFor(tpcommVariantFusedP2pOneShot, 512), 16);
-  EXPECT_EQ(c.capFor(tpcommVariantFusedP2pOneShot, 128), 33);
-  EXPECT_EQ(c.capFor(tpcommVariantP2pTwoShot, 500), 66);  // rounded up to whole warps
+  EXPECT_EQ(c.blocks, 16);
   // Without PDL a rank has one grid resident at a time.
-  EXPECT_EQ(oneGpu(4, h200Like(132, false)).capFor(tpcommVariantP2pTwoShot, 512), 132);
+  EXPECT_EQ(oneGpu(4, 132, false).blocks, 33);
+}
+
+// A GPU with fewer SMs than the grids its ranks may have resident cannot hold them at any cap.
+TEST(CoResidency, HoldsOnlyWithAnSmForEveryResidentGrid) {
+  EXPECT_FALSE(oneGpu(8, 15).hold);  // 16 grids
+  EXPECT_TRUE(oneGpu(8, 16).hold);
+  EXPECT_TRUE(oneGpu(8, 8, false).hold);
+  EXPECT_FALSE(oneGpu(8, 7, false).hold);
+  EXPECT_TRUE(gridCapsOf({GpuShare{4, true, 1}}).hold);  // a GPU of its own: nothing to hold
 }
 
 TEST(CoResidency, GpusWithOneRankImposeNothing) {
-  EXPECT_FALSE(gridCapsOf({GpuShare{h200Like(), 1}, GpuShare{h200Like(), 1}}).any());
-  EXPECT_EQ(gridCapsOf({GpuShare{h200Like(), 1}}).capFor(tpcommVariantP2pTwoShot, 512), 0);
-  // Three ranks on two GPUs: the shared GPU's caps, for every rank; a small GPU with one rank
-  // does not lower them.
-  const GridCaps c = gridCapsOf({GpuShare{h200Like(132), 2}, GpuShare{h200Like(8), 1}});
+  EXPECT_FALSE(gridCapsOf({GpuShare{132, true, 1}, GpuShare{132, true, 1}}).any());
+  EXPECT_EQ(gridCapsOf({GpuShare{132, true, 1}}).blocks, 0);
+  // Three ranks on two GPUs: the shared GPU's cap, for every rank; a small GPU with one rank
+  // does not lower it.
+  const GridCaps c = gridCapsOf({GpuShare{132, true, 2}, GpuShare{8, true, 1}});
   EXPECT_EQ(c.ranks_per_gpu, 2);
-  EXPECT_EQ(c.capFor(tpcommVariantP2pTwoShot, 512), 132);
+  EXPECT_EQ(c.blocks, 33);
   // Two shared GPUs of different sizes: the least of their caps.
-  const GridCaps m = gridCapsOf({GpuShare{h200Like(132), 2}, GpuShare{h200Like(40), 3}});
+  const GridCaps m = gridCapsOf({GpuShare{132, true, 2}, GpuShare{40, true, 3}});
   EXPECT_EQ(m.ranks_per_gpu, 3);
-  EXPECT_EQ(m.capFor(tpcommVariantP2pTwoShot, 512), 26);  // 40 * 4 / 6
+  EXPECT_EQ(m.blocks, 6);  // 40 / 6
+}
+
+// A model of the block scheduler, as adversarial as the hardware's spreading: every rank's grids
+// at the cap, of any mix of thread counts and registers a tpcomm kernel may have (at most 512
+// threads, at most 128 registers a thread: the launch bound), each block placed on the SM after
+// the last one used that has room. Whatever the order, every block finds room, because at most
+// SMs blocks are resident and any one fits an SM holding none. The old rule (a cap per variant:
+// SM slots of that variant's own occupancy / grids) fails the same model: small blocks of one
+// rank spread over every SM, and a peer's whole-SM block finds none free.
+struct SmModel {
+  int regs = 65536, threads = 2048, blocks = 32;
+};
+struct BlockShape {
+  int threads, regs;  // registers a thread
+};
+// Places `grids` (blocks of one shape each) in order; the count of blocks that found no room.
+int unplaced(int sms, const std::vector<std::pair<int, BlockShape>>& grids) {
+  std::vector<SmModel> sm(static_cast<size_t>(sms));
+  int next = 0, missed = 0;
+  for (const auto& [n, shape] : grids)
+    for (int b = 0; b < n; ++b) {
+      const int need = shape.threads * shape.regs;
+      bool placed = false;
+      for (int k = 0; k < sms && !placed; ++k) {
+        SmModel& m = sm[static_cast<size_t>((next + k) % sms)];
+        if (m.regs >= need && m.threads >= shape.threads && m.blocks >= 1) {
+          m.regs -= need;
+          m.threads -= shape.threads;
+          m.blocks -= 1;
+          next = (next + k + 1) % sms;
+          placed = true;
+        }
+      }
+      missed += placed ? 0 : 1;
+    }
+  return missed;
+}
+
+TEST(CoResidency, EveryResidentGridFindsRoomInAnyMix) {
+  const BlockShape whole{512, 128}, quarter{128, 128}, lean{64, 40}, warp{32, 128};
+  const BlockShape shapes[] = {whole, quarter, lean, warp};
+  for (int ranks = 2; ranks <= 8; ++ranks) {
+    const GridCaps caps = oneGpu(ranks);
+    for (int order = 0; order < 64; ++order) {
+      // Each rank's two resident grids; small shapes first (they spread), whole-SM blocks last.
+      std::vector<std::pair<int, BlockShape>> grids;
+      for (int g = 0; g < 2 * ranks; ++g)
+        grids.push_back({caps.blocks, shapes[(order + g * 7 + g / 3) % 4]});
+      std::stable_sort(grids.begin(), grids.end(), [](const auto& a, const auto& b) {
+        return a.second.threads * a.second.regs < b.second.threads * b.second.regs;
+      });
+      EXPECT_EQ(unplaced(132, grids), 0) << ranks << " ranks, order " << order;
+    }
+  }
+  // The old per-variant rule at three ranks (the first chain that hung: two ranks' two-shot grids
+  // of 128-thread blocks at their own cap, floor(132 x 4 / 6) = 88, then the late rank's
+  // whole-SM blocks at theirs, floor(132 x 1 / 6) = 22): no room.
+  EXPECT_GT(
+      unplaced(132, {{88, quarter}, {88, quarter}, {88, quarter}, {88, quarter}, {22, whole}}), 0);
 }
 
 // Every grid the planner gives, over worlds, transports, forced algorithms and sizes, fits its
@@ -115,7 +173,7 @@ TEST(CoResidency, EveryPlannedGridFitsItsCap) {
                                  " B: " + p.decision.reason;
         ASSERT_EQ(p.decision.error, tpcommSuccess) << what;
         if (!isKernelVariant(p.variant)) continue;
-        EXPECT_LE(p.grid.blocks, caps.capFor(p.variant, p.grid.threads)) << what;
+        EXPECT_LE(p.grid.blocks, caps.blocks) << what;
         const bool noted = p.decision.reason.find(kNote) != std::string::npos;
         EXPECT_EQ(noted, p.grid.co_resident_capped) << what;
         if (!p.grid.co_resident_capped) {
@@ -132,23 +190,23 @@ TEST(CoResidency, EveryPlannedGridFitsItsCap) {
 }
 
 // A 4 MiB two-shot at world 4 asks for 128 blocks of 512 threads; 4 ranks on the GPU with PDL
-// fit 66. Neither maxBlocks nor a knob that asks for more blocks can exceed that.
+// fit 16. Neither maxBlocks nor a knob that asks for more blocks can exceed that.
 TEST(CoResidency, KnobsCannotExceedTheCap) {
   const GridCaps caps = oneGpu(4);
   CommFacts f = factsFor(4, Fabric::kNvlink, tpcommAlgoTwoShot);
   f.grid_caps = &caps;
   CallPlan p = planCall(f, CallArgs{4 * MiB, true});
-  EXPECT_EQ(p.grid.blocks, 66);
+  EXPECT_EQ(p.grid.blocks, 16);
   EXPECT_EQ(p.grid.threads, 512);
-  EXPECT_EQ(p.decision.reason.rfind("capped at 66 blocks: 4 ranks share a GPU; ", 0), 0u)
+  EXPECT_EQ(p.decision.reason.rfind("capped at 16 blocks: 4 ranks share a GPU; ", 0), 0u)
       << p.decision.reason;
-  // maxBlocks 1024 asks for 512 blocks of 128 threads: re-shaped down to 66 of 512.
+  // maxBlocks 1024 asks for 512 blocks of 128 threads: re-shaped down to 16 of 512.
   f.knobs.max_blocks = 1024;
-  EXPECT_EQ(planCall(f, CallArgs{4 * MiB, true}).grid.blocks, 66);
+  EXPECT_EQ(planCall(f, CallArgs{4 * MiB, true}).grid.blocks, 16);
   // And 16 bytes a block asks for 1024 blocks of 64 threads: the same.
   ASSERT_EQ(parseLaunchKnobs("block_bytes=16", &f.knobs), "");
   p = planCall(f, CallArgs{4 * MiB, true});
-  EXPECT_EQ(p.grid.blocks, 66);
+  EXPECT_EQ(p.grid.blocks, 16);
   EXPECT_TRUE(p.grid.co_resident_capped);
   // A knob below the cap is kept, and nothing is said.
   f.knobs = LaunchKnobs{};
@@ -158,41 +216,22 @@ TEST(CoResidency, KnobsCannotExceedTheCap) {
   EXPECT_EQ(p.decision.reason.find(kNote), std::string::npos) << p.decision.reason;
 }
 
-// A cap that is lower at more threads: fewer blocks take more threads each, so the grid is
-// re-shaped until it fits the cap of its own thread count.
-TEST(CoResidency, GridIsReshapedUntilItFitsAtItsThreadCount) {
-  VariantOccupancy o = h200Like();
-  for (int s = 0; s < kThreadSteps; ++s) o.blocks_per_sm[tpcommVariantP2pTwoShot][s] = 0;
-  o.blocks_per_sm[tpcommVariantP2pTwoShot][3] = 32;  // 128 threads: 132 * 32 / 4 = 1056
-  o.blocks_per_sm[tpcommVariantP2pTwoShot][7] = 2;   // 256 threads: 66
-  const GridCaps caps = oneGpu(2, o);                // other thread counts: 1 block
-  CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoTwoShot);
-  EXPECT_FALSE(planCall(f, CallArgs{512 * KiB, true}).grid.co_resident_capped);
-  f.grid_caps = &caps;
-  const CallPlan fits = planCall(f, CallArgs{512 * KiB, true});
-  EXPECT_EQ(fits.grid.threads, 128);
-  EXPECT_EQ(fits.grid.blocks, 128);
-  EXPECT_FALSE(fits.grid.co_resident_capped);
-  const CallPlan cut = planCall(f, CallArgs{1 * MiB, true});  // 128 x 256 asked, 66 fit
-  EXPECT_LE(cut.grid.blocks, caps.capFor(cut.variant, cut.grid.threads));
-  EXPECT_TRUE(cut.grid.co_resident_capped);
-  EXPECT_EQ(cut.grid.blocks, 1);  // 66 blocks take 512 threads, where only 1 fits
-}
-
-// The lean and the general one-shot share a grid plan: the cap is the lower of the two, so that
-// whichever the lean check picks fits.
+// The lean and the general one-shot share a grid plan and the cap, so whichever the lean check
+// picks fits.
 TEST(CoResidency, OneShotCapCoversTheLeanAndTheGeneralKernel) {
   const GridCaps caps = oneGpu(8);
   CommFacts f = factsFor(8, Fabric::kNvlink, tpcommAlgoOneShot);
   f.grid_caps = &caps;
-  // 128 KiB asks for 64 blocks of 128 threads; 24 of 352 fit the general kernel, 41 the lean one.
-  const CallPlan lean = planCall(f, CallArgs{128 * KiB, true});
+  // 64 KiB asks for 32 blocks of 128 threads; 8 fit, of 512 threads each (a vector a thread).
+  const CallPlan lean = planCall(f, CallArgs{64 * KiB, true});
   ASSERT_EQ(lean.variant, tpcommVariantP2pOneShotLean) << lean.decision.reason;
   EXPECT_TRUE(lean.grid.co_resident_capped);
-  EXPECT_EQ(lean.grid.threads, 352);
-  EXPECT_EQ(lean.grid.blocks, caps.capFor(tpcommVariantP2pOneShot, 352));
-  EXPECT_EQ(lean.grid.blocks, 24);
-  EXPECT_EQ(caps.capFor(tpcommVariantP2pOneShotLean, 352), 41);
+  EXPECT_EQ(lean.grid.blocks, 8);
+  EXPECT_EQ(lean.grid.threads, 512);
+  // Misaligned, the general kernel: the same grid.
+  const CallPlan general = planCall(f, CallArgs{64 * KiB, false});
+  EXPECT_EQ(general.variant, tpcommVariantP2pOneShot) << general.decision.reason;
+  EXPECT_EQ(general.grid.blocks, 8);
 }
 
 TEST(CoResidency, FusedGridIsCappedForItsKernel) {
@@ -205,7 +244,7 @@ TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   f.grid_caps = &caps;
   p = planFusedCall(f, call);
   EXPECT_EQ(p.threads, 512);
-  EXPECT_EQ(p.blocks, 16);  // 132 x 1 / (4 ranks x 2 grids)
+  EXPECT_EQ(p.blocks, 16);  // 132 / (4 ranks x 2 grids)
   EXPECT_NE(p.reason.find("; capped at 16 blocks: 4 ranks share a GPU"), std::string::npos)
       << p.reason;
   f.knobs.max_blocks = 512;
@@ -216,7 +255,7 @@ TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   EXPECT_EQ(p.reason.find(kNote), std::string::npos) << p.reason;
 }
 
-RankInfo rankOn(const char* bus, const VariantOccupancy& o) {
+RankInfo rankOn(const char* bus, const GpuOccupancy& o) {
   RankInfo i;
   memset(&i, 0, sizeof(i));
   snprintf(i.pci_bus_id_norm, sizeof(i.pci_bus_id_norm), "%s", bus);
@@ -225,7 +264,7 @@ RankInfo rankOn(const char* bus, const VariantOccupancy& o) {
 }
 
 bool sameCaps(const GridCaps& a, const GridCaps& b) {
-  return a.ranks_per_gpu == b.ranks_per_gpu && memcmp(a.blocks, b.blocks, sizeof(a.blocks)) == 0;
+  return a.ranks_per_gpu == b.ranks_per_gpu && a.blocks == b.blocks && a.hold == b.hold;
 }
 
 // Every rank derives the caps from the same handles (its own index plays no part), counting the
@@ -243,15 +282,15 @@ TEST(CoResidency, RanksAgreeOnTheCapsFromTheirHandles) {
   // Two ranks of one GPU seeing it differently (another MPS limit in the other process): the
   // smaller view counts, on both.
   all = {rankOn(a, h200Like(132)), rankOn(a, h200Like(66))};
-  EXPECT_TRUE(sameCaps(agreeGridCaps(all.data(), 2), oneGpu(2, h200Like(66))));
+  EXPECT_TRUE(sameCaps(agreeGridCaps(all.data(), 2), oneGpu(2, 66)));
   std::swap(all[0], all[1]);
-  EXPECT_TRUE(sameCaps(agreeGridCaps(all.data(), 2), oneGpu(2, h200Like(66))));
+  EXPECT_TRUE(sameCaps(agreeGridCaps(all.data(), 2), oneGpu(2, 66)));
 }
 
 // Clusters for the fused call's rows only where every rank's GPU launches them (a row split
 // differently on one rank would add its sum of squares in another order).
 TEST(CoResidency, ClustersOnlyWhereEveryRankHasThem) {
-  VariantOccupancy with = h200Like(), without = h200Like();
+  GpuOccupancy with = h200Like(), without = h200Like();
   with.clusters = 1;
   without.clusters = 0;
   std::vector<RankInfo> all = {rankOn("0000:18:00.0", with), rankOn("0000:2a:00.0", with)};
@@ -280,7 +319,7 @@ TEST(CoResidency, ExplainSaysTheGridWasCapped) {
   tpcommCallInfo_t info{};
   EXPECT_EQ(tpcommCommExplain(&c, 2 * MiB, tpcommBfloat16, &info), tpcommSuccess)
       << tpcommGetLastError();
-  EXPECT_EQ(info.blocks, c.grid_caps.capFor(static_cast<tpcommVariant_t>(info.variant), 512));
+  EXPECT_EQ(info.blocks, c.grid_caps.blocks);
   EXPECT_NE(std::string(info.reason).find("blocks: 4 ranks share a GPU"), std::string::npos)
       << info.reason;
   tpcommRmsNormParams_t prm = TPCOMM_RMSNORM_PARAMS_INITIALIZER;

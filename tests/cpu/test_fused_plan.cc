@@ -237,46 +237,29 @@ TEST(FusedPlan, OnePassKernelWhereTheRowsFitTheRegisters) {
   }
 }
 
-// Ranks sharing a GPU: the co-residency cap counts blocks; a cluster must fit it whole (smaller
-// clusters where the big one does not), and the clusters are cut to what fits.
-TEST(FusedPlan, ClusterFitsTheCoResidencyCap) {
+// Ranks sharing a GPU launch no clusters (init clears CommFacts::clusters: a cluster needs free
+// SMs of one GPC, which the co-residency cap cannot promise), and the reason says why; the rows'
+// blocks are cut to the cap.
+TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
   CommFacts f = factsFor(8, Fabric::kNvlink);
   f.clusters = true;
   f.knobs.fused_cluster = true;
+  const FusedCallArgs one{1, 7168, tpcommBfloat16, true, false};
+  EXPECT_GT(planFusedCall(f, one).cluster, 1);  // a GPU each
   GridCaps caps;
   caps.ranks_per_gpu = 8;
-  for (auto& v : caps.blocks)
-    for (int& b : v) b = 6;
+  caps.blocks = 6;
   f.grid_caps = &caps;
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
-  EXPECT_EQ(p.cluster, 4) << p.reason;  // 8 > 6
-  EXPECT_EQ(p.blocks, 4) << p.reason;
-  // Every cluster owns one row (a cluster looping over rows is slower than a block per row):
-  // three rows in clusters of 2, four rows a block per row.
-  const FusedCallArgs three{3, 7168, tpcommBfloat16, true, false};
-  p = planFusedCall(f, three);
-  EXPECT_EQ(p.cluster, 2) << p.reason;
-  EXPECT_EQ(p.blocks, 6) << p.reason;
-  expectClusterGeometry(p, f, three, p.reason);
-  const FusedCallArgs four{4, 7168, tpcommBfloat16, true, false};
-  p = planFusedCall(f, four);
-  EXPECT_EQ(p.cluster, 1) << p.reason;
-  EXPECT_EQ(p.blocks, 4) << p.reason;
-  EXPECT_NE(p.reason.find("a block per row (co-resident cap)"), std::string::npos) << p.reason;
-  for (auto& v : caps.blocks)
-    for (int& b : v) b = 1;
-  p = planFusedCall(f, four);
+  f.clusters = false;  // as comm/fabric.cc leaves it
+  FusedPlan p = planFusedCall(f, one);
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 1) << p.reason;
   EXPECT_NE(p.reason.find("a block per row (co-resident cap)"), std::string::npos) << p.reason;
-}
-
-// The occupancy the co-residency cap counts for a cluster kernel: whole clusters of 8, spread.
-TEST(FusedPlan, ClusterBlocksPerSmCountsWholeClusters) {
-  EXPECT_EQ(clusterBlocksPerSm(264, 132), 16);
-  EXPECT_EQ(clusterBlocksPerSm(100, 132), 6);  // 800 blocks over 132 SMs, rounded down
-  EXPECT_EQ(clusterBlocksPerSm(0, 132), 0);
-  EXPECT_EQ(clusterBlocksPerSm(16, 0), 0);
+  p = planFusedCall(f, FusedCallArgs{16, 7168, tpcommBfloat16, true, false});
+  EXPECT_EQ(p.cluster, 1) << p.reason;
+  EXPECT_EQ(p.blocks, 6) << p.reason;
+  EXPECT_NE(p.reason.find("capped at 6 blocks: 8 ranks share a GPU"), std::string::npos)
+      << p.reason;
 }
 
 // The epilogue kernel's split (add_rmsnorm.h): about 2 KiB of a row per block, a power of two up

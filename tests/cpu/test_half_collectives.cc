@@ -164,22 +164,19 @@ TEST(HalfPlan, ForcedStrictAndUnavailableAreTheAllReducesAnswers) {
   EXPECT_EQ(planHalfCall(f, kAG, CallArgs{64 * MiB, true}).variant, tpcommVariantHostAllGather);
 }
 
-// Ranks sharing a GPU: the half's grid fits the cap measured for its own kernel, and says so.
-TEST(HalfPlan, TheCoResidencyCapOfItsOwnVariantCutsTheGrid) {
+// Ranks sharing a GPU: the half's grid fits the communicator's one cap, and says so.
+TEST(HalfPlan, TheCoResidencyCapCutsTheGrid) {
   GridCaps caps;
   caps.ranks_per_gpu = 4;
-  for (auto& row : caps.blocks)
-    for (int& n : row) n = 64;
-  for (int& n : caps.blocks[tpcommVariantP2pReduceScatter]) n = 5;
+  caps.blocks = 5;
   CommFacts f = factsFor(4, Fabric::kNvlink);
   f.grid_caps = &caps;
-  const CallPlan rs = planHalfCall(f, kRS, CallArgs{64 * MiB, true});
-  EXPECT_EQ(rs.grid.blocks, 5) << rs.decision.reason;
-  EXPECT_EQ(rs.decision.reason.rfind("capped at 5 blocks: 4 ranks share a GPU; ", 0), 0u)
-      << rs.decision.reason;
-  const CallPlan ag = planHalfCall(f, kAG, CallArgs{64 * MiB, true});
-  EXPECT_GT(ag.grid.blocks, 5) << ag.decision.reason;  // the all-gather's own cap
-  EXPECT_LE(ag.grid.blocks, 64) << ag.decision.reason;
+  for (tpcommColl_t coll : {kRS, kAG}) {
+    const CallPlan p = planHalfCall(f, coll, CallArgs{64 * MiB, true});
+    EXPECT_EQ(p.grid.blocks, 5) << p.decision.reason;
+    EXPECT_EQ(p.decision.reason.rfind("capped at 5 blocks: 4 ranks share a GPU; ", 0), 0u)
+        << p.decision.reason;
+  }
 }
 
 TEST(HalfPlan, EveryHalfVariantIsInTheVariantTableAndNamed) {

@@ -98,22 +98,20 @@ TEST(HalfPullPlan, PushAndNcclDecisionsAreUnchanged) {
   EXPECT_TRUE(p.decision.fallback);
 }
 
-// Ranks sharing a GPU: the pull half's grid fits the cap measured for its own kernel.
+// Ranks sharing a GPU: the pull half's grid fits the communicator's one cap.
 TEST(HalfPullPlan, TheCoResidencyCapOfThePullHalfCutsTheGrid) {
   CommFacts f = factsFor(4, Fabric::kPcie, tpcommAlgoTwoShotPull);
   const tpcommVariant_t rs = planHalfCall(f, kRS, CallArgs{64 * MiB, true}).variant;
   ASSERT_EQ(nameOf(rs), "p2p_reduce_scatter_pull");
   GridCaps caps;
   caps.ranks_per_gpu = 4;
-  for (auto& row : caps.blocks)
-    for (int& n : row) n = 64;
-  for (int& n : caps.blocks[rs]) n = 3;
+  caps.blocks = 3;
   f.grid_caps = &caps;
   const CallPlan p = planHalfCall(f, kRS, CallArgs{64 * MiB, true});
   EXPECT_EQ(p.grid.blocks, 3) << p.decision.reason;
   EXPECT_EQ(p.decision.reason.rfind("capped at 3 blocks: 4 ranks share a GPU; ", 0), 0u)
       << p.decision.reason;
-  EXPECT_GT(planHalfCall(f, kAG, CallArgs{64 * MiB, true}).grid.blocks, 3);
+  EXPECT_EQ(planHalfCall(f, kAG, CallArgs{64 * MiB, true}).grid.blocks, 3);
 }
 
 // Explain answers through the same planner for a communicator whose probe said write_collapse.

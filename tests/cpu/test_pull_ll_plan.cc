@@ -177,29 +177,22 @@ TEST(PullLLPlan, OutboxHoldsTheLLArea) {
   EXPECT_EQ(planCall(f, CallArgs{8 * KiB, true}).variant, tpcommVariantP2pOneShotPullLean);
 }
 
-// Ranks sharing a GPU: the grid a call that may take LL plans fits the LL kernel's occupancy too,
-// the lower of the three kernels' caps.
+// Ranks sharing a GPU: the grid a call that may take LL plans fits the communicator's one cap,
+// LL or not (floor(132 / 16) = 8 at eight ranks under PDL).
 TEST(PullLLPlan, CoResidencyCapCoversTheLLKernel) {
-  VariantOccupancy o{};
-  o.sms = 132;
-  o.pdl = 1;
-  for (int v = 0; v < tpcommNumVariants; ++v)
-    for (int s = 0; s < kThreadSteps; ++s) o.blocks_per_sm[v][s] = 8;
-  for (int s = 0; s < kThreadSteps; ++s) o.blocks_per_sm[tpcommVariantP2pOneShotPullLL][s] = 1;
-  const GridCaps caps = gridCapsOf({GpuShare{o, 8}});
+  const GridCaps caps = gridCapsOf({GpuShare{132, true, 8}});
   CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoOneShotPull);
   f.grid_caps = &caps;
-  // 16 KiB asks for 8 blocks; LL fits floor(132 / 16) = 8 of them, the flag kernels 66.
-  CallPlan p = planCall(f, CallArgs{16 * KiB, true});
+  CallPlan p = planCall(f, CallArgs{16 * KiB, true});  // 16 KiB asks for 8 blocks
   EXPECT_EQ(p.variant, tpcommVariantP2pOneShotPullLL) << p.decision.reason;
-  EXPECT_LE(p.grid.blocks, caps.capFor(tpcommVariantP2pOneShotPullLL, p.grid.threads));
+  EXPECT_LE(p.grid.blocks, caps.blocks);
   ASSERT_EQ(parseLaunchKnobs("block_bytes=256", &f.knobs), "");  // asks for 64 blocks
   p = planCall(f, CallArgs{16 * KiB, true});
   EXPECT_EQ(p.grid.blocks, 8) << p.decision.reason;
   EXPECT_TRUE(p.grid.co_resident_capped);
-  // With LL off, the flag kernels' own cap applies.
+  // With LL off, the flag kernels: the same cap.
   f.knobs.pull_ll_bytes = 0;
-  EXPECT_EQ(planCall(f, CallArgs{16 * KiB, true}).grid.blocks, 64);
+  EXPECT_EQ(planCall(f, CallArgs{16 * KiB, true}).grid.blocks, 8);
 }
 
 }  // namespace

@@ -7,7 +7,13 @@
 #             (BUILD_DIR-sm80), the compute-sanitizer passes, then the Python GPU tests
 #   tests-a   the gtest suites World/* only (every algorithm at worlds 2..8, ranks sharing GPUs:
 #             about two thirds of the suite's time on one GPU)
-#   tests-b   every other gtest suite and the Python GPU tests (tests-a + tests-b = the suite)
+#   tests-b   every other gtest suite but the chains and the soak, and the Python GPU tests
+#   chains    chains of calls that switch sizes while one rank runs late (Chain/*: every
+#             algorithm forced and auto, worlds 2..8, all-reduce alone and mixed with the fused
+#             call, reduce-scatter and all-gather; auto again over host memory), and the soak at
+#             its default length (tests-a + tests-b + chains = the suite)
+#   soak      TPCOMM_SOAK_CALLS (default 1000000) calls with late ranks and size switches at
+#             worlds 2, 4 and 8 (Soak.*), calls per second in soak.log
 #   suites    the gtest suites whose names match the regex TPCOMM_SUITES (e.g. '^World/Shared')
 #   sanitize  the compute-sanitizer passes and the PDL-off pass alone
 #   bench     tpcomm-bench next to NCCL (sizes 1K..64M, knob sweeps, host transport)
@@ -82,9 +88,19 @@ nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,clocks.sm,clocks.mem
 case $WHAT in
   all | tests | quick) gtest_suites -v '^$' ;;
   tests-a) gtest_suites '^World/' ;;
-  tests-b) gtest_suites -v '^World/' ;;
+  tests-b) gtest_suites -v -E '^(World|Chain)/|^Soak$' ;;
   suites) gtest_suites -E "${TPCOMM_SUITES:?suites: set TPCOMM_SUITES to a regex of suite names}" ;;
 esac
+if [[ $WHAT == all || $WHAT == tests || $WHAT == chains ]]; then
+  [[ $WHAT == chains ]] && gtest_suites -E '^(Chain/|Soak$)'
+  # Auto over host memory (the transport is read from the environment once per process).
+  step chains_host 300 env TPCOMM_TRANSPORT=host "$TESTS" --gtest_filter='Chain/*auto*'
+fi
+if [[ $WHAT == soak ]]; then
+  step soak 590 env TPCOMM_SOAK_CALLS="${TPCOMM_SOAK_CALLS:-1000000}" "$TESTS" --gtest_filter='Soak.*'
+  grep -h 'soak     ' "$OUT/soak.log" | sed 's/^/    /' >"$OUT/soak_rates.txt"
+  while read -r line; do summary+=("$line"); done <"$OUT/soak_rates.txt"
+fi
 if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
   # The sanitizers slow kernels many times over: ranks sharing a GPU need longer waits (harness.cc).
   export TPCOMM_TEST_TIMEOUT_SCALE=${TPCOMM_TEST_TIMEOUT_SCALE:-10}
@@ -96,6 +112,15 @@ if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
         --gtest_filter='Arch.*'
   done
   if command -v compute-sanitizer >/dev/null; then  # memory errors and races in the kernels
+    # How many kernels that wait for each other the tools run at once: ranks sharing the GPU need
+    # every rank's kernel resident (docs/PROTOCOL.md, "Ranks sharing a GPU").
+    for tool in memcheck synccheck; do
+      step "sanitizer_probe_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        --report-api-errors no "$BUILD/tests/gpu/tpcomm_gpu_tests" \
+        --gtest_filter='ConcurrencyProbe.*'
+      while read -r line; do summary+=("    $tool: $line"); done < <(
+        grep -h 'probe    ' "$OUT/sanitizer_probe_$tool.log")
+    done
     for tool in ${TPCOMM_SANITIZERS:-memcheck racecheck synccheck}; do
       step "sanitizer_$tool" 120 compute-sanitizer --tool "$tool" --error-exitcode 9 --report-api-errors no \
         "$BUILD/tests/gpu/tpcomm_gpu_tests" \

@@ -231,10 +231,10 @@ TEST(Fused, BlockPerRowKnob) {
 }
 
 // Ranks sharing one GPU cap every rank's grid so that all of them are resident
-// (plan/co_residency.h); a cluster owns one row, so under the cap the clusters shrink until every
-// row has one, and where not even clusters of 2 fit, a block per row takes them. Worlds 4 and 8,
-// 16 and 64 rows of 7168: the plan is checked (one cluster per row, or the cap's note) and the
-// call against the reference. Prints the grids.
+// (plan/co_residency.h), and launch no clusters (a cluster needs free SMs of one GPC, which the
+// cap cannot promise): a block per row, and the reason says so. With a GPU per rank (2+ GPUs), a
+// cluster owns one row. Worlds 4 and 8, 1, 16 and 64 rows of 7168: the plan is checked (one
+// cluster per row, or the cap's note) and the call against the reference. Prints the grids.
 TEST(Fused, ClustersShrinkUnderTheCoResidencyCap) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   int major = 0;
