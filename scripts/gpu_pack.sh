@@ -10,6 +10,8 @@
 #   P='tar -C gpu-carry -xJf gpu-carry/pack.tar.xz && TPCOMM_SUITE_SECONDS=540 TPCOMM_SUITE_PACK=1 tests/gpu/run_suite.sh gpu-carry/pack/build $OUT'
 #   run(command="$P tests-a", carry=["gpu-carry/pack.tar.xz"])   # World/* suites
 #   run(command="$P tests-b", carry=[...])                        # the other suites, Python, doctor
+#   run(command="$P chains", carry=[...])                         # late-rank chains, every algorithm
+#   run(command="$P soak", carry=[...])                           # 1M calls at worlds 2, 4 and 8
 #   run(command="$P round", carry=[...])                          # this round's benchmarks
 #   run(command="$P sanitize", carry=[...])                       # compute-sanitizer, PDL off
 # Environment: TPCOMM_AB_TREE=/path/to/checkout (its build-dev is built and packed as build-ab),
