@@ -51,7 +51,34 @@ def test_elf_problems_are_named(tmp_path, image, words):
 
 
 def test_an_unreadable_file_is_a_problem_not_an_exception(tmp_path):
-    assert "cannot read it" in _elf_check.problem(str(tmp_path))  # a folder
+    assert "a directory, not a regular file" in _elf_check.problem(str(tmp_path))
+    assert "cannot read it" in _elf_check.problem(str(tmp_path / "missing.so"))
+
+
+def _run_quick(code, **env):
+    """Runs `code` in a fresh interpreter; a hang (the old FIFO check) fails the test, in 20 s."""
+    try:
+        return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                              capture_output=True, text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the file check blocked on the FIFO (no writer ever comes)")
+
+
+def test_a_fifo_is_refused_unopened(tmp_path):
+    fifo = tmp_path / "libtpcomm.so"
+    os.mkfifo(fifo)
+    res = _run_quick(f"from tpcomm import _elf_check; print(_elf_check.problem({str(fifo)!r}))")
+    assert res.returncode == 0, res.stderr
+    assert "a FIFO (named pipe), not a regular file" in res.stdout, res.stdout
+
+
+def test_a_fifo_at_tpcomm_library_fails_fast_and_clearly(tmp_path):
+    fifo = tmp_path / "libtpcomm.so"
+    os.mkfifo(fifo)
+    res = _run_quick("import tpcomm; tpcomm.get_unique_id()", TPCOMM_LIBRARY=str(fifo))
+    assert res.returncode == 1, (res.returncode, res.stderr)
+    assert "TpcommLibraryNotFoundError" in res.stderr, res.stderr
+    assert f"$TPCOMM_LIBRARY {fifo}: not loaded: a FIFO (named pipe)" in res.stderr, res.stderr
 
 
 def _load_in_subprocess(library):

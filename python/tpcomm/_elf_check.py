@@ -8,6 +8,7 @@ says what is wrong. Hand-written over `struct` because the package has no runtim
 """
 import os
 import platform
+import stat
 import struct
 from typing import Optional
 
@@ -26,8 +27,19 @@ _EHDR_SIZE = 16 + _EHDR.size  # 64
 def problem(path: str) -> Optional[str]:
     """None if `path` looks like a whole shared library for this machine, else what is wrong."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        # Only a regular file can be a library. A FIFO would block open() until some writer
+        # came (forever), a device would be read as it streams: refuse them unopened, and open
+        # non-blocking so that one swapped in after the check cannot block either.
+        why = _not_regular(os.stat(path).st_mode)
+        if why:
+            return why
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            why = _not_regular(st.st_mode)
+            if why:
+                return why
+            size = st.st_size
             head = f.read(_EHDR_SIZE)
             if len(head) < _EHDR_SIZE:
                 return f"{size} bytes: too short for an ELF header (truncated?)"
@@ -53,6 +65,16 @@ def problem(path: str) -> Optional[str]:
         if p_offset + p_filesz > size:
             return _truncated(f"segment {i} (type {p_type:#x}) ends", p_offset + p_filesz, size)
     return None
+
+
+def _not_regular(mode: int) -> Optional[str]:
+    if stat.S_ISREG(mode):
+        return None
+    kinds = [(stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISDIR, "a directory"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket")]
+    kind = next((name for test, name in kinds if test(mode)), f"file type {stat.S_IFMT(mode):#o}")
+    return f"{kind}, not a regular file: not opened"
 
 
 def _header_problem(head: bytes) -> Optional[str]:
