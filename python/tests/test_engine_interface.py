@@ -203,3 +203,46 @@ def test_all_reduce_on_a_disabled_instance_is_a_clear_error(ca_class):
     ca = _disabled(ca_class)
     with pytest.raises(TpcommInvalidUsageError, match="disabled.*not a CUDA device"):
         ca.all_reduce(X)
+
+
+@pytest.mark.parametrize("error", [
+    RuntimeError("CUDA error: invalid device ordinal"),  # torch, setting up the device
+    ValueError("bad value"),
+    OSError(5, "Input/output error"),
+])
+def test_a_creation_failure_of_any_type_falls_back_with_a_warning(ca_class, monkeypatch, caplog,
+                                                                 error):
+    """The creation protocol re-raises a rank's own exception whatever its type: the engine must
+    get a disabled instance (and use NCCL) with a WARNING naming it, never the exception."""
+    module = sys.modules[ca_class.__module__]
+
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(module.Communicator, "from_process_group", fail)
+    with caplog.at_level(logging.WARNING, logger="tpcomm"):
+        ca = ca_class(GROUP, "cuda:0")
+    assert ca.disabled and ca.comm is None and ca.comm_id is None
+    assert f"could not be created: {type(error).__name__}: {error}" in ca.disabled_reason
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    assert "will use NCCL" in warnings[0].getMessage()
+    assert f"{type(error).__name__}: {error}" in warnings[0].getMessage()
+    assert ca.should_custom_ar(X) is False
+
+
+def test_a_tpcomm_creation_failure_still_falls_back_with_its_message(ca_class, monkeypatch,
+                                                                     caplog):
+    from tpcomm.errors import TpcommRemoteError
+
+    module = sys.modules[ca_class.__module__]
+
+    def fail(*args, **kwargs):
+        raise TpcommRemoteError("rank(s) [1] of 2 could not start", code=6)
+
+    monkeypatch.setattr(module.Communicator, "from_process_group", fail)
+    with caplog.at_level(logging.WARNING, logger="tpcomm"):
+        ca = ca_class(GROUP, "cuda:0")
+    assert ca.disabled and "could not be created: rank(s) [1] of 2" in ca.disabled_reason
+    assert any("rank(s) [1] of 2" in r.getMessage() for r in caplog.records
+               if r.levelno == logging.WARNING)

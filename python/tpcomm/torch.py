@@ -74,8 +74,12 @@ class CustomAllreduce:
             return
         try:
             self.comm = Communicator.from_process_group(group, self.device, **(config or {}))
-        except TpcommError as e:  # every rank sees an error (creation agrees on success)
-            self._disable(f"the tpcomm communicator could not be created: {e}")
+        except Exception as e:  # every rank sees an error (creation agrees on failure too)
+            # Not only TpcommError: the creation protocol re-raises a rank's own exception of
+            # any type (a torch RuntimeError setting up the device, a gloo error in the
+            # exchange), and an engine that sees it crashes where it would run on NCCL.
+            what = str(e) if isinstance(e, TpcommError) else f"{type(e).__name__}: {e}"
+            self._disable(f"the tpcomm communicator could not be created: {what}")
             return
         self.comm_id = register_communicator(self.comm)
         self.disabled = False
