@@ -178,10 +178,14 @@ Verdict verdictFor(const FileReport& report, int cc_major, int cc_minor) {
     if (holds == Holds::kNone) continue;
     used.push_back(&c);
     const Choice ch = choose(c, cc_major, cc_minor);
-    // The image the driver would load must itself be sound, or nothing can be said.
+    // The image the driver would load must itself have been read and be sound, or nothing can
+    // be said: one never opened (past the decompression budget, an unknown codec) may be junk.
     const FatbinEntry* pick = ch.cubin ? ch.cubin : ch.ptx;
     if (pick && pick->contents == ImageContents::kCorrupt) {
       if (unknown.empty()) unknown = "the " + at(*pick, c) + " it would load is " + pick->problem;
+    } else if (pick && pick->contents == ImageContents::kNotOpened) {
+      if (unknown.empty())
+        unknown = "the " + at(*pick, c) + " it would load could not be checked: " + pick->problem;
     } else if (ch.cubin) {
       cubins.insert(targetName(*ch.cubin));
     } else if (ch.ptx) {

@@ -251,11 +251,32 @@ TEST(InspectHostile, ImagesThatCannotBeOpenedAreUnknown) {
     EXPECT_EQ(v90.kind, VerdictKind::kUnknown) << v90.detail;
     EXPECT_NE(v90.detail.find("whether it holds kernels is not known"), std::string::npos)
         << v90.detail;
-    // On 8.0 the sm_80 cubin is what the driver loads: fine unless it is known to be broken.
+    // On 8.0 the sm_80 cubin is what the driver loads: broken or never opened, it is not known
+    // to run (the header's claims are all that was seen).
     const Verdict v80 = verdictFor(r, 8, 0);
-    EXPECT_EQ(v80.kind,
-              c.contents == ImageContents::kCorrupt ? VerdictKind::kUnknown : VerdictKind::kNative)
-        << v80.detail;
+    EXPECT_EQ(v80.kind, VerdictKind::kUnknown) << v80.detail;
+    EXPECT_NE(v80.detail.find(c.problem), std::string::npos) << v80.detail;
+  }
+}
+
+// The same 16 junk bytes claiming 1 MiB (tried: corrupt), 1 GiB (past the file's budget) or
+// 16 GiB (past the per-image cap): the sm_80 cubin the driver would load was never seen intact,
+// so on 8.0 the CLI says UNKNOWN and exits 3 every time, and the claims cost no time.
+TEST(InspectHostile, CliImageBeyondTheBudgetIsUnknownNotNative) {
+  const std::string junk(16, 'x');
+  for (const uint64_t claim : {1ull << 20, 1ull << 30, 16ull << 30}) {
+    SCOPED_TRACE(claim);
+    const std::string container = entryContainer(2, 80, 0x8011, junk, 16, claim);
+    const std::string path = tempPath("claim_" + std::to_string(claim) + ".o");
+    writeAll(path, elfWithFatbinSections(container, {{0, container.size()}}));
+    const auto start = std::chrono::steady_clock::now();
+    const test::CliResult cli = runCli("--cc 8.0 '" + path + "' 2>&1");
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(cli.status, 3) << cli.out;
+    EXPECT_NE(cli.out.find("UNKNOWN"), std::string::npos) << cli.out;
+    EXPECT_EQ(cli.out.find("runs natively"), std::string::npos) << cli.out;
+    EXPECT_LT(ms, 5000.0) << "a " << claim << "-byte claim was inflated";
   }
 }
 

@@ -275,15 +275,25 @@ TEST(InspectRules, AnyReadImageTellsForItsWholeContainer) {
   unread_ptx.kernels = -1;
   r.containers.push_back(make({empty, unread_ptx}));
   EXPECT_EQ(verdictFor(r, 7, 5).kind, VerdictKind::kNoDeviceCode);
-  // Nothing read: unknown where no image fits, the fitting image where one does.
+  // Nothing read: unknown where no image fits, and unknown where the fitting image was never
+  // opened (it may be junk whose header claims anything).
   FatbinEntry unread_cubin = entry(ImageKind::kCubin, 80);
   unread_cubin.contents = ImageContents::kNotOpened;
   unread_cubin.problem = "compressed with a codec the inspector does not know (flags 0x1011)";
+  unread_ptx.problem = "not decompressed: 1073741824 bytes exceed the inspector's budget";
   r.containers = {make({unread_cubin, unread_ptx})};
   EXPECT_EQ(verdictFor(r, 7, 5).kind, VerdictKind::kUnknown);
   EXPECT_NE(verdictFor(r, 7, 5).detail.find("codec"), std::string::npos);
+  EXPECT_EQ(verdictFor(r, 8, 6).kind, VerdictKind::kUnknown);
+  EXPECT_NE(verdictFor(r, 8, 6).detail.find("could not be checked: compressed with a codec"),
+            std::string::npos)
+      << verdictFor(r, 8, 6).detail;
+  EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kUnknown);
+  EXPECT_NE(verdictFor(r, 9, 0).detail.find("budget"), std::string::npos);
+  // The same images beside a read one that fits: the read one decides.
+  FatbinEntry read_cubin = entry(ImageKind::kCubin, 86);
+  r.containers = {make({unread_cubin, unread_ptx, read_cubin})};
   EXPECT_EQ(verdictFor(r, 8, 6).kind, VerdictKind::kNative);
-  EXPECT_EQ(verdictFor(r, 9, 0).kind, VerdictKind::kPtxJit);
   // A container without any image holds nothing.
   EXPECT_EQ(verdictFor(FileReport{"", kElfShared, {make({})}, {}}, 9, 0).kind,
             VerdictKind::kNoDeviceCode);
