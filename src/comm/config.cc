@@ -14,8 +14,7 @@ namespace {
 
 // Applies one knob string (TPCOMM_KNOBS or config.launchKnobs) and checks the result.
 tpcommResult_t applyKnobs(const char* where, const std::string& spec, LaunchKnobs* k) {
-  std::string why = parseLaunchKnobs(spec, k);
-  if (why.empty()) why = launchKnobsError(*k, kThreadsPerBlock);
+  const std::string why = applyLaunchKnobs(spec, k);
   if (!why.empty())
     return fail(tpcommInvalidArgument, "%s=%s: %s", where, spec.c_str(), why.c_str());
   return tpcommSuccess;
@@ -115,6 +114,12 @@ tpcommResult_t applyConfig(const tpcommConfig_t& config, Settings* s) {
 }
 
 }  // namespace
+
+std::string applyLaunchKnobs(const std::string& spec, LaunchKnobs* k) {
+  std::string why = parseLaunchKnobs(spec, k);
+  if (why.empty()) why = launchKnobsError(*k, kThreadsPerBlock);
+  return why;
+}
 
 tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   Settings s;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "plan/knobs.h"
 #include "tpcomm/tpcomm.h"
@@ -25,6 +26,11 @@ struct Settings {
   bool pdl = true;
   LaunchKnobs knobs;  // TPCOMM_KNOBS, then config.launchKnobs on top (max_blocks, pdl: above)
 };
+
+// Applies a knob string (TPCOMM_KNOBS or config.launchKnobs) to *k and checks the result against
+// the kernels' bounds: "" when it can be used, else why. Init runs it (a failure is
+// tpcommInvalidArgument), and `tpcomm doctor` runs it on TPCOMM_KNOBS.
+std::string applyLaunchKnobs(const std::string& spec, LaunchKnobs* k);
 
 // Validates config (NULL allowed) and the environment; a bad field is tpcommInvalidArgument.
 tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out);

@@ -212,6 +212,29 @@ TEST_F(DoctorCli, EnvironmentIsReported) {
   EXPECT_EQ(bins.items()[1].find("how")->asString(), "TPCOMM_LIBRARY");
 }
 
+// TPCOMM_KNOBS values that make every init fail (tpcommInvalidArgument) are findings, found by
+// init's own parser and range checks; a usable value is none.
+TEST_F(DoctorCli, BadKnobsAreFindings) {
+  const std::string machine = topoFile("h200_2x_nvlink");
+  const CliResult good = doctor(machine);
+  for (const char* bad :
+       {"block_bytes=-5", "max_threads=0", "lean=2", "block_bytes=8", "bogus=1"}) {
+    SCOPED_TRACE(bad);
+    const CliResult r = doctor(machine, std::string("TPCOMM_KNOBS='") + bad + "'");
+    EXPECT_EQ(r.status, 1) << r.out;
+    EXPECT_TRUE(has(r.out, std::string("TPCOMM_KNOBS=") + bad + ": ")) << r.out;
+    EXPECT_TRUE(has(r.out, "communicator init fails (tpcommInvalidArgument)")) << r.out;
+    const json::Value v = parsed(doctor("--json " + machine, std::string("TPCOMM_KNOBS=") + bad));
+    bool listed = false;
+    for (const json::Value& f : v.find("findings")->items())
+      listed |= has(f.find("what")->asString(), std::string("TPCOMM_KNOBS=") + bad);
+    EXPECT_TRUE(listed);
+  }
+  const CliResult fine = doctor(machine, "TPCOMM_KNOBS=block_bytes=4096,lean=0");
+  EXPECT_EQ(fine.status, good.status) << fine.out;
+  EXPECT_FALSE(has(fine.out, "TPCOMM_KNOBS=block_bytes")) << fine.out;
+}
+
 TEST_F(DoctorCli, UsageErrors) {
   EXPECT_EQ(doctor("--bogus").status, 2);
   EXPECT_EQ(doctor("--topology /nonexistent.json").status, 2);

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "comm/config.h"
 #include "comm/probe_view.h"
 #include "common/env.h"
 #include "common/error.h"
@@ -155,6 +156,10 @@ void collectSetup(DoctorFacts* f) {
   if (const char* v = getenv(kLibraryEnvVar))
     f->env_set.push_back({kLibraryEnvVar, v, "", kLibraryEnvMeaning});
   f->env_errors = e.errors;
+  // TPCOMM_KNOBS is read as a string and parsed by init: run init's parser and range checks.
+  LaunchKnobs knobs;
+  if (const std::string why = applyLaunchKnobs(e.knobs, &knobs); !why.empty())
+    f->env_errors.push_back("TPCOMM_KNOBS=" + e.knobs + ": " + why);
 
   if (f->topo.size() > 0) {
     f->tuning_path = defaultTuningPath(f->topo.key());
