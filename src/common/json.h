@@ -30,6 +30,9 @@ constexpr size_t kMaxTextBytes = 4u << 20;
 constexpr size_t kMaxDepth = 64;         // arrays and objects open at once
 constexpr size_t kMaxMembers = 100000;   // members of one object
 constexpr size_t kMaxElements = 100000;  // elements of one array
+// Values in one document, containers and the root included: the caps above bound each container,
+// this bounds their sum (4 MiB of "[[0,0,...],[0,...],...]" would build 2M values, 250 MiB).
+constexpr size_t kMaxValues = 200000;
 
 namespace detail {
 class TreeBuilder;  // json_parse.cc: appends parsed members without the duplicate search of set()

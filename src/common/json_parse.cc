@@ -2,7 +2,8 @@
 // interface so that the tree is tpcomm's Value (members in written order, appended in constant
 // time) and so that what nlohmann lets through is refused here: duplicate member names (its DOM
 // keeps the last), a byte order mark (it skips one) and a NUL byte (it reads one as the end of the
-// text). The caps of json.h are checked as the values arrive, before any work is spent on more.
+// text). The caps of json.h (per container and per document) are checked as the values arrive,
+// before any work is spent on more.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -142,6 +143,9 @@ class TreeBuilder {
   // Places a value: the root, the next element of the open array, or the value of the member
   // whose name key() just appended.
   bool add(Value v, Value** placed = nullptr) {
+    if (++values_ > kMaxValues)
+      return fail("more than " + std::to_string(kMaxValues) +
+                  " values in the document (no tpcomm file has that many)");
     Value* slot = nullptr;
     if (open_.empty()) {
       slot = root_;
@@ -178,6 +182,7 @@ class TreeBuilder {
   Value* root_;
   const char* read_to_ = nullptr;
   std::vector<Frame> open_;
+  size_t values_ = 0;  // placed so far (kMaxValues)
   std::string error_;
 };
 

@@ -22,6 +22,7 @@ using json::kMaxDepth;
 using json::kMaxElements;
 using json::kMaxMembers;
 using json::kMaxTextBytes;
+using json::kMaxValues;
 using json::parse;
 using json::Value;
 using json::write;
@@ -80,6 +81,31 @@ TEST(JsonLimits, ElementsPerArray) {
   EXPECT_NE(parseError("{\"a\":\n" + arrayWithElements(kMaxElements + 1) + "}")
                 .find("line 2, column 200003: more than 100000 elements in one array"),
             std::string::npos);
+}
+
+// The per-container caps do not bound the document: arrays of arrays each under kMaxElements.
+// Counted over every value (the root and the containers included), so exactly kMaxValues parse.
+TEST(JsonLimits, ValuesPerDocument) {
+  const size_t a = (kMaxValues - 3) / 2, b = kMaxValues - 3 - a;  // root + 2 arrays + a + b
+  ASSERT_LE(b, kMaxElements);
+  const std::string inner_a = arrayWithElements(a), inner_b = arrayWithElements(b);
+  EXPECT_TRUE(parses("[" + inner_a + "," + inner_b + "]"));
+  EXPECT_NE(parseError("[" + inner_a + "," + inner_b + ",0]")
+                .find("more than " + std::to_string(kMaxValues) + " values in the document"),
+            std::string::npos);
+  // Near 4 MiB of small arrays (2 bytes a value): about 2M values without the cap. Refused at
+  // once, with where it stopped.
+  std::string big = "{\"gpus\": [";
+  const std::string row = arrayWithElements(1000);
+  while (big.size() + row.size() + 4 < kMaxTextBytes) big += (big.back() == '[' ? "" : ",") + row;
+  big += "]}";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string error = parseError(big);
+  EXPECT_LT(msSince(t0), 1000.0);
+  EXPECT_EQ(error.rfind("line 1, column ", 0), 0u) << error;
+  EXPECT_NE(error.find("more than 200000 values in the document (no tpcomm file has that many)"),
+            std::string::npos)
+      << error;
 }
 
 TEST(JsonLimits, NestingDepth) {
