@@ -36,6 +36,10 @@ function(tpcomm_portable_link target)
       target_link_options(${target} PRIVATE "-Wl,--undefined=arc4random")
     endif()
   endif()
+  # Full RELRO: every relocation is resolved at load time (-z now), after which the dynamic
+  # loader makes the GOT read-only (-z relro), so no function pointer of it can be overwritten
+  # later. tests/cpu/test_link_hardening.cc checks both on the built files.
+  target_link_options(${target} PRIVATE "LINKER:-z,relro" "LINKER:-z,now")
   get_target_property(_type ${target} TYPE)
   if(_type STREQUAL "SHARED_LIBRARY")
     set(_map ${PROJECT_SOURCE_DIR}/cmake/tpcomm_exports.map)
