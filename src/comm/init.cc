@@ -70,6 +70,8 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   if ((rank == 0 || may_span) && nranks > 1) {
     // Whether the host transport is used is known only once every rank's GPU is known (End):
     // rank 0 names a segment here and creates it in End only if it is (comm/host_transport.h).
+    // Segments that a killed rank 0 of this user left behind go first (transport/host_shm.h).
+    hostSegmentReclaimStale();
     std::string name;
     TPCOMM_CHECK(hostSegmentName(&name));
     snprintf(c->self.host_shm, sizeof(c->self.host_shm), "%s", name.c_str());

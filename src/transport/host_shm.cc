@@ -1,7 +1,9 @@
 #include "transport/host_shm.h"
 
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -13,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -128,6 +131,38 @@ tpcommResult_t openSegment(const std::string& name, int world, size_t slot_bytes
   }
 }
 
+// Counts this rank in to the segment mapped at `host`; the last of `world` unlinks its name (every
+// rank has it mapped: the name is no longer needed, and nothing is left should a rank die now).
+void countIn(const char* host, const std::string& name, int world) {
+  Header* h = reinterpret_cast<Header*>(const_cast<char*>(host));
+  const uint32_t n = __atomic_add_fetch(&h->attached, 1u, __ATOMIC_ACQ_REL);
+  if (n == static_cast<uint32_t>(world)) {
+    shm_unlink(name.c_str());
+    TPCOMM_DEBUG(SHM, "host transport: all %d ranks mapped %s; unlinked it", world, name.c_str());
+  }
+}
+
+// The inode of this process's pid namespace (0: unknown, e.g. no /proc).
+unsigned long long pidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0;
+}
+
+// Reads a decimal number of 1..max_digits digits at *p (no sign, no leading zero) and moves past.
+bool readDecimal(const char** p, int max_digits, unsigned long long* out) {
+  const char* q = *p;
+  unsigned long long v = 0;
+  int n = 0;
+  for (; *q >= '0' && *q <= '9'; ++q, ++n) {
+    if (n == max_digits || (n == 1 && v == 0)) return false;
+    v = v * 10 + static_cast<unsigned>(*q - '0');
+  }
+  if (n == 0) return false;
+  *p = q;
+  *out = v;
+  return true;
+}
+
 // Registers a new mapping of `name` with CUDA and enters it in the table (g_mu held); unmaps it
 // on failure.
 tpcommResult_t registerMapping(const std::string& name, char* host, size_t bytes,
@@ -182,12 +217,56 @@ tpcommResult_t hostSegmentName(std::string* name) {
   uint8_t key[16];
   TPCOMM_CHECK(randomBytes(key, sizeof(key)));
   static const char* hex = "0123456789abcdef";
-  *name = "/tpcomm-";
+  *name = "/tpcomm-" + std::to_string(getpid()) + "-" + std::to_string(pidNamespace()) + "-";
   for (uint8_t b : key) {
     *name += hex[b >> 4];
     *name += hex[b & 15];
   }
   return tpcommSuccess;
+}
+
+bool parseSegmentName(const std::string& entry, SegmentCreator* out) {
+  static const char kPrefix[] = "tpcomm-";
+  if (entry.compare(0, sizeof(kPrefix) - 1, kPrefix) != 0) return false;
+  const char* p = entry.c_str() + sizeof(kPrefix) - 1;
+  unsigned long long pid = 0, ns = 0;
+  if (!readDecimal(&p, 10, &pid) || pid == 0 || pid > 0x7fffffff || *p++ != '-') return false;
+  if (!readDecimal(&p, 20, &ns) || *p++ != '-') return false;
+  for (int i = 0; i < 32; ++i, ++p)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  if (*p != '\0' || p != entry.c_str() + entry.size()) return false;
+  out->pid = static_cast<long>(pid);
+  out->pid_ns = ns;
+  return true;
+}
+
+int hostSegmentReclaimStale(const std::string& dir) {
+  const unsigned long long own_ns = pidNamespace();
+  if (own_ns == 0) return 0;  // cannot tell whose pids the names carry
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  std::vector<std::pair<std::string, long>> stale;  // entry, creator pid
+  while (const dirent* e = readdir(d)) {
+    SegmentCreator c;
+    if (!parseSegmentName(e->d_name, &c) || c.pid_ns != own_ns || c.pid == getpid()) continue;
+    // ESRCH only: EPERM is a live process of another user.
+    if (kill(static_cast<pid_t>(c.pid), 0) != 0 && errno == ESRCH)
+      stale.emplace_back(e->d_name, c.pid);
+  }
+  closedir(d);
+  int removed = 0;
+  for (const auto& [entry, pid] : stale) {
+    const std::string path = dir + "/" + entry;
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
+    if (unlink(path.c_str()) != 0) continue;
+    ++removed;
+    TPCOMM_INFO(SHM,
+                "host transport: removed %s (%lld bytes), a segment left by pid %ld, which is "
+                "gone (killed before every rank had mapped it)",
+                path.c_str(), static_cast<long long>(st.st_size), pid);
+  }
+  return removed;
 }
 
 tpcommResult_t hostSegmentCreate(const std::string& name, int world, size_t slot_bytes,
@@ -232,12 +311,17 @@ tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot
     lock.unlock();  // waiting for rank 0 holds no lock: other communicators of this process go on
     char* host = nullptr;
     TPCOMM_CHECK(openSegment(name, world, slot_bytes, wait_ms, &host));
+    // Mapped: counted now, not after the CUDA registration (slow for a large segment, and it may
+    // fail), so that the name goes as soon as every rank has the memory.
+    countIn(host, name, world);
     lock.lock();
     it = mappings().find(name);
     if (it != mappings().end())
       munmap(host, bytes);  // another rank of this process mapped it meanwhile
     else
       TPCOMM_CHECK(registerMapping(name, host, bytes, &it));
+  } else {
+    countIn(it->second.host, name, world);
   }
   Mapping& m = it->second;
   ++m.users;
@@ -245,12 +329,6 @@ tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot
   seg->host = m.host;
   seg->dev = m.dev;
   seg->bytes = bytes;
-  Header* h = reinterpret_cast<Header*>(m.host);
-  const uint32_t n = __atomic_add_fetch(&h->attached, 1u, __ATOMIC_ACQ_REL);
-  if (n == static_cast<uint32_t>(world)) {
-    shm_unlink(name.c_str());  // every rank holds a mapping: the name is no longer needed
-    TPCOMM_DEBUG(SHM, "host transport: all %d ranks attached; unlinked %s", world, name.c_str());
-  }
   return tpcommSuccess;
 }
 

@@ -6,9 +6,11 @@
 // cudaHostRegister.
 // Rank 0 creates the segment only once the ranks agree to use the transport (End), with its pages
 // reserved before any is touched: a full /dev/shm is then a clear error, never a SIGBUS. The name
-// is 128 random bits, the mode 0600; it is unlinked as soon as the last rank has mapped it (a
-// counter in the segment's header), and in any case when rank 0's segment is released, so that
-// no failure leaves anything in /dev/shm.
+// is the creator's pid and pid namespace plus 128 random bits, the mode 0600; it is unlinked as
+// soon as the last rank has mapped it (a counter in the segment's header, counted before the
+// CUDA registration), and in any case when rank 0's segment is released, so that no failure
+// leaves anything in /dev/shm. A rank 0 killed (SIGKILL) before every rank mapped it cannot
+// unlink it: the next rank 0 of this user on the machine reclaims it (hostSegmentReclaimStale).
 #pragma once
 
 #include <cstddef>
@@ -49,16 +51,33 @@ constexpr size_t kHostHeaderBytes = 4096;
 static_assert(kHostHeaderBytes % kLLBlockBytes == 0, "inboxes must start on an LL block");
 
 size_t hostSegmentBytes(int world, size_t slot_bytes);
-// A fresh random name (rank 0 puts it in its handle at Begin; nothing is created then).
+// A fresh name, "/tpcomm-<pid>-<pid namespace inode>-<32 hex digits>" (rank 0 puts it in its
+// handle at Begin; nothing is created then).
 tpcommResult_t hostSegmentName(std::string* name);
+
+// The creator of a segment named by hostSegmentName, from its /dev/shm entry (no leading slash);
+// false for any other name.
+struct SegmentCreator {
+  long pid = 0;
+  unsigned long long pid_ns = 0;  // inode of the creator's /proc/self/ns/pid
+};
+bool parseSegmentName(const std::string& entry, SegmentCreator* out);
+
+// Removes the segments in `dir` (/dev/shm) that a dead process left: names of hostSegmentName's
+// pattern, regular files owned by this user, made in this process's pid namespace by a pid that
+// no longer exists (kill(pid, 0) fails with ESRCH). A segment whose creator is alive, or in
+// another pid namespace (a container sharing /dev/shm: its pids mean nothing here), or that is
+// another user's, stays. Returns how many were removed. Called by Begin where a name is made.
+int hostSegmentReclaimStale(const std::string& dir = "/dev/shm");
 // Rank 0: creates the segment `name` with every page reserved (posix_fallocate; zeros: no LL
 // flag has arrived) and its header written; seg->created then owns the name. A /dev/shm too small
 // is tpcommSystemError naming the bytes needed, the bytes free and the fix; nothing is left.
 tpcommResult_t hostSegmentCreate(const std::string& name, int world, size_t slot_bytes,
                                  HostSegment* seg);
 // Every rank that uses the transport (rank 0 included, after creating it): waits up to wait_ms
-// for rank 0's segment to be complete, maps it (once per process), registers it with CUDA, and
-// counts itself in; the last of `world` unlinks it. tpcommTimeout when it does not appear.
+// for rank 0's segment to be complete, maps it (once per process), counts itself in (the last of
+// `world` unlinks it: every rank has it mapped), then registers it with CUDA. tpcommTimeout when
+// it does not appear.
 tpcommResult_t hostSegmentAttach(const std::string& name, int world, size_t slot_bytes, int wait_ms,
                                  HostSegment* seg);
 // Unmaps (when this process's last user goes); rank 0's segment also loses its name.

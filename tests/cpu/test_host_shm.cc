@@ -247,6 +247,130 @@ TEST(HostShm, ForeignOrMismatchedSegmentIsRefused) {
   EXPECT_FALSE(exists(name));
 }
 
+// Every rank counts itself in once it has the segment mapped, before the CUDA registration
+// (which fails without a GPU): the last of them unlinks the name, so a rank 0 killed from then on
+// leaves nothing in /dev/shm.
+TEST(HostShm, NameGoesOnceEveryRankHasMappedTheSegment) {
+  const std::string name = freshName();
+  HostSegment created, a, b;
+  ASSERT_EQ(hostSegmentCreate(name, 2, kSmallSlot, &created), tpcommSuccess) << lastError();
+  const tpcommResult_t ra = hostSegmentAttach(name, 2, kSmallSlot, 1000, &a);
+  EXPECT_NE(ra, tpcommTimeout) << lastError();
+  EXPECT_TRUE(exists(name)) << "unlinked while a rank had not mapped it yet";
+  const tpcommResult_t rb = hostSegmentAttach(name, 2, kSmallSlot, 1000, &b);
+  EXPECT_NE(rb, tpcommTimeout) << lastError();
+  EXPECT_FALSE(exists(name)) << "both ranks have mapped " << name << " (attach: " << resultName(ra)
+                             << ", " << resultName(rb) << ")";
+  hostSegmentRelease(&b);
+  hostSegmentRelease(&a);
+  hostSegmentRelease(&created);
+  EXPECT_FALSE(exists(name));
+}
+
+unsigned long long ownPidNamespace() {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0;
+}
+
+TEST(HostShm, NameCarriesTheCreatorsPidAndPidNamespace) {
+  const std::string name = freshName();
+  SegmentCreator c;
+  ASSERT_TRUE(parseSegmentName(name.substr(1), &c)) << name;
+  EXPECT_EQ(c.pid, static_cast<long>(getpid()));
+  EXPECT_EQ(c.pid_ns, ownPidNamespace());
+  EXPECT_LT(name.size(), sizeof(RankInfo{}.host_shm));
+  const std::string hex(32, 'a');
+  const std::vector<std::string> others = {
+      "tpcomm-" + hex,  // the names of earlier versions: their creator is not known
+      "tpcomm-0-1-" + hex,
+      "tpcomm-12-1-" + hex + "0",
+      "tpcomm-12-1-" + hex.substr(1),
+      "tpcomm-012-1-" + hex,
+      "tpcomm--1-" + hex,
+      "tpcomm-12-1-" + std::string(32, 'A'),
+      "tpcomm-99999999999-1-" + hex,
+      "xtpcomm-12-1-" + hex,
+      "filler"};
+  for (const std::string& other : others) EXPECT_FALSE(parseSegmentName(other, &c)) << other;
+  EXPECT_TRUE(parseSegmentName("tpcomm-12-4026531836-" + hex, &c));
+  EXPECT_EQ(c.pid, 12);
+  EXPECT_EQ(c.pid_ns, 4026531836ull);
+}
+
+// A segment in /dev/shm as raw bytes under `name` (no header: reclaiming never reads it).
+void plantSegment(const std::string& name) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0) << name << ": " << strerror(errno);
+  EXPECT_EQ(ftruncate(fd, 4096), 0);
+  close(fd);
+}
+
+// A rank 0 killed between creating the segment and the last rank's attach leaves it in /dev/shm:
+// the next Begin's reclaim removes it, and only what is certainly such a leftover.
+TEST(HostShm, SegmentOfADeadCreatorIsReclaimed) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {  // rank 0, created its segment, then killed: no destructor runs
+    close(fds[0]);
+    std::string name;
+    HostSegment seg;
+    const bool ok = hostSegmentName(&name) == tpcommSuccess &&
+                    hostSegmentCreate(name, 2, kSmallSlot, &seg) == tpcommSuccess;
+    const std::string out = ok ? name : std::string();
+    _exit(write(fds[1], out.data(), out.size()) == ssize_t(out.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  char buf[128];
+  const ssize_t n = read(fds[0], buf, sizeof(buf));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_GT(n, 0) << "the child could not create a segment";
+  const std::string dead(buf, static_cast<size_t>(n));
+  ASSERT_TRUE(exists(dead));
+  SegmentCreator c;
+  ASSERT_TRUE(parseSegmentName(dead.substr(1), &c));
+  ASSERT_EQ(c.pid, static_cast<long>(pid));
+
+  // What must stay: a live creator's segment (ours), the same dead pid in another pid namespace
+  // (a container sharing /dev/shm), a name of another pattern, and (as root) another user's.
+  HostSegment live;
+  const std::string live_name = freshName();
+  ASSERT_EQ(hostSegmentCreate(live_name, 2, kSmallSlot, &live), tpcommSuccess);
+  const std::string hex = dead.substr(dead.size() - 32);
+  const std::string other_ns =
+      "/tpcomm-" + std::to_string(pid) + "-" + std::to_string(c.pid_ns + 1) + "-" + hex;
+  const std::string old_pattern = "/tpcomm-" + hex;
+  plantSegment(other_ns);
+  plantSegment(old_pattern);
+  std::string foreign;
+  if (geteuid() == 0) {
+    foreign = "/tpcomm-" + std::to_string(pid) + "-" + std::to_string(c.pid_ns) + "-" +
+              std::string(32, 'b');
+    plantSegment(foreign);
+    EXPECT_EQ(chown(("/dev/shm" + foreign).c_str(), 65534, 65534), 0) << strerror(errno);
+  }
+
+  // Not counted: another test process running at the same time may reclaim it first.
+  hostSegmentReclaimStale();
+  EXPECT_FALSE(exists(dead)) << dead << " of dead pid " << pid << " is still in /dev/shm";
+  EXPECT_TRUE(exists(live_name));
+  EXPECT_TRUE(exists(other_ns));
+  EXPECT_TRUE(exists(old_pattern));
+  if (!foreign.empty()) {
+    EXPECT_TRUE(exists(foreign)) << "another user's segment was removed";
+  }
+
+  hostSegmentRelease(&live);
+  EXPECT_FALSE(exists(live_name));
+  for (const std::string& name : {other_ns, old_pattern, foreign}) {
+    if (!name.empty()) {
+      EXPECT_EQ(shm_unlink(name.c_str()), 0) << name;
+    }
+  }
+}
+
 TEST(HostTransport, OnlyHostFabricsOrHostAlgorithmsUseIt) {
   for (Fabric f : {Fabric::kNvlink, Fabric::kPcie}) {
     EXPECT_FALSE(hostTransportWanted(f, 2, -1));
