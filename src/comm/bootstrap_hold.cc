@@ -1,12 +1,20 @@
 // RendezvousHold (bootstrap.h): after a rendezvous, rank 0's name stays bound and every
 // connection gets one Reason frame and is closed. A second job's ranks thus fail at once and
 // clearly, where an unanswered socket would leave them waiting for their whole deadline.
+// The name must go when the hold does: a child forked meanwhile gets no copy of the listening
+// socket to keep it bound (close-on-exec for one that execs, a fork handler for one that
+// does not), or reusing the id fails "already in use" for as long as the child lives.
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "comm/bootstrap.h"
 #include "comm/bootstrap_wire.h"
@@ -14,6 +22,45 @@
 #include "common/error.h"
 
 namespace tpcomm {
+namespace {
+
+// The listening sockets of this process's live holds. The fork handler's prepare step takes the
+// lock, so the child sees a consistent list, closes every socket on it and empties it.
+std::mutex g_held_mu;
+std::vector<int>& heldSockets() {
+  static auto* v = new std::vector<int>();  // never destroyed: a fork may come at exit
+  return *v;
+}
+
+void beforeFork() {
+  g_held_mu.lock();
+}
+void afterForkInParent() {
+  g_held_mu.unlock();
+}
+void afterForkInChild() {
+  for (int fd : heldSockets()) close(fd);
+  heldSockets().clear();
+  g_held_mu.unlock();
+}
+
+void holdSocket(int fd) {
+  static std::once_flag installed;
+  std::call_once(installed,
+                 [] { pthread_atfork(beforeFork, afterForkInParent, afterForkInChild); });
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  heldSockets().push_back(fd);
+}
+
+// Takes fd off the list and closes it, under the lock: no fork comes between.
+void closeHeldSocket(int fd) {
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  auto& held = heldSockets();
+  held.erase(std::remove(held.begin(), held.end(), fd), held.end());
+  close(fd);
+}
+
+}  // namespace
 
 tpcommResult_t RendezvousHold::start(int listen_fd, std::unique_ptr<RendezvousHold>* out) {
   const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -21,6 +68,14 @@ tpcommResult_t RendezvousHold::start(int listen_fd, std::unique_ptr<RendezvousHo
     close(listen_fd);
     return fail(tpcommSystemError, "bootstrap: eventfd: %s", strerror(errno));
   }
+  const int flags = fcntl(listen_fd, F_GETFD);
+  if (flags < 0 || fcntl(listen_fd, F_SETFD, flags | FD_CLOEXEC) != 0) {
+    const int err = errno;
+    close(listen_fd);
+    close(wake);
+    return fail(tpcommSystemError, "bootstrap: close-on-exec for the held name: %s", strerror(err));
+  }
+  holdSocket(listen_fd);
   out->reset(new RendezvousHold(listen_fd, wake));
   return tpcommSuccess;
 }
@@ -35,8 +90,9 @@ RendezvousHold::~RendezvousHold() {
   if (static_cast<int>(getpid()) != owner_pid_) {
     // A forked child (e.g. a finalizer at its exit): the thread is the parent's, and the eventfd
     // is shared with it. Close only our copies; leak the handle of a thread this process lacks.
+    // The fork handler closed the listening socket already: its number may be another file's
+    // by now (even a hold of this child's own), so it is not closed again.
     new std::thread(std::move(thread_));
-    close(listen_fd_);
     close(wake_fd_);
     return;
   }
@@ -45,7 +101,7 @@ RendezvousHold::~RendezvousHold() {
     // An eventfd write fails only on counter overflow; the thread is awake then anyway.
   }
   thread_.join();
-  close(listen_fd_);  // unbinds the name
+  closeHeldSocket(listen_fd_);  // unbinds the name
   close(wake_fd_);
 }
 

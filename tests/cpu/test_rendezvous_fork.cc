@@ -1,0 +1,114 @@
+// A child forked while rank 0 holds the rendezvous name (comm/bootstrap_hold.cc) must not keep
+// the name bound: once the parent destroys its hold, the same id serves a new rendezvous at once,
+// while the child lives on (a worker pool forked by the engine, a child that execs).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <memory>
+#include <string>
+
+#include "comm/bootstrap.h"
+#include "common/error.h"
+#include "support/rendezvous_ranks.h"
+
+namespace tpcomm {
+namespace {
+
+using namespace testing_rv;  // NOLINT: test helpers
+
+tpcommUniqueId freshId() {
+  tpcommUniqueId id;
+  EXPECT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  return id;
+}
+
+// Rank 0 of a 2-rank rendezvous on `id` that keeps its hold (rank 1 a forked process).
+void holdName(const tpcommUniqueId& id, std::unique_ptr<RendezvousHold>* hold) {
+  Child k1 = forkRank(id, 1, 2, 5000);
+  ASSERT_EQ(gatherAs(id, 0, 2, 5000, 0, hold), 0) << lastError();
+  ASSERT_TRUE(*hold != nullptr);
+  EXPECT_EQ(finish(k1).code, 0);
+}
+
+// A second rendezvous on the same id (new ranks) after the hold is gone: 0, or the result code
+// and message of rank 0.
+std::string meetAgain(const tpcommUniqueId& id) {
+  Child k1 = forkRank(id, 1, 2, 3000, /*job=*/2);
+  const int r0 = gatherAs(id, 0, 2, 3000, /*job=*/2);
+  const std::string why = r0 == 0 ? "" : lastError();
+  const Outcome o1 = finish(k1);
+  if (r0 != 0) return "rank 0: " + std::to_string(r0) + " " + why;
+  if (o1.code != 0) return "rank 1: " + std::to_string(o1.code) + " " + o1.error;
+  return "";
+}
+
+TEST(RendezvousFork, ChildThatLivesOnDoesNotKeepTheNameBound) {
+  const tpcommUniqueId id = freshId();
+  std::unique_ptr<RendezvousHold> hold;
+  holdName(id, &hold);
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const pid_t child = fork();
+  if (child == 0) {  // does not exec, does not exit: waits to be told
+    close(go[1]);
+    char c;
+    const ssize_t n = read(go[0], &c, 1);
+    _exit(n == 1 ? 0 : 1);
+  }
+  close(go[0]);
+  hold.reset();  // the parent's communicator is destroyed
+  const std::string again = meetAgain(id);
+  EXPECT_EQ(again, "") << "the id could not serve again while a child forked under the hold "
+                          "lives";
+  EXPECT_EQ(again.find("already in use"), std::string::npos) << again;
+  ASSERT_EQ(write(go[1], "x", 1), 1);
+  close(go[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(RendezvousFork, ChildThatExecsDoesNotKeepTheNameBound) {
+  const tpcommUniqueId id = freshId();
+  std::unique_ptr<RendezvousHold> hold;
+  holdName(id, &hold);
+  const pid_t child = fork();
+  if (child == 0) {
+    execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(child, 0);
+  hold.reset();
+  EXPECT_EQ(meetAgain(id), "");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+}
+
+// The child's own copy of the hold (destroyed at its exit) closes nothing of the parent's, and
+// a child may hold a name of its own afterwards.
+TEST(RendezvousFork, ChildCanHoldANameOfItsOwn) {
+  const tpcommUniqueId id = freshId();
+  std::unique_ptr<RendezvousHold> hold;
+  holdName(id, &hold);
+  const Outcome child = finish(forkChild([&] {
+    hold.reset();  // the parent's hold, as the child sees it
+    const tpcommUniqueId mine = freshId();
+    std::unique_ptr<RendezvousHold> own;
+    Child k1 = forkRank(mine, 1, 2, 5000, 3);
+    const int r = gatherAs(mine, 0, 2, 5000, 3, &own);
+    own.reset();
+    return r == 0 && finish(k1).code == 0 ? 0 : 1;
+  }));
+  EXPECT_EQ(child.code, 0) << child.error;
+  // The parent's hold still answers latecomers.
+  const Outcome late = finish(forkRank(id, 1, 2, 3000, /*job=*/4));
+  EXPECT_EQ(late.code, static_cast<int>(tpcommInvalidUsage)) << late.error;
+  EXPECT_NE(late.error.find("complete"), std::string::npos) << late.error;
+  hold.reset();
+  EXPECT_EQ(meetAgain(id), "");
+}
+
+}  // namespace
+}  // namespace tpcomm
