@@ -88,7 +88,7 @@ tpcommResult_t peerGather(const UniqueIdData& id, const std::string& name, int r
   Fd c;
   TPCOMM_CHECK(connectRoot(name, rank, timeout_ms, deadline, &c));
   ucred cred{};
-  if (!peerCredentials(c.fd, &cred) || cred.uid != getuid())
+  if (!peerCredentials(c.fd, &cred) || cred.uid != geteuid())
     return fail(tpcommRemoteError,
                 "bootstrap: rank %d: the rendezvous socket belongs to uid %u, not us: refusing it",
                 rank, static_cast<unsigned>(cred.uid));
