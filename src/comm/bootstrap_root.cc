@@ -4,11 +4,15 @@
 // protocol or the proof are dropped (told why, logged rate-limited); a rank that proved it holds
 // the id and then disagrees (world size, handle size, a rank claimed twice, leaving early) ends
 // the rendezvous, and every connected rank is told why.
+#include <dirent.h>
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -288,6 +292,107 @@ tpcommResult_t Root::run(int listen_fd) {
   return sendTables();
 }
 
+// Who holds a rendezvous name that is in use, where the system tells it: a connection to it
+// reports, by SO_PEERCRED, the uid and pid of the process that listens there (the holder sees a
+// connection that closes at once); a socket bound without listening is found through
+// /proc/net/unix (its inode) and the /proc/<pid>/fd that this process may read.
+struct Holder {
+  bool known = false;
+  unsigned uid = 0;
+  int pid = 0;  // 0: not visible from here (another pid namespace)
+};
+
+Holder holderByConnecting(const sockaddr_un& addr, socklen_t alen) {
+  Holder h;
+  Fd c(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  ucred cred{};
+  if (c.fd >= 0 && connect(c.fd, reinterpret_cast<const sockaddr*>(&addr), alen) == 0 &&
+      peerCredentials(c.fd, &cred)) {
+    h.known = true;
+    h.uid = static_cast<unsigned>(cred.uid);
+    h.pid = static_cast<int>(cred.pid);
+  }
+  return h;
+}
+
+Holder holderFromProc(const std::string& name) {
+  Holder h;
+  std::ifstream unix_table("/proc/net/unix");
+  std::string line, inode;
+  const std::string path = "@" + name;
+  while (std::getline(unix_table, line)) {
+    // Num RefCount Protocol Flags Type St Inode Path; the bound socket itself is unconnected (01).
+    char num[32], ref[32], proto[32], flags[32], type[32], st[32], ino[32], p[256];
+    if (sscanf(line.c_str(), "%31s %31s %31s %31s %31s %31s %31s %255s", num, ref, proto, flags,
+               type, st, ino, p) == 8 &&
+        path == p && std::string(st) == "01") {
+      inode = ino;
+      break;
+    }
+  }
+  if (inode.empty()) return h;
+  const std::string target = "socket:[" + inode + "]";
+  DIR* procs = opendir("/proc");
+  if (!procs) return h;
+  while (const dirent* e = readdir(procs)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::string dir = std::string("/proc/") + e->d_name;
+    DIR* fds = opendir((dir + "/fd").c_str());
+    if (!fds) continue;  // another user's process: not ours to read
+    while (const dirent* f = readdir(fds)) {
+      char link[64];
+      const ssize_t n = readlink((dir + "/fd/" + f->d_name).c_str(), link, sizeof(link) - 1);
+      if (n <= 0 || target != std::string(link, static_cast<size_t>(n))) continue;
+      struct stat st {};
+      if (stat(dir.c_str(), &st) == 0) {
+        h.known = true;
+        h.uid = static_cast<unsigned>(st.st_uid);
+        h.pid = atoi(e->d_name);
+      }
+      break;
+    }
+    closedir(fds);
+    if (h.known) break;
+  }
+  closedir(procs);
+  return h;
+}
+
+tpcommResult_t nameInUse(const std::string& name, const sockaddr_un& addr, socklen_t alen) {
+  Holder h = holderByConnecting(addr, alen);
+  if (!h.known) h = holderFromProc(name);
+  if (!h.known)
+    return fail(tpcommInvalidUsage,
+                "bootstrap: the unique id is already in use: another process holds its rendezvous "
+                "name @%s (tpcomm could not tell which: it does not accept connections and "
+                "/proc names no process of ours that holds it). A unique id serves one "
+                "communicator: make a new one with tpcommGetUniqueId",
+                name.c_str());
+  std::string who = "uid " + std::to_string(h.uid) + ", ";
+  if (h.pid > 0) {
+    who += "pid " + std::to_string(h.pid);
+    std::ifstream comm("/proc/" + std::to_string(h.pid) + "/comm");
+    std::string command;
+    if (std::getline(comm, command) && !command.empty())
+      who += " " + sanitizedReason(command.data(), command.size());
+  } else {
+    who += "its pid is not visible here";
+  }
+  if (h.uid != static_cast<unsigned>(geteuid()))
+    return fail(tpcommInvalidUsage,
+                "bootstrap: the unique id is already in use: another user (%s) holds its "
+                "rendezvous name @%s. The name is public once a rank 0 has bound it, so a reused "
+                "id can be squatted; that user cannot join (its uid is refused), but this id "
+                "cannot serve here. Make a new one with tpcommGetUniqueId for each communicator",
+                who.c_str(), name.c_str());
+  return fail(tpcommInvalidUsage,
+              "bootstrap: the unique id is already in use: another process of this user (%s) "
+              "holds its rendezvous name @%s (if it runs tpcomm: rank 0 of a live communicator "
+              "made with this id). A unique id serves one communicator: make a new one with "
+              "tpcommGetUniqueId",
+              who.c_str(), name.c_str());
+}
+
 }  // namespace
 
 tpcommResult_t rootGather(const UniqueIdData& id, const std::string& name, int nranks,
@@ -298,12 +403,7 @@ tpcommResult_t rootGather(const UniqueIdData& id, const std::string& name, int n
   socklen_t alen = 0;
   const sockaddr_un addr = socketAddress(name, &alen);
   if (bind(srv.fd, reinterpret_cast<const sockaddr*>(&addr), alen) != 0) {
-    if (errno == EADDRINUSE)
-      return fail(tpcommInvalidUsage,
-                  "bootstrap: the unique id is already in use: another process holds its "
-                  "rendezvous name @%s (rank 0 of a live communicator made with this id). A "
-                  "unique id serves one communicator: make a new one with tpcommGetUniqueId",
-                  name.c_str());
+    if (errno == EADDRINUSE) return nameInUse(name, addr, alen);
     return fail(tpcommSystemError, "bootstrap: bind @%s: %s", name.c_str(), strerror(errno));
   }
   // A deep queue, so a burst of foreign connections does not turn genuine ranks away (they would

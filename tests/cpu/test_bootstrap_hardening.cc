@@ -35,6 +35,67 @@ using namespace testing_rv;  // NOLINT: test helpers
 
 using Clock = std::chrono::steady_clock;
 
+tpcommUniqueId freshId() {
+  tpcommUniqueId id;
+  EXPECT_EQ(tpcommGetUniqueId(&id), tpcommSuccess);
+  return id;
+}
+
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+// ---- Item 6: the holder of a name in use.
+
+// A process bound to the id's name (listening, or not: then only /proc tells) that is not a
+// tpcomm rank 0 of ours: rank 0 names its pid and uid instead of guessing it is a communicator.
+Child holderOf(const std::string& name, uid_t uid, int ready_fd, bool listens) {
+  return forkChild([name, uid, ready_fd, listens] {
+    if (uid != geteuid() && setresuid(uid, uid, uid) != 0) return 90;
+    socklen_t alen = 0;
+    const sockaddr_un addr = socketAddress(name, &alen);
+    const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (bind(s, reinterpret_cast<const sockaddr*>(&addr), alen) != 0 ||
+        (listens && listen(s, 8) != 0))
+      return 91;
+    const char one = 1;
+    if (write(ready_fd, &one, 1) != 1) return 92;
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    return 0;
+  });
+}
+
+void expectHolderNamed(uid_t uid, const char* who, bool listens = true) {
+  const tpcommUniqueId id = freshId();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  Child holder = holderOf(nameOf(id), uid, ready[1], listens);
+  close(ready[1]);
+  char one = 0;
+  ASSERT_EQ(read(ready[0], &one, 1), 1) << "the holder could not bind the name";
+  close(ready[0]);
+  EXPECT_EQ(gatherAs(id, 0, 2, 1000), static_cast<int>(tpcommInvalidUsage));
+  const std::string err = lastError();
+  stop(holder);
+  EXPECT_TRUE(contains(err, "already in use")) << err;
+  EXPECT_TRUE(contains(err, "pid " + std::to_string(holder.pid))) << err;
+  EXPECT_TRUE(contains(err, "uid " + std::to_string(uid))) << err;
+  EXPECT_TRUE(contains(err, who)) << err;
+}
+
+TEST(BootstrapHardening, NameInUseNamesTheHoldersPid) {
+  expectHolderNamed(geteuid(), "another process of this user");
+}
+
+TEST(BootstrapHardening, NameBoundWithoutListeningNamesTheHoldersPid) {
+  expectHolderNamed(geteuid(), "another process of this user", /*listens=*/false);
+}
+
+TEST(BootstrapHardening, NameInUseByAnotherUserSaysSo) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to bind the name as another user";
+  expectHolderNamed(65534, "another user");
+}
+
 // ---- Item 7: the uid compared is the effective one (what SO_PEERCRED reports, and what the
 // trusted-file checks use).
 
