@@ -64,12 +64,18 @@ struct Accept {
 
 enum class MacRole { kPeer, kRoot };
 
-// The proof of `role` for one connection (see above); tpcommSystemError if libcrypto fails.
+// The proof of `role` for one connection (see above); tpcommSystemError, with OpenSSL's own
+// reason, if libcrypto fails. The HMAC comes from a private OpenSSL library context with the
+// default provider loaded explicitly: no configuration file (OPENSSL_CONF, the system
+// openssl.cnf: a FIPS host's names a provider this static libcrypto cannot load) is ever read
+// for it, whatever the rest of the process did with OpenSSL.
 tpcommResult_t handshakeMac(const UniqueIdData& id, MacRole role, const uint8_t* root_nonce,
                             const uint8_t* peer_nonce, int rank, int nranks, uint64_t len,
                             uint8_t* out);
 // Constant time, so the time a wrong proof takes to refuse tells nothing about the right one.
 bool macEqual(const uint8_t* a, const uint8_t* b);
+// Tests only: makes every later handshakeMac of this process fail with `why` (nullptr: stop).
+void failHandshakeMacForTesting(const char* why);
 
 // Header + body as one string of bytes, ready to send.
 std::string frame(MsgType type, const void* body, size_t n, int32_t code = 0);

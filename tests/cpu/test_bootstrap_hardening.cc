@@ -45,6 +45,77 @@ bool contains(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
+// ---- Item 1: an OpenSSL configuration whose provider cannot load.
+
+// What a FIPS host's openssl.cnf does, with a FIPS module that is not there: every fetch from
+// libcrypto's default context fails once the configuration is loaded.
+std::string writeBrokenOpenSslConfig(const std::string& dir) {
+  const std::string path = dir + "/openssl.cnf";
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) return "";
+  fprintf(f,
+          "openssl_conf = openssl_init\n"
+          "[openssl_init]\n"
+          "providers = provider_sect\n"
+          "alg_section = algorithm_sect\n"
+          "[provider_sect]\n"
+          "fips = fips_sect\n"
+          "[fips_sect]\n"
+          "activate = 1\n"
+          "module = %s/no-such-fips-module.so\n"
+          "[algorithm_sect]\n"
+          "default_properties = fips=yes\n",
+          dir.c_str());
+  fclose(f);
+  return path;
+}
+
+// OPENSSL_CONF must be set before the first use of OpenSSL, so the rendezvous runs in a fresh
+// process: this test binary, re-run with only the child test below.
+TEST(BootstrapFips, RanksMeetUnderAConfigWhoseProviderCannotLoad) {
+  char dir[] = "/tmp/tpcomm-fips-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string conf = writeBrokenOpenSslConfig(dir);
+  ASSERT_FALSE(conf.empty());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("OPENSSL_CONF", conf.c_str(), 1);
+    setenv("TPCOMM_TEST_FIPS_CHILD", "1", 1);
+    execl("/proc/self/exe", "tpcomm_cpu_tests", "--gtest_filter=BootstrapFipsChild.*",
+          static_cast<char*>(nullptr));
+    _exit(97);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      << "the child test failed (status " << st << "): see its output above";
+  unlink(conf.c_str());
+  rmdir(dir);
+}
+
+TEST(BootstrapFipsChild, ThreeRanksMeet) {
+  if (!getenv("TPCOMM_TEST_FIPS_CHILD"))
+    GTEST_SKIP() << "run by BootstrapFips.RanksMeetUnderAConfigWhoseProviderCannotLoad";
+  // The configuration bites: libcrypto's default context cannot make an HMAC-SHA256 here (in a
+  // child, so that this process's OpenSSL state stays untouched for the ranks forked below).
+  Child probe = forkChild([] {
+    const unsigned char key[32] = {};
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    return HMAC(EVP_sha256(), key, sizeof(key), key, sizeof(key), out, &n) == nullptr ? 0 : 1;
+  });
+  EXPECT_EQ(finish(probe).code, 0) << "HMAC-SHA256 works in libcrypto's default context: the "
+                                      "configuration does not break it, so this test shows nothing";
+  const tpcommUniqueId id = freshId();
+  Child k1 = forkRank(id, 1, 3, 5000);
+  Child k2 = forkRank(id, 2, 3, 5000);
+  EXPECT_EQ(gatherAs(id, 0, 3, 5000), 0) << lastError();
+  for (Child k : {k1, k2}) {
+    const Outcome o = finish(k);
+    EXPECT_EQ(o.code, 0) << o.error;
+  }
+}
+
 // ---- Item 6: the holder of a name in use.
 
 // A process bound to the id's name (listening, or not: then only /proc tells) that is not a
