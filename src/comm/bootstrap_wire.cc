@@ -116,17 +116,17 @@ bool macEqual(const uint8_t* a, const uint8_t* b) {
   return CRYPTO_memcmp(a, b, kMacBytes) == 0;
 }
 
-std::string frame(MsgType type, const void* body, size_t n, int32_t code) {
-  FrameHeader h{
-      kWireMagic, kWireVersion, static_cast<uint32_t>(type), static_cast<uint32_t>(n), code, 0};
+std::string frame(MsgType type, const void* body, size_t n, int32_t code, uint32_t aux) {
+  FrameHeader h{kWireMagic, kWireVersion, static_cast<uint32_t>(type), static_cast<uint32_t>(n),
+                code,       aux};
   std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
   out.append(static_cast<const char*>(body), n);
   return out;
 }
 
-std::string reasonFrame(tpcommResult_t code, const std::string& text) {
+std::string reasonFrame(tpcommResult_t code, const std::string& text, uint32_t aux) {
   const std::string t = text.substr(0, kMaxReasonBytes);
-  return frame(MsgType::kReason, t.data(), t.size(), static_cast<int32_t>(code));
+  return frame(MsgType::kReason, t.data(), t.size(), static_cast<int32_t>(code), aux);
 }
 
 std::string sanitizedReason(const char* text, size_t n) {

@@ -116,6 +116,166 @@ TEST(BootstrapFipsChild, ThreeRanksMeet) {
   }
 }
 
+// A peer whose own handshake fails (here: one that says so in the frame a failing tpcomm peer sends
+// in place of its Join) is named by rank 0 as what it is, not as a rank that never came.
+TEST(BootstrapHardening, RankZeroReportsAPeersFailedHandshake) {
+  const tpcommUniqueId id = freshId();
+  const std::string name = nameOf(id);
+  Child failing = forkChild([name] {
+    const int fd = rawConnect(name, 3000);
+    FrameHeader h{};
+    Challenge ch{};
+    rawRead(fd, &h, sizeof(h), 1000);
+    rawRead(fd, &ch, sizeof(ch), 1000);
+    const std::string text =
+        "bootstrap: rank 1: HMAC-SHA256 (OpenSSL "
+        "libcrypto) failed: error:0308010C:test: the "
+        "provider is unhappy";
+    const FrameHeader r{kWireMagic,
+                        kWireVersion,
+                        static_cast<uint32_t>(MsgType::kReason),
+                        static_cast<uint32_t>(text.size()),
+                        static_cast<int32_t>(tpcommSystemError),
+                        1};  // the rank it is
+    rawWrite(fd, &r, sizeof(r));
+    rawWrite(fd, text.data(), text.size());
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    close(fd);
+    return 0;
+  });
+  EXPECT_EQ(gatherAs(id, 0, 2, 1500), static_cast<int>(tpcommTimeout));
+  const std::string err = lastError();
+  stop(failing);
+  EXPECT_TRUE(contains(err, "rank 1 connected but its handshake failed")) << err;
+  EXPECT_TRUE(contains(err, "the provider is unhappy")) << err;
+  EXPECT_FALSE(contains(err, "never connected: 1")) << err;
+}
+
+// And the real peer code: a rank whose HMAC fails (made to, in its own process) fails with
+// libcrypto's reason, and tells rank 0, which names that failure at its deadline.
+TEST(BootstrapHardening, FailingPeerTellsRankZeroWhy) {
+  const tpcommUniqueId id = freshId();
+  Child k1 = forkChild([id] {
+    failHandshakeMacForTesting("error:12800067:DSO support routines::could not load the module");
+    return gatherAs(id, 1, 2, 3000);
+  });
+  EXPECT_EQ(gatherAs(id, 0, 2, 1500), static_cast<int>(tpcommTimeout));
+  const std::string err = lastError();
+  const Outcome o1 = finish(k1);
+  EXPECT_EQ(o1.code, static_cast<int>(tpcommSystemError)) << o1.error;
+  EXPECT_TRUE(contains(o1.error, "HMAC-SHA256 (OpenSSL libcrypto) failed: error:12800067"))
+      << o1.error;
+  EXPECT_TRUE(contains(err, "rank 1 connected but its handshake failed")) << err;
+  EXPECT_TRUE(contains(err, "could not load the module")) << err;
+  EXPECT_FALSE(contains(err, "never connected")) << err;
+}
+
+// ---- Item 2: strangers in the handshake slots.
+
+// A genuine rank 1 that has proved the secret stalls before sending its handle while a stranger
+// (knowing only the name) opens more connections than there are handshake slots: the proven
+// connection keeps its slot and receives the table.
+TEST(BootstrapHardening, ConnectionThatProvedTheSecretIsNeverEvicted) {
+  const tpcommUniqueId id = freshId();
+  const std::string name = nameOf(id);
+  UniqueIdData d{};
+  ASSERT_EQ(parseUniqueId(id, &d), tpcommSuccess);
+  Child slow = forkChild([name, d] {
+    const int fd = rawConnect(name, 3000);
+    FrameHeader h{};
+    Challenge ch{};
+    if (rawRead(fd, &h, sizeof(h), 1000) != sizeof(h) ||
+        rawRead(fd, &ch, sizeof(ch), 1000) != sizeof(ch))
+      return 2;
+    Join j{};
+    j.rank = 1;
+    j.nranks = 2;
+    j.len = kLen;
+    if (randomBytes(j.nonce, sizeof(j.nonce)) != tpcommSuccess ||
+        handshakeMac(d, MacRole::kPeer, ch.nonce, j.nonce, 1, 2, kLen, j.mac) != tpcommSuccess)
+      return 3;
+    const std::string join = frame(MsgType::kJoin, &j, sizeof(j));
+    rawWrite(fd, join.data(), join.size());
+    Accept acc{};
+    if (rawRead(fd, &h, sizeof(h), 1000) != sizeof(h) ||
+        h.type != static_cast<uint32_t>(MsgType::kAccept) ||
+        rawRead(fd, &acc, sizeof(acc), 1000) != sizeof(acc))
+      return 4;
+    std::vector<int> strangers;
+    for (int i = 0; i < 100; ++i) strangers.push_back(rawConnect(name, 1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // rank 0 takes them all in
+    const std::vector<char> mine = blob(1);
+    const std::string b = frame(MsgType::kBlob, mine.data(), mine.size());
+    rawWrite(fd, b.data(), b.size());
+    if (rawRead(fd, &h, sizeof(h), 2000) != sizeof(h)) return 5;
+    if (h.type == static_cast<uint32_t>(MsgType::kReason)) return 6;  // evicted
+    return h.type == static_cast<uint32_t>(MsgType::kTable) ? 0 : 7;
+  });
+  const auto t0 = Clock::now();
+  EXPECT_EQ(gatherAs(id, 0, 2, 3000), 0) << lastError();
+  EXPECT_LT(secondsSince(t0), 2.0);
+  const Outcome o = finish(slow);
+  EXPECT_EQ(o.code, 0) << "6: rank 0 dropped the connection that had proved the secret";
+}
+
+// A stranger floods the socket with silent connections (thousands: far more than the 64 handshake
+// slots) for 1.5 s while seven genuine ranks join: every genuine rank gets in (connecting again if
+// rank 0 dropped a connection of its before it proved the secret), soon after the flood ends.
+Child flooder(const std::string& name, double seconds) {
+  return forkChild([name, seconds] {
+    rlimit lim{};
+    getrlimit(RLIMIT_NOFILE, &lim);
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, 4096);
+    setrlimit(RLIMIT_NOFILE, &lim);
+    const size_t keep = lim.rlim_cur > 128 ? static_cast<size_t>(lim.rlim_cur) - 64 : 64;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    std::deque<int> open;  // held open and silent; the oldest closed beyond `keep`
+    int made = 0;
+    const auto t0 = Clock::now();
+    while (secondsSince(t0) < seconds) {
+      const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+        close(fd);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        continue;
+      }
+      ++made;
+      open.push_back(fd);
+      if (open.size() > keep) {
+        close(open.front());
+        open.pop_front();
+      }
+    }
+    for (int fd : open) close(fd);
+    printf("[ flood    ] %d connections in %.1f s\n", made, seconds);
+    fflush(stdout);
+    return made > 500 ? 0 : 1;
+  });
+}
+
+TEST(BootstrapHardening, GenuineRanksMeetDuringAFloodOfStrangers) {
+  const tpcommUniqueId id = freshId();
+  const std::string name = nameOf(id);
+  constexpr double kFloodSeconds = 1.5;
+  constexpr int kWorld = 8;
+  Child floods[2] = {flooder(name, kFloodSeconds), flooder(name, kFloodSeconds)};
+  std::vector<Child> ranks;
+  for (int r = 1; r < kWorld; ++r) ranks.push_back(forkRank(id, r, kWorld, 8000, 0, 100 * r));
+  const auto t0 = Clock::now();
+  EXPECT_EQ(gatherAs(id, 0, kWorld, 8000), 0) << lastError();
+  const double s = secondsSince(t0);
+  printf("[ time     ] the genuine ranks met after %.3f s\n", s);
+  EXPECT_LT(s, kFloodSeconds + 2.5);
+  for (Child& k : ranks) {
+    const Outcome o = finish(k);
+    EXPECT_EQ(o.code, 0) << o.error;
+  }
+  for (Child& f : floods) EXPECT_EQ(finish(f).code, 0) << "no flood: this test shows nothing";
+}
+
 // ---- Item 6: the holder of a name in use.
 
 // A process bound to the id's name (listening, or not: then only /proc tells) that is not a
