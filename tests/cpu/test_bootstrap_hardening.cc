@@ -106,6 +106,20 @@ TEST(BootstrapFipsChild, ThreeRanksMeet) {
   });
   EXPECT_EQ(finish(probe).code, 0) << "HMAC-SHA256 works in libcrypto's default context: the "
                                       "configuration does not break it, so this test shows nothing";
+  // And a process that used libcrypto's default context before tpcomm (so loaded the
+  // configuration, and failed), as a host application may have: its ranks meet too.
+  Child host = forkChild([] {
+    const unsigned char key[32] = {};
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (HMAC(EVP_sha256(), key, sizeof(key), key, sizeof(key), out, &n) != nullptr) return 90;
+    tpcommUniqueId again;
+    if (tpcommGetUniqueId(&again) != tpcommSuccess) return 91;
+    Child k = forkRank(again, 1, 2, 5000);
+    const int r0 = gatherAs(again, 0, 2, 5000);
+    const Outcome o = finish(k);
+    return r0 != 0 ? r0 : o.code;
+  });
   const tpcommUniqueId id = freshId();
   Child k1 = forkRank(id, 1, 3, 5000);
   Child k2 = forkRank(id, 2, 3, 5000);
@@ -114,6 +128,8 @@ TEST(BootstrapFipsChild, ThreeRanksMeet) {
     const Outcome o = finish(k);
     EXPECT_EQ(o.code, 0) << o.error;
   }
+  const Outcome oh = finish(host);
+  EXPECT_EQ(oh.code, 0) << oh.error;
 }
 
 // A peer whose own handshake fails (here: one that says so in the frame a failing tpcomm peer sends
