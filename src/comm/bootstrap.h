@@ -1,7 +1,7 @@
 // Rendezvous of the ranks of one machine: an all-gather of fixed-size blobs through a Unix-domain
 // socket in the abstract namespace, named by the unique id. Rank 0 listens, the others connect
 // (retrying until rank 0 is up). No TCP listener. What it guarantees (docs/RENDEZVOUS.md):
-//  - Only our user: every peer's uid is checked with SO_PEERCRED, both ways.
+//  - Only our user: every peer's effective uid is checked with SO_PEERCRED, both ways.
 //  - Only holders of the id: the socket's name is public (/proc/net/unix), the id's secret is not;
 //    each side proves it knows the secret by a MAC over fresh nonces (bootstrap_wire.h) before any
 //    handle is sent, so a process that saw only the name learns nothing and joins nothing.
@@ -13,8 +13,10 @@
 //    one of the errors above, so no job reuses an id with every rank reporting success.
 //  - Every wait has the deadline: connect is non-blocking, rank 0 serves every connection at once
 //    from one poll loop, and a connection still in its handshake after a short deadline (or
-//    malformed, or refused) is dropped and logged (rate-limited), never fatal to the others. When
-//    rank 0 gives up, it tells every connected rank why (a Reason frame).
+//    malformed, or refused) is dropped and logged (rate-limited), never fatal to the others; one
+//    that proved the secret never loses its slot to strangers, and a genuine rank whose connection
+//    was dropped connects again until its deadline. When rank 0 gives up, it tells every
+//    connected rank why, and a peer whose own side fails tells rank 0 (Reason frames).
 #pragma once
 
 #include <cstddef>

@@ -3,12 +3,18 @@
 // malformed connection costs the genuine ranks nothing. Connections that fail the uid check, the
 // protocol or the proof are dropped (told why, logged rate-limited); a rank that proved it holds
 // the id and then disagrees (world size, handle size, a rank claimed twice, leaving early) ends
-// the rendezvous, and every connected rank is told why.
+// the rendezvous, and every connected rank is told why. The handshake slots hold connections that
+// have not proved the secret yet; strangers can take them, but never a connection that has proved
+// it, and a rank whose unproved connection was dropped is told to connect again.
+#include <dirent.h>
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,7 +29,10 @@ namespace {
 // A genuine peer answers each step within microseconds of rank 0's; this bounds what a connection
 // that stalls mid-handshake may hold (an fd, a slot among kMaxPending).
 constexpr int kHandshakeMs = 2000;
-constexpr size_t kMaxPending = 64;  // connections in their handshake; the oldest goes first
+// Connections that have not proved the secret yet; when a new one comes, the oldest goes (a
+// genuine rank answers the challenge at once, so it is never the oldest for long, and a rank whose
+// connection went anyway connects again). Proved ones are bounded by the world size instead.
+constexpr size_t kMaxUnproved = 64;
 
 enum class Stage { kJoin, kBlob, kJoined };
 
@@ -51,7 +60,8 @@ class Root {
         all_(static_cast<char*>(all)),
         timeout_ms_(timeout_ms),
         deadline_(Clock::now() + std::chrono::milliseconds(timeout_ms)),
-        joined_(static_cast<size_t>(nranks), false) {}
+        joined_(static_cast<size_t>(nranks), false),
+        failed_(static_cast<size_t>(nranks)) {}
 
   tpcommResult_t run(int listen_fd);
 
@@ -60,10 +70,11 @@ class Root {
   Step readFrom(Conn& c);
   Step onJoin(Conn& c);
   Step onBlob(Conn& c);
-  Step drop(Conn& c, const std::string& why);
+  Step drop(Conn& c, const std::string& why, bool retry = false);
+  Step onPeerReason(Conn& c);
   Step fatal(tpcommResult_t r);
   void expect(Conn& c, size_t body);
-  size_t pendingCount() const;
+  size_t unprovedCount() const;
   tpcommResult_t timedOut();
   tpcommResult_t endWithReason(tpcommResult_t r);
   tpcommResult_t sendTables();
@@ -75,7 +86,10 @@ class Root {
   const int timeout_ms_;
   const Clock::time_point deadline_;
   std::vector<bool> joined_;  // by rank: its handle is in all_
-  int njoined_ = 1;           // rank 0's own
+  // By rank: the last failure a connection reported for it before proving the secret (so
+  // unverified: "pid N: its reason"), named if that rank is still missing at the deadline.
+  std::vector<std::string> failed_;
+  int njoined_ = 1;  // rank 0's own
   std::vector<Conn> conns_;
   RefusalLog refusals_{"rank 0"};
   tpcommResult_t fatal_ = tpcommSuccess;
@@ -86,18 +100,46 @@ void Root::expect(Conn& c, size_t body) {
   c.have = 0;
 }
 
-size_t Root::pendingCount() const {
+size_t Root::unprovedCount() const {
   size_t n = 0;
-  for (const Conn& c : conns_) n += c.stage != Stage::kJoined;
+  for (const Conn& c : conns_) n += c.stage == Stage::kJoin && !c.dropped;
   return n;
 }
 
-Step Root::drop(Conn& c, const std::string& why) {
+// `retry`: the connection, not the rank, was refused (a slot, a stall); a genuine rank connects
+// again, a stranger is none the wiser.
+Step Root::drop(Conn& c, const std::string& why, bool retry) {
   c.dropped = true;
   c.rank = -1;  // its claim, if any, is free again
   refusals_.note("pid %d %s", c.pid, why.c_str());
-  sendNow(c.fd.fd, reasonFrame(tpcommInvalidUsage, "rank 0 refused this connection: pid " +
-                                                       std::to_string(c.pid) + " " + why));
+  sendNow(c.fd.fd,
+          reasonFrame(tpcommInvalidUsage,
+                      "rank 0 refused this connection: pid " + std::to_string(c.pid) + " " + why,
+                      retry ? kReasonRetry : 0));
+  return Step::kDrop;
+}
+
+// A peer's Reason: its side of the handshake failed. Before its proof anyone could have sent it,
+// so it is only noted (and named at the deadline if that rank never joins); after the proof it is
+// the rank's own word and ends the rendezvous.
+Step Root::onPeerReason(Conn& c) {
+  FrameHeader h;
+  memcpy(&h, c.in.data(), sizeof(h));
+  std::string why = sanitizedReason(c.in.data() + sizeof(h), h.length);
+  if (why.rfind("bootstrap: ", 0) == 0) why.erase(0, 11);
+  const int rank =
+      h.aux > 0 && h.aux < static_cast<uint32_t>(nranks_) ? static_cast<int>(h.aux) : -1;
+  if (c.stage == Stage::kBlob) {
+    const tpcommResult_t code = h.code > 0 && h.code < tpcommNumResults
+                                    ? static_cast<tpcommResult_t>(h.code)
+                                    : tpcommRemoteError;
+    return fatal(fail(code, "bootstrap: rank %d (pid %d) failed its handshake: %s", c.rank, c.pid,
+                      why.c_str()));
+  }
+  if (rank > 0) failed_[static_cast<size_t>(rank)] = "pid " + std::to_string(c.pid) + ": " + why;
+  c.dropped = true;
+  refusals_.note("pid %d, which says it is rank %d, could not complete its handshake: %s", c.pid,
+                 rank, why.c_str());
   return Step::kDrop;
 }
 
@@ -113,10 +155,14 @@ void Root::acceptAll(int listen_fd) {
     const Accepted a = acceptOurs(listen_fd, &refusals_, &fd.fd, &pid);
     if (a == Accepted::kNone) return;
     if (a == Accepted::kRefused) continue;
-    if (pendingCount() >= kMaxPending) {
-      const auto oldest = std::find_if(conns_.begin(), conns_.end(),
-                                       [](const Conn& o) { return o.stage != Stage::kJoined; });
-      drop(*oldest, "was still in its handshake when too many connections were");
+    if (unprovedCount() >= kMaxUnproved) {
+      const auto oldest = std::find_if(conns_.begin(), conns_.end(), [](const Conn& o) {
+        return o.stage == Stage::kJoin && !o.dropped;
+      });
+      drop(*oldest,
+           "had not proved the unique id when " + std::to_string(kMaxUnproved) +
+               " newer connections had not either (a flood of strangers?)",
+           /*retry=*/true);
       conns_.erase(oldest);
     }
     Conn c;
@@ -162,12 +208,19 @@ Step Root::readFrom(Conn& c) {
     if (h.magic != kWireMagic || h.version != kWireVersion)
       return drop(c, "does not speak tpcomm's rendezvous protocol v" +
                          std::to_string(kWireVersion) + " (another tpcomm version, or not tpcomm)");
-    if (h.type != static_cast<uint32_t>(want) || h.length != c.in.size() - sizeof(FrameHeader))
+    if (h.type == static_cast<uint32_t>(MsgType::kReason) && h.length <= kMaxReasonBytes) {
+      c.in.resize(sizeof(FrameHeader) + h.length);
+      if (c.have > c.in.size()) return drop(c, "sent more than its reason");
+    } else if (h.type != static_cast<uint32_t>(want) ||
+               h.length != c.in.size() - sizeof(FrameHeader))
       return drop(c, "sent a message of type " + std::to_string(h.type) + " and " +
                          std::to_string(h.length) + " bytes where its " + what + " of " +
                          std::to_string(c.in.size() - sizeof(FrameHeader)) + " bytes belongs");
   }
   if (c.have < c.in.size()) return Step::kKeep;
+  FrameHeader h;
+  memcpy(&h, c.in.data(), sizeof(h));
+  if (h.type == static_cast<uint32_t>(MsgType::kReason)) return onPeerReason(c);
   return c.stage == Stage::kJoin ? onJoin(c) : onBlob(c);
 }
 
@@ -228,13 +281,23 @@ tpcommResult_t Root::endWithReason(tpcommResult_t r) {
 }
 
 tpcommResult_t Root::timedOut() {
-  std::string missing;
-  for (int r = 1; r < nranks_; ++r)
-    if (!joined_[static_cast<size_t>(r)]) missing += " " + std::to_string(r);
+  std::string never, failed;
+  for (int r = 1; r < nranks_; ++r) {
+    const size_t i = static_cast<size_t>(r);
+    if (joined_[i]) continue;
+    if (failed_[i].empty())
+      never += " " + std::to_string(r);
+    else
+      failed += (failed.empty() ? "" : "; ") + ("rank " + std::to_string(r)) +
+                " connected but its handshake failed (" + failed_[i] + ")";
+  }
+  std::string what = "that never connected:" + never;
+  if (!failed.empty())
+    what = never.empty() ? "that did not join: " + failed
+                         : "that did not join: never connected:" + never + "; " + failed;
   const int refused = refusals_.count();
   return fail(
-      tpcommTimeout, "bootstrap: rank 0 waited %d ms for ranks that never connected:%s%s",
-      timeout_ms_, missing.c_str(),
+      tpcommTimeout, "bootstrap: rank 0 waited %d ms for ranks %s%s", timeout_ms_, what.c_str(),
       refused ? (" (" + std::to_string(refused) + " connection(s) refused, see the log)").c_str()
               : "");
 }
@@ -274,9 +337,11 @@ tpcommResult_t Root::run(int listen_fd) {
       Step s = Step::kKeep;
       if (fds[i + 1].revents) s = readFrom(c);
       if (s == Step::kKeep && c.stage != Stage::kJoined && now >= c.handshake_deadline)
-        s = drop(c, "sent " + std::to_string(c.have) + " bytes of its " +
-                        (c.stage == Stage::kJoin ? "hello" : "handle") + " in " +
-                        std::to_string(kHandshakeMs) + " ms (too slow or silent)");
+        s = drop(c,
+                 "sent " + std::to_string(c.have) + " bytes of its " +
+                     (c.stage == Stage::kJoin ? "hello" : "handle") + " in " +
+                     std::to_string(kHandshakeMs) + " ms (too slow or silent)",
+                 /*retry=*/true);
       if (s == Step::kFatal) return endWithReason(fatal_);
     }
     conns_.erase(
@@ -286,6 +351,107 @@ tpcommResult_t Root::run(int listen_fd) {
     if (njoined_ < nranks_ && Clock::now() >= deadline_) return endWithReason(timedOut());
   }
   return sendTables();
+}
+
+// Who holds a rendezvous name that is in use, where the system tells it: a connection to it
+// reports, by SO_PEERCRED, the uid and pid of the process that listens there (the holder sees a
+// connection that closes at once); a socket bound without listening is found through
+// /proc/net/unix (its inode) and the /proc/<pid>/fd that this process may read.
+struct Holder {
+  bool known = false;
+  unsigned uid = 0;
+  int pid = 0;  // 0: not visible from here (another pid namespace)
+};
+
+Holder holderByConnecting(const sockaddr_un& addr, socklen_t alen) {
+  Holder h;
+  Fd c(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  ucred cred{};
+  if (c.fd >= 0 && connect(c.fd, reinterpret_cast<const sockaddr*>(&addr), alen) == 0 &&
+      peerCredentials(c.fd, &cred)) {
+    h.known = true;
+    h.uid = static_cast<unsigned>(cred.uid);
+    h.pid = static_cast<int>(cred.pid);
+  }
+  return h;
+}
+
+Holder holderFromProc(const std::string& name) {
+  Holder h;
+  std::ifstream unix_table("/proc/net/unix");
+  std::string line, inode;
+  const std::string path = "@" + name;
+  while (std::getline(unix_table, line)) {
+    // Num RefCount Protocol Flags Type St Inode Path; the bound socket itself is unconnected (01).
+    char num[32], ref[32], proto[32], flags[32], type[32], st[32], ino[32], p[256];
+    if (sscanf(line.c_str(), "%31s %31s %31s %31s %31s %31s %31s %255s", num, ref, proto, flags,
+               type, st, ino, p) == 8 &&
+        path == p && std::string(st) == "01") {
+      inode = ino;
+      break;
+    }
+  }
+  if (inode.empty()) return h;
+  const std::string target = "socket:[" + inode + "]";
+  DIR* procs = opendir("/proc");
+  if (!procs) return h;
+  while (const dirent* e = readdir(procs)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const std::string dir = std::string("/proc/") + e->d_name;
+    DIR* fds = opendir((dir + "/fd").c_str());
+    if (!fds) continue;  // another user's process: not ours to read
+    while (const dirent* f = readdir(fds)) {
+      char link[64];
+      const ssize_t n = readlink((dir + "/fd/" + f->d_name).c_str(), link, sizeof(link) - 1);
+      if (n <= 0 || target != std::string(link, static_cast<size_t>(n))) continue;
+      struct stat st {};
+      if (stat(dir.c_str(), &st) == 0) {
+        h.known = true;
+        h.uid = static_cast<unsigned>(st.st_uid);
+        h.pid = atoi(e->d_name);
+      }
+      break;
+    }
+    closedir(fds);
+    if (h.known) break;
+  }
+  closedir(procs);
+  return h;
+}
+
+tpcommResult_t nameInUse(const std::string& name, const sockaddr_un& addr, socklen_t alen) {
+  Holder h = holderByConnecting(addr, alen);
+  if (!h.known) h = holderFromProc(name);
+  if (!h.known)
+    return fail(tpcommInvalidUsage,
+                "bootstrap: the unique id is already in use: another process holds its rendezvous "
+                "name @%s (tpcomm could not tell which: it does not accept connections and "
+                "/proc names no process of ours that holds it). A unique id serves one "
+                "communicator: make a new one with tpcommGetUniqueId",
+                name.c_str());
+  std::string who = "uid " + std::to_string(h.uid) + ", ";
+  if (h.pid > 0) {
+    who += "pid " + std::to_string(h.pid);
+    std::ifstream comm("/proc/" + std::to_string(h.pid) + "/comm");
+    std::string command;
+    if (std::getline(comm, command) && !command.empty())
+      who += " " + sanitizedReason(command.data(), command.size());
+  } else {
+    who += "its pid is not visible here";
+  }
+  if (h.uid != static_cast<unsigned>(geteuid()))
+    return fail(tpcommInvalidUsage,
+                "bootstrap: the unique id is already in use: another user (%s) holds its "
+                "rendezvous name @%s. The name is public once a rank 0 has bound it, so a reused "
+                "id can be squatted; that user cannot join (its uid is refused), but this id "
+                "cannot serve here. Make a new one with tpcommGetUniqueId for each communicator",
+                who.c_str(), name.c_str());
+  return fail(tpcommInvalidUsage,
+              "bootstrap: the unique id is already in use: another process of this user (%s) "
+              "holds its rendezvous name @%s (if it runs tpcomm: rank 0 of a live communicator "
+              "made with this id). A unique id serves one communicator: make a new one with "
+              "tpcommGetUniqueId",
+              who.c_str(), name.c_str());
 }
 
 }  // namespace
@@ -298,12 +464,7 @@ tpcommResult_t rootGather(const UniqueIdData& id, const std::string& name, int n
   socklen_t alen = 0;
   const sockaddr_un addr = socketAddress(name, &alen);
   if (bind(srv.fd, reinterpret_cast<const sockaddr*>(&addr), alen) != 0) {
-    if (errno == EADDRINUSE)
-      return fail(tpcommInvalidUsage,
-                  "bootstrap: the unique id is already in use: another process holds its "
-                  "rendezvous name @%s (rank 0 of a live communicator made with this id). A "
-                  "unique id serves one communicator: make a new one with tpcommGetUniqueId",
-                  name.c_str());
+    if (errno == EADDRINUSE) return nameInUse(name, addr, alen);
     return fail(tpcommSystemError, "bootstrap: bind @%s: %s", name.c_str(), strerror(errno));
   }
   // A deep queue, so a burst of foreign connections does not turn genuine ranks away (they would

@@ -1,14 +1,22 @@
 #include "comm/bootstrap_wire.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
 #include <poll.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "common/error.h"
+
+#if OPENSSL_VERSION_NUMBER < 0x30000000L
+#error "tpcomm needs OpenSSL 3 or later (a private OSSL_LIB_CTX for the handshake's HMAC)"
+#endif
 
 namespace tpcomm {
 namespace {
@@ -24,11 +32,63 @@ struct MacInput {
 };
 static_assert(sizeof(MacInput) == 88, "MacInput must have no padding");
 
+// OpenSSL's own reason for the failure just seen (the first error queued), and an empty queue.
+std::string opensslError() {
+  const unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "OpenSSL gave no reason";
+  char text[256];
+  ERR_error_string_n(e, text, sizeof(text));
+  return text;
+}
+
+// HMAC from a library context of our own: OSSL_LIB_CTX_new reads no configuration (only
+// libcrypto's default context loads OPENSSL_CONF or openssl.cnf, on its first fetch), and the
+// default provider is loaded into it by name. Set up once per process, kept for its life.
+struct HmacSource {
+  OSSL_LIB_CTX* ctx = nullptr;
+  EVP_MAC* mac = nullptr;
+  std::string error;  // why it could not be set up; empty when mac is usable
+
+  HmacSource() {
+    ERR_clear_error();
+    ctx = OSSL_LIB_CTX_new();
+    if (!ctx) {
+      error = "OSSL_LIB_CTX_new: " + opensslError();
+      return;
+    }
+    if (!OSSL_PROVIDER_load(ctx, "default")) {
+      error = "loading OpenSSL's default provider: " + opensslError();
+      return;
+    }
+    mac = EVP_MAC_fetch(ctx, "HMAC", nullptr);
+    if (!mac) error = "fetching HMAC from OpenSSL's default provider: " + opensslError();
+  }
+};
+
+const HmacSource& hmacSource() {
+  // Never destroyed: another thread may still compute a MAC while the process exits.
+  static const HmacSource* source = new HmacSource();
+  return *source;
+}
+
+const char* g_fail_mac_for_testing = nullptr;
+
+tpcommResult_t macFailed(const std::string& why) {
+  return fail(tpcommSystemError, "bootstrap: HMAC-SHA256 (OpenSSL libcrypto) failed: %s",
+              why.c_str());
+}
+
 }  // namespace
+
+void failHandshakeMacForTesting(const char* why) {
+  g_fail_mac_for_testing = why;
+}
 
 tpcommResult_t handshakeMac(const UniqueIdData& id, MacRole role, const uint8_t* root_nonce,
                             const uint8_t* peer_nonce, int rank, int nranks, uint64_t len,
                             uint8_t* out) {
+  if (g_fail_mac_for_testing) return macFailed(g_fail_mac_for_testing);
   MacInput in{};
   memcpy(in.label, role == MacRole::kPeer ? "tpc-peer" : "tpc-root", sizeof(in.label));
   memcpy(in.root_nonce, root_nonce, kNonceBytes);
@@ -36,11 +96,19 @@ tpcommResult_t handshakeMac(const UniqueIdData& id, MacRole role, const uint8_t*
   in.rank = rank;
   in.nranks = nranks;
   in.len = len;
-  unsigned int n = 0;
-  if (!HMAC(EVP_sha256(), id.secret, sizeof(id.secret), reinterpret_cast<const uint8_t*>(&in),
-            sizeof(in), out, &n) ||
-      n != kMacBytes)
-    return fail(tpcommSystemError, "bootstrap: HMAC-SHA256 (OpenSSL libcrypto) failed");
+  const HmacSource& source = hmacSource();
+  if (!source.mac) return macFailed(source.error);
+  ERR_clear_error();
+  EVP_MAC_CTX* m = EVP_MAC_CTX_new(source.mac);
+  char digest[] = "SHA2-256";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                               OSSL_PARAM_construct_end()};
+  size_t n = 0;
+  const bool ok = m && EVP_MAC_init(m, id.secret, sizeof(id.secret), params) &&
+                  EVP_MAC_update(m, reinterpret_cast<const uint8_t*>(&in), sizeof(in)) &&
+                  EVP_MAC_final(m, out, &n, kMacBytes) && n == kMacBytes;
+  EVP_MAC_CTX_free(m);
+  if (!ok) return macFailed(opensslError());
   return tpcommSuccess;
 }
 
@@ -48,17 +116,17 @@ bool macEqual(const uint8_t* a, const uint8_t* b) {
   return CRYPTO_memcmp(a, b, kMacBytes) == 0;
 }
 
-std::string frame(MsgType type, const void* body, size_t n, int32_t code) {
-  FrameHeader h{
-      kWireMagic, kWireVersion, static_cast<uint32_t>(type), static_cast<uint32_t>(n), code, 0};
+std::string frame(MsgType type, const void* body, size_t n, int32_t code, uint32_t aux) {
+  FrameHeader h{kWireMagic, kWireVersion, static_cast<uint32_t>(type), static_cast<uint32_t>(n),
+                code,       aux};
   std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
   out.append(static_cast<const char*>(body), n);
   return out;
 }
 
-std::string reasonFrame(tpcommResult_t code, const std::string& text) {
+std::string reasonFrame(tpcommResult_t code, const std::string& text, uint32_t aux) {
   const std::string t = text.substr(0, kMaxReasonBytes);
-  return frame(MsgType::kReason, t.data(), t.size(), static_cast<int32_t>(code));
+  return frame(MsgType::kReason, t.data(), t.size(), static_cast<int32_t>(code), aux);
 }
 
 std::string sanitizedReason(const char* text, size_t n) {

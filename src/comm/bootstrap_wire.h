@@ -12,6 +12,12 @@
 // proof good for one connection only; distinct labels stop a proof from being reflected back. A
 // peer sends its handle only after rank 0's proof checks, and rank 0 reads a handle only after the
 // peer's. The rest needs no MAC: a connected Unix socket is kernel-delivered, nobody can inject.
+//
+// Reason frames go both ways. From rank 0 they end the peer's wait with rank 0's error, or (with
+// kReasonRetry) tell it that this connection was dropped and it should connect again. From a peer
+// they say why its own side of the handshake failed (aux: the rank it is), so that rank 0 names
+// that failure rather than a rank that "never connected"; before the peer's proof, rank 0 only
+// reports such a reason (anyone could send it), after it the reason ends the rendezvous.
 #pragma once
 
 #include <sys/socket.h>
@@ -42,9 +48,13 @@ struct FrameHeader {
   uint32_t version;
   uint32_t type;    // MsgType
   uint32_t length;  // bytes of the body that follows
-  int32_t code;     // Reason: the tpcommResult_t rank 0 failed with
-  uint32_t pad;
+  int32_t code;     // Reason: the tpcommResult_t its sender failed with
+  uint32_t aux;     // Reason: from rank 0, kReasonRetry or 0; from a peer, the rank it is
 };
+
+// A Reason from rank 0 with this aux: the connection was dropped (a slot taken by strangers, a
+// stalled handshake), not the rank; the peer connects again until its deadline.
+constexpr uint32_t kReasonRetry = 1;
 
 struct Challenge {
   uint8_t nonce[kNonceBytes];
@@ -64,16 +74,22 @@ struct Accept {
 
 enum class MacRole { kPeer, kRoot };
 
-// The proof of `role` for one connection (see above); tpcommSystemError if libcrypto fails.
+// The proof of `role` for one connection (see above); tpcommSystemError, with OpenSSL's own
+// reason, if libcrypto fails. The HMAC comes from a private OpenSSL library context with the
+// default provider loaded explicitly: no configuration file (OPENSSL_CONF, the system
+// openssl.cnf: a FIPS host's names a provider this static libcrypto cannot load) is ever read
+// for it, whatever the rest of the process did with OpenSSL.
 tpcommResult_t handshakeMac(const UniqueIdData& id, MacRole role, const uint8_t* root_nonce,
                             const uint8_t* peer_nonce, int rank, int nranks, uint64_t len,
                             uint8_t* out);
 // Constant time, so the time a wrong proof takes to refuse tells nothing about the right one.
 bool macEqual(const uint8_t* a, const uint8_t* b);
+// Tests only: makes every later handshakeMac of this process fail with `why` (nullptr: stop).
+void failHandshakeMacForTesting(const char* why);
 
 // Header + body as one string of bytes, ready to send.
-std::string frame(MsgType type, const void* body, size_t n, int32_t code = 0);
-std::string reasonFrame(tpcommResult_t code, const std::string& text);
+std::string frame(MsgType type, const void* body, size_t n, int32_t code = 0, uint32_t aux = 0);
+std::string reasonFrame(tpcommResult_t code, const std::string& text, uint32_t aux = 0);
 // Printable ASCII only: a reason comes from another process and ends up in our log.
 std::string sanitizedReason(const char* text, size_t n);
 

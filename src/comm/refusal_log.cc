@@ -43,7 +43,7 @@ Accepted acceptOurs(int listen_fd, RefusalLog* refusals, int* out, int* pid) {
   }
   ucred cred{};
   socklen_t n = sizeof(cred);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) != 0 || cred.uid != getuid()) {
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &n) != 0 || cred.uid != geteuid()) {
     refusals->note("uid %u (pid %d) is not our user", static_cast<unsigned>(cred.uid),
                    static_cast<int>(cred.pid));
     close(fd);

@@ -20,7 +20,7 @@ tpcommResult_t makeUniqueId(tpcommUniqueId* id) {
   UniqueIdData d{};
   memcpy(d.magic, kMagic, sizeof(kMagic));
   d.version = kIdVersion;
-  d.creator_uid = static_cast<uint32_t>(getuid());
+  d.creator_uid = static_cast<uint32_t>(geteuid());
   TPCOMM_CHECK(randomBytes(d.name, sizeof(d.name)));
   TPCOMM_CHECK(randomBytes(d.secret, sizeof(d.secret)));
   memcpy(id->internal, &d, sizeof(d));
