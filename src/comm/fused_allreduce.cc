@@ -144,7 +144,13 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                cap != cudaStreamCaptureStatusNone);
     return tpcommSuccess;
   }
-  TPCOMM_CHECK(runUnfused(comm, b, fp, s, stream));
+  const tpcommResult_t unfused = runUnfused(comm, b, fp, s, stream);
+  if (unfused != tpcommSuccess) {
+    // Broken since this call's own check (its all-reduce was refused, the epilogue never ran):
+    // both outputs are NaN all the same.
+    TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
+    return unfused;
+  }
   static const std::string kAcross =
       "across machines: the hierarchical all-reduce, then add_rmsnorm";
   const bool across = comm->span != nullptr;
