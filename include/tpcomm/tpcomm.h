@@ -241,7 +241,8 @@ TPCOMM_API tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device);
 /* An error a kernel reported after its call returned (e.g. a peer that stopped answering:
  * tpcommTimeout; ranks whose calls disagreed in count, datatype or kind, or two calls of the
  * communicator that ran at once: tpcommInvalidUsage). Once set, every later call on the
- * communicator fails with it; tpcommGetLastError says why. */
+ * communicator fails with it; tpcommGetLastError says why. The outputs of a failed call, and of
+ * every later call on the communicator (graph replays included), are NaN, never stale values. */
 TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError);
 
 /* ---- collectives ---- */

@@ -11,6 +11,7 @@
 #include "comm/local_calls.h"
 #include "comm/nccl_fallback.h"
 #include "comm/node_collectives.h"
+#include "comm/poison_outputs.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "common/error.h"
@@ -45,7 +46,6 @@ void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt,
 tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                               tpcommDataType_t datatype, int op, tpcommComm* comm, cudaStream_t s,
                               bool check_buffers) {
-  TPCOMM_CHECK(checkAsync(comm, "tpcommAllReduce"));
   size_t bytes = 0;
   TPCOMM_CHECK(
       validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype), op, &bytes));
@@ -55,6 +55,9 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
   if (check_buffers)
     TPCOMM_CHECK(checkCallBuffers(comm, "tpcommAllReduce", cap,
                                   {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}}));
+  // A broken communicator: the error, and NaN in recvbuff (comm/poison_outputs.h).
+  TPCOMM_CHECK(refuseIfBroken(comm, "tpcommAllReduce", s, cap,
+                              {allReduceOutput(recvbuff, count, elementBytes(datatype))}));
 
   const CallPlan& p = planOf(comm, CallArgs{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
   const Decision& d = p.decision;

@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "comm/call_common.h"
+#include "comm/poison_outputs.h"
 #include "comm/registry.h"
+#include "comm/validate.h"
 #include "comm/validate_fused.h"
 #include "common/error.h"
 #include "kernels/add_rmsnorm.h"
@@ -79,13 +81,12 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                                     const tpcommRmsNormParams_t* params,
                                                     tpcommComm_t comm, tpcommStream_t stream) {
   TPCOMM_CHECK(checkComm(comm, kOp));
-  TPCOMM_CHECK(checkAsync(comm, kOp));
   const FusedCallBuffers b{input, residualIn, residualOut, normOut,
                            gamma, tokens,     hidden,      static_cast<int>(datatype),
                            params};
   size_t bytes = 0;
   TPCOMM_CHECK(validateFusedArgs(b, comm->cc_major, comm->cc_minor, &bytes));
-  if (tokens == 0) return tpcommSuccess;
+  if (tokens == 0) return checkAsync(comm, kOp);  // nothing to compute, nothing to poison
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
@@ -97,6 +98,10 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                  {normOut, "normOut"},
                                  {gamma, "gamma"},
                                  {params->quantScale, "params->quantScale"}}));
+  // A broken communicator: the error, and NaN in residualOut and normOut (comm/poison_outputs.h).
+  const FusedOutputs outs = fusedOutputs(residualOut, normOut, tokens, hidden,
+                                         elementBytes(datatype), params->quantScale != nullptr);
+  TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
 
   const bool aligned = aligned16(input) && aligned16(residualIn) && aligned16(residualOut) &&
                        aligned16(normOut) && aligned16(gamma);
@@ -139,7 +144,13 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                cap != cudaStreamCaptureStatusNone);
     return tpcommSuccess;
   }
-  TPCOMM_CHECK(runUnfused(comm, b, fp, s, stream));
+  const tpcommResult_t unfused = runUnfused(comm, b, fp, s, stream);
+  if (unfused != tpcommSuccess) {
+    // Broken since this call's own check (its all-reduce was refused, the epilogue never ran):
+    // both outputs are NaN all the same.
+    TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
+    return unfused;
+  }
   static const std::string kAcross =
       "across machines: the hierarchical all-reduce, then add_rmsnorm";
   const bool across = comm->span != nullptr;

@@ -10,6 +10,7 @@
 #include "comm/local_calls.h"
 #include "comm/nccl_fallback.h"
 #include "comm/node_collectives.h"
+#include "comm/poison_outputs.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
 #include "comm/validate_half.h"
@@ -46,16 +47,19 @@ tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t
                          tpcommDataType_t dt, tpcommComm* comm, cudaStream_t s,
                          bool check_buffers) {
   const char* op = collOpName(coll);
-  TPCOMM_CHECK(checkAsync(comm, op));
   size_t bytes = 0;
   TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
                                 comm->world, &bytes));
   DeviceGuard guard(comm->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
   TPCOMM_CHECK(checkStream(comm, s, op, &cap));
-  if (count == 0) return tpcommSuccess;  // nothing moves on any rank: no launch, no record
+  // Nothing moves on any rank: no launch, no record, nothing to poison.
+  if (count == 0) return checkAsync(comm, op);
   if (check_buffers)
     TPCOMM_CHECK(checkCallBuffers(comm, op, cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
+  // A broken communicator: the error, and NaN in recvbuff (comm/poison_outputs.h).
+  TPCOMM_CHECK(refuseIfBroken(comm, op, s, cap,
+                              {halfOutput(coll, recv, count, elementBytes(dt), comm->world)}));
 
   const CallPlan& p =
       halfPlanOf(comm, coll, CallArgs{bytes, halfAligned(send, recv, bytes, comm->world)});

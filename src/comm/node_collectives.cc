@@ -7,6 +7,7 @@
 #include "comm/local_calls.h"
 #include "comm/nccl_fallback.h"
 #include "comm/node_link.h"
+#include "comm/poison_outputs.h"
 #include "comm/validate.h"
 #include "comm/validate_half.h"
 #include "common/error.h"
@@ -110,22 +111,20 @@ class Scratch {
   char* p_ = nullptr;
 };
 
-// A spanning communicator's calls need its link, and a link or local group that is not broken.
-tpcommResult_t gate(const tpcommComm* c, const char* op) {
-  TPCOMM_CHECK(nodeLinkReady(c, op));
-  return checkAsync(c, op);
-}
-
-// What every hierarchical call checks before its legs; *cap as checkStream gives it.
+// What every hierarchical call checks before its legs; *cap as checkStream gives it. On a broken
+// link or local group it is refused, and a call of any count but 0 with its output `out`
+// poisoned (comm/poison_outputs.h).
 tpcommResult_t enter(tpcommComm* c, const char* op, cudaStream_t s, const void* send,
-                     const void* recv, cudaStreamCaptureStatus* cap) {
+                     const void* recv, size_t count, OutputSpan out, cudaStreamCaptureStatus* cap) {
   if (ncclGroupOpen())
     return fail(tpcommInvalidUsage,
                 "%s: inside tpcommGroupStart/End: a communicator that spans machines orders its "
                 "NCCL legs itself; call it outside the group",
                 op);
   TPCOMM_CHECK(checkStream(c, s, op, cap));
-  return checkCallBuffers(c, op, *cap, {{send, "sendbuff"}, {recv, "recvbuff"}});
+  TPCOMM_CHECK(checkCallBuffers(c, op, *cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
+  if (count == 0) return checkAsync(c, op);
+  return refuseIfBroken(c, op, s, *cap, {out});
 }
 
 tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
@@ -159,12 +158,13 @@ tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_
 tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
                              int op, tpcommComm* c, cudaStream_t s) {
   const char* name = "tpcommAllReduce";
-  TPCOMM_CHECK(gate(c, name));
+  TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
   size_t bytes = 0;
   TPCOMM_CHECK(validateAllReduceArgs(send, recv, count, static_cast<int>(dt), op, &bytes));
   DeviceGuard guard(c->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(enter(c, name, s, send, recv, &cap));
+  TPCOMM_CHECK(
+      enter(c, name, s, send, recv, count, allReduceOutput(recv, count, dtypeSize(dt)), &cap));
   if (count == 0) return tpcommSuccess;
   const bool capturing = cap != cudaStreamCaptureStatusNone;
   const NodePlanArgs a = argsOf(c, tpcommCollAllReduce, bytes);
@@ -190,14 +190,15 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
 tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
                         tpcommDataType_t dt, tpcommComm* c, cudaStream_t s) {
   const char* name = collOpName(coll);
-  TPCOMM_CHECK(gate(c, name));
+  TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
   const NodeSpan& sp = *c->span;
   size_t bytes = 0;
   TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,
                                 sp.global_world, &bytes));
   DeviceGuard guard(c->device);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(enter(c, name, s, send, recv, &cap));
+  TPCOMM_CHECK(enter(c, name, s, send, recv, count,
+                     halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world), &cap));
   if (count == 0) return tpcommSuccess;
   const bool capturing = cap != cudaStreamCaptureStatusNone;
   const NodePlanArgs a = argsOf(c, coll, bytes);

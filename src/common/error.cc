@@ -48,6 +48,9 @@ void clearLastError() {
 const char* lastError() {
   return t_last_error.c_str();
 }
+void setLastError(const std::string& msg) {
+  t_last_error = msg;
+}
 
 namespace {
 

@@ -18,6 +18,9 @@ tpcommResult_t fail(tpcommResult_t result, const char* fmt, ...)
 tpcommResult_t failCuda(cudaError_t err, const char* what, const char* file, int line);
 void clearLastError();
 const char* lastError();
+// Puts back a message saved from lastError() (not logged again): for a caller whose cleanup after
+// a failure must not replace the failure's message with its own.
+void setLastError(const std::string& msg);
 const char* resultName(tpcommResult_t r);
 
 }  // namespace tpcomm

@@ -214,7 +214,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   mbarWait(b, 0);  // its one phase
   bool failed = false;
   const float total = rowTotal(sums, cs, dwarps, &failed);
-  if (failed) return;  // every block of the cluster leaves here
+  if (failed) {  // every block of the cluster leaves here, its slice of the row poisoned
+    poisonFused<T, kQuant>(p, row, p.rows, d_lo, dthreads, hi);
+    return;
+  }
   trace.mark(kTraceRowSum);
   const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
 #pragma unroll

@@ -9,6 +9,7 @@
 
 #include "kernels/fused_oneshot.h"
 #include "kernels/oneshot_layout.h"  // ringRank
+#include "kernels/poison_device.cuh"
 #include "kernels/rmsnorm_device.cuh"
 #include "kernels/session_device.cuh"
 
@@ -90,6 +91,31 @@ __device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const 
       setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
     }
     static_cast<uint4*>(p.norm_out)[v] = n;
+  }
+}
+
+// The failure branch (poison_device.cuh, a call): residual_out and the norm (T, or e4m3 bytes:
+// all ones is a NaN in e4m3 too) of rows row, row + row_step, ..., vectors lo, lo + stride, ...
+// below hi of each. A row with any vector that was not summed from every rank is poisoned whole:
+// its norm depends on every vector of it.
+template <typename T, bool kQuant>
+__device__ __noinline__ void poisonFused(const FusedParams& p, size_t row, size_t row_step,
+                                         size_t lo, size_t stride, size_t hi) {
+  constexpr int E = VecTraits<T>::kElems;
+  const size_t hv = p.hidden / E;
+  for (; row < p.rows; row += row_step) {
+    for (size_t v = row * hv + lo; v < row * hv + hi; v += stride) {
+      static_cast<uint4*>(p.residual_out)[v] = poisonVec();
+      if constexpr (kQuant) {
+        uint8_t* out = static_cast<uint8_t*>(p.norm_out) + v * E;
+        if constexpr (E == 8)
+          *reinterpret_cast<uint2*>(out) = make_uint2(~0u, ~0u);
+        else
+          *reinterpret_cast<uint32_t*>(out) = ~0u;
+      } else {
+        static_cast<uint4*>(p.norm_out)[v] = poisonVec();
+      }
+    }
   }
 }
 

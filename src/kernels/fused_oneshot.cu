@@ -95,7 +95,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
   }
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
-  if (!session.arriveBlock(aborted)) return;
+  if (!session.arriveBlock(aborted)) {  // aborted before this call: the block's rows are poison
+    poisonFused<T, kQuant>(p, row0, gridDim.x, threadIdx.x, blockDim.x, hv);
+    return;
+  }
   trace.mark(kTracePushed);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
@@ -127,7 +130,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // together: no barrier is left waiting for it.
     bool failed = false;
     const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
-    if (failed) return;
+    if (failed) {  // this row and the block's later ones are poison (poisonFused)
+      poisonFused<T, kQuant>(p, row, gridDim.x, threadIdx.x, blockDim.x, hv);
+      return;
+    }
     if (row == row0) trace.mark(kTraceRowSum);
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
     storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);

@@ -20,6 +20,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/session_device.cuh"
 
 namespace tpcomm {
@@ -78,7 +79,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t xa = m * seg_cap;        // entry index of the X area
   const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kMaxRanks>(kCallAllReduce, count)) return;  // aborted
+  if (!session.openAndAnnounce<Proto, T, kMaxRanks>(kCallAllReduce, count)) {
+    // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+    poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count, c.aligned);
+    return;
+  }
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -108,8 +113,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       if (!session.template sum<Proto, T, kM, R>(
               wait, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap,
               o, stride, own_end, send, own_first + o, count, st.epoch,
-              [&acc](int u, const Acc<T>& a) { acc[u] = a; }))
-        return;  // timed out; no block-wide barrier follows
+              [&acc](int u, const Acc<T>& a) { acc[u] = a; })) {
+        // Timed out: this step's outputs and the later ones' are poison (poison_device.cuh); no
+        // block-wide barrier follows.
+        poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+        return;
+      }
 #pragma unroll
       for (int u = 0; u < R; ++u) {
         if (o + u * stride >= own_end) continue;
@@ -122,8 +131,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         if (o + u * stride >= own_end) continue;
         uint4 theirs[Q];
         if (!session.template take<Proto, Q>(wait, mine + xa + (o + u * stride) * 2, flag,
-                                             c.partner, st.epoch, theirs))
+                                             c.partner, st.epoch, theirs)) {
+          poisonChunkSteps<T>(st, m, recv, count, c.aligned);
           return;
+        }
 #pragma unroll
         for (int h = 0; h < Q; ++h) acc[u].addQuad(h, theirs[h], /*first=*/c.island == 1);
         const uint4 y = acc[u].result();
@@ -135,8 +146,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (step + 1 == k.nsteps) pdlLaunchDependents();
 
     if (!receiveFromOwners<T>(session, wait, st, mine + ag, members, m, me, recv, count, stride,
-                              seg_cap))
-      return;  // 4. timed out
+                              seg_cap)) {
+      poisonChunkSteps<T>(st, m, recv, count, c.aligned);  // 4. timed out
+      return;
+    }
   }
   session.close(k.nsteps);
 }

@@ -24,6 +24,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/pull_device.cuh"
 
 namespace tpcomm {
@@ -53,7 +54,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     return static_cast<int>(members[(me + 1 + t) % m]);
   };
   CallSession session(c);
-  if (!session.openAndAnnounce<PullProto, T, kMaxRanks>(kCallAllReduce, count)) return;  // aborted
+  if (!session.openAndAnnounce<PullProto, T, kMaxRanks>(kCallAllReduce, count)) {
+    // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+    poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count, c.aligned);
+    return;
+  }
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -71,7 +76,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     bulkPublish<PullProto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
-    if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) return;
+    if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) {
+      // Gave up: this step's outputs and the later ones' are poison (poison_device.cuh).
+      poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+      return;
+    }
 
     // 2. My segment's island partial, in island order, into my X area (raw fp32 words,
     // canonicalised as the push island sends them).
@@ -91,8 +100,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
     if (!pullAwaitFrom<1>(
-            c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, st.epoch, wait))
+            c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, st.epoch, wait)) {
+      poisonChunkSteps<T>(st, m, recv, count, c.aligned);
       return;
+    }
 
     // 3. Island 0's partial + island 1's, rounded once: to my output and my result area.
     const uint4* ours = mine + slot + xa;
@@ -124,7 +135,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     bulkPublish<PullPhaseProto<2>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
-    if (!pullAwaitFrom<2>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) return;
+    if (!pullAwaitFrom<2>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) {
+      poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+      return;
+    }
 
     // 4. The island's other segments from their owners' result areas.
     for (int p = 1; p < m; ++p) {

@@ -23,6 +23,7 @@
 #include "kernels/bulk_device.cuh"
 #include "kernels/kernel_set.cuh"
 #include "kernels/lean_kernels.h"
+#include "kernels/poison_device.cuh"
 #include "kernels/pull_device.cuh"
 #include "kernels/session_device.cuh"
 #include "kernels/trace_device.cuh"
@@ -97,6 +98,23 @@ __device__ __forceinline__ bool reduceStep(Session& session, WaitCtx& wait, cons
   return true;
 }
 
+// The failure branch (poison_device.cuh), a call: reducing thread tr (of nr)'s outputs in steps
+// [from, to), the call's geometry recomputed from the kernel's arguments (inlined, the branches
+// held values on the success path of the kernels that run near their register limit). In place
+// they are inputs too, so a step is poisoned only once this block pushed it, or once no thread
+// will push it any more (the kernel is leaving).
+template <typename T>
+__device__ __noinline__ void poisonOneShot(const DeviceComm& c, T* recv, size_t count, size_t from,
+                                           size_t to, unsigned tr, unsigned nr) {
+  constexpr int E = VecTraits<T>::kElems;
+  const BlockShare share{(count + E - 1) / E, c.call_region, c.call_per};
+  for (size_t s = from; s < to; ++s) {
+    size_t first, last;
+    share.of(s, &first, &last);
+    poisonRange<T>(recv, 0, first + tr, last, nr, count, c.aligned != 0);
+  }
+}
+
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
@@ -130,7 +148,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // The first batch is loaded before the epoch, so both are in flight together.
   uint4 x[kPushBatch];
   if (pusher) loadBatch<T>(send, first0 + threadIdx.x, np, last0, count, aligned, pb, x);
-  if (!session.open()) return;  // communicator aborted by an earlier timeout
+  if (!session.open()) {  // communicator aborted by an earlier timeout (pushers own no output)
+    if (!(split && pusher)) poisonOneShot<T>(c, recv, count, 0, nsteps, tr, nr);
+    return;
+  }
   trace.mark(kTraceEpoch);
   // The call's fingerprint: out before the first push, the peers' checked before the first wait
   // for data (print_device.cuh).
@@ -159,7 +180,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (size_t s = 0; s < nsteps; ++s) {
       if (s + 1 < nsteps) push(s + 1);
       if (s + 1 == nsteps) pdlLaunchDependents();  // after the last push
-      if (!reduce(s)) return;  // timed out; no block-wide barrier follows, so returning is safe
+      if (!reduce(s)) {  // timed out; no block-wide barrier follows, so returning is safe
+        poisonOneShot<T>(c, recv, count, s, nsteps, tr, nr);
+        return;
+      }
       if (s == 0) trace.mark(kTraceReduced);
     }
   } else if (pusher) {
@@ -175,12 +199,16 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     pdlLaunchDependents();
   } else {
     // A reducer starts step s once this block pushed it (in place, the push reads the input the
-    // reduce overwrites); after a timeout it keeps only the barrier schedule.
+    // reduce overwrites); after a timeout it keeps only the barrier schedule, poisoning each
+    // step's outputs once that step is pushed (so in place, no push reads the poison).
     bool ok = true;
     for (size_t s = 0; s < nsteps; ++s) {
       namedBarrierSync(kBarPushedFirst + s % 4, blockDim.x);
       if (s + 1 == nsteps) pdlLaunchDependents();
-      ok = ok && reduce(s);
+      if (!ok || !reduce(s)) {
+        ok = false;
+        poisonOneShot<T>(c, recv, count, s, s + 1, tr, nr);
+      }
       if (s + 2 < nsteps) namedBarrierArrive(kBarReducedFirst + s % 4, blockDim.x);
     }
   }

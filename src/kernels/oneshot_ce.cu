@@ -21,6 +21,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/ce_layout.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/session_device.cuh"
 
 namespace tpcomm {
@@ -108,17 +109,27 @@ __device__ __forceinline__ void waitForFlags(const DeviceComm& c, WaitCtx& wait,
 
 // One block: the checker exchanges the call's fingerprints, then every peer's flag of this step
 // must arrive. Every way this gives up (a timeout, a disagreeing call, an abort seen) leaves the
-// communicator aborted, which is how the reduce kernel after it learns of it.
+// communicator aborted, which is how the reduce kernel after it learns of it. Then it also leaves
+// the step's output NaN (poison_device.cuh), since the reduce kernel, finding the communicator
+// aborted, writes nothing (nothing else sets the abort word between the two: one call at a time,
+// in stream order); the reduce kernel's code stays as it was.
 template <typename T, int kW>
-__device__ void ceWait(const DeviceComm& c, size_t count, int slot) {
+__device__ void ceWait(const DeviceComm& c, T* recv, size_t count, int slot) {
+  constexpr int E = VecTraits<T>::kElems;
   CallSession session(c);
-  if (!session.openReadOnly()) return;  // aborted: the reduce kernel acknowledges for good
+  if (!session.openReadOnly()) {  // aborted: the reduce kernel acknowledges for good
+    poisonRange<T>(recv, 0, threadIdx.x, (count + E - 1) / E, blockDim.x, count, c.aligned != 0);
+    return;
+  }
   const bool checker = isPrintChecker();
   const PrintWords call = session.print<T>(kCallAllReduce, count);
   if (checker) session.announce<SentinelProto, kW>(call);
   WaitCtx wait = session.startWaits();
   if (checker) session.checkPeers<SentinelProto>(wait, call);
   waitForFlags(c, wait, ceControl(c.ce[c.rank]), slot, session.epoch);
+  // Giving up is thread 0's (the checker's check, its wait for the flags): it poisons the whole
+  // step alone, since a barrier handing its flag to the block would cost every call.
+  if (wait.failed) poisonRange<T>(recv, 0, 0, (count + E - 1) / E, 1, count, c.aligned != 0);
 }
 
 template <typename T, int kW>
@@ -131,7 +142,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     return;
   }
   if (op & kCeWaitOp) {
-    ceWait<T, kW>(c, count, slot);
+    ceWait<T, kW>(c, recv, count, slot);
     return;
   }
   CallSession session(c);

@@ -10,6 +10,7 @@
 #include "kernels/kernel_set.cuh"
 #include "kernels/lean_kernels.h"
 #include "kernels/oneshot_layout.h"  // ringRank
+#include "kernels/poison_device.cuh"
 #include "kernels/session_device.cuh"
 #include "kernels/trace_device.cuh"
 
@@ -75,7 +76,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // Every thread's epoch read has returned (its push, or at least the vote, used it) before
   // thread 0 counts the block in: the last block's advance can then never be read here. Off the
   // critical path: the peers' data is an NVLink trip away.
-  if (!session.arriveBlock(aborted)) return;
+  if (!session.arriveBlock(aborted)) {  // aborted before this call: its output is the poison
+    if (has) reinterpret_cast<uint4*>(recv)[v] = poisonVec();
+    return;
+  }
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   if (checker) session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
@@ -83,8 +87,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     uint4 y[1];
     uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
     if (!session.template reduce<Proto, T, kW, 1>(wait, mine, region, v, 1, nvec, send, v, count,
-                                                  session.epoch, y))
+                                                  session.epoch, y)) {
+      reinterpret_cast<uint4*>(recv)[v] = poisonVec();  // gave up
       return;
+    }
     reinterpret_cast<uint4*>(recv)[v] = y[0];
   }
   trace.mark(kTraceReduced);

@@ -9,6 +9,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/kernel_set.cuh"
 #include "kernels/lean_kernels.h"
+#include "kernels/poison_device.cuh"
 #include "kernels/pull_device.cuh"
 
 namespace tpcomm {
@@ -44,12 +45,22 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       blockIdx.x == 0 && (blockDim.x > per ? threadIdx.x == blockDim.x - 1 : threadIdx.x == 0);
   if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
   if (has && !aborted) Proto::put(reinterpret_cast<uint4*>(mine + slot_off) + v, canon<T>(x), 0);
-  if (!session.arriveBlock(aborted)) return;
+  // Aborted before this call, or gave up waiting: the output is the poison.
+  auto poison = [&] {
+    if (has) reinterpret_cast<uint4*>(recv)[v] = poisonVec();
+  };
+  if (!session.arriveBlock(aborted)) {
+    poison();
+    return;
+  }
   publishFlag<Proto>(c, session.epoch);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   if (checker) session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
-  if (!pullAwait<0>(c, threadIdx.x, blockDim.x, session.epoch, wait)) return;
+  if (!pullAwait<0>(c, threadIdx.x, blockDim.x, session.epoch, wait)) {
+    poison();
+    return;
+  }
   if (has) {
     uint4 y[1];
     pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, y);

@@ -10,6 +10,7 @@
 // kernels), so it takes any alignment and partial last vectors.
 #include "kernels/algo_launch.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/pull_device.cuh"
 #include "kernels/pull_ll_layout.h"
 
@@ -65,7 +66,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h0), llHalf(x.x, x.y, flag));
     storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h1), llHalf(x.z, x.w, flag));
   }
-  if (!session.arriveBlock(aborted)) return;
+  if (!session.arriveBlock(aborted)) {  // aborted before this call: its output is the poison
+    if (has) storeVec<T>(recv, v, count, c.aligned, poisonVec());
+    return;
+  }
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   if (checker) session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
@@ -92,7 +96,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
       if (missing < 0 || !keepWaiting(wait, spins, c, missing, session.epoch)) break;
     }
-    if (wait.failed) return;
+    if (wait.failed) {  // gave up
+      storeVec<T>(recv, v, count, c.aligned, poisonVec());
+      return;
+    }
     Acc<T> acc;  // rank order, fp32: the bits of every other variant
     acc.set(rank == 0 ? x : llData(a[0], b[0]));
 #pragma unroll

@@ -7,6 +7,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/twoshot_device.cuh"
 
 namespace tpcomm {
@@ -24,7 +25,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       segmentedCall(slotVecs<Proto>(c), c.world, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t stride = blockDim.x;
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) return;  // aborted
+  // Reduce-scatter's outputs are its own run, all-gather's every rank's.
+  const int runs = kScatter ? 1 : c.world;
+  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) {  // aborted: all poison
+    poisonSegmentSteps<T>(segmentStepOffsets(k, 0, blockIdx.x, threadIdx.x), runs, recv, count,
+                          c.aligned);
+    return;
+  }
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -39,8 +46,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       if (!reduceOwn<Proto, T, kW>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, in,
                                    st.epoch, [&](size_t o, const uint4& y) {
                                      storeVec<T>(recv, st.first + o, count, c.aligned, y);
-                                   }))
-        return;  // timed out
+                                   })) {
+        // Timed out: this step's outputs and the later ones' are poison (poison_device.cuh).
+        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);
+        return;
+      }
       if (step + 1 == k.nsteps) pdlLaunchDependents();
     } else {
       const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
@@ -49,8 +59,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (step + 1 == k.nsteps) pdlLaunchDependents();
       if (!gatherReceive<Proto, T>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, out,
-                                   st.epoch))
-        return;  // timed out
+                                   st.epoch)) {
+        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);  // timed out
+        return;
+      }
     }
   }
   session.close(k.nsteps);

@@ -14,6 +14,7 @@
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/twoshot_pull_device.cuh"
 
 namespace tpcomm {
@@ -36,7 +37,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int r = 0; r < kW; ++r) src[r] = r < c.world ? c.pulls[r] : nullptr;
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[c.rank]);
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) return;  // aborted
+  // Reduce-scatter's outputs are its own run, all-gather's every rank's.
+  const int runs = kScatter ? 1 : c.world;
+  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) {  // aborted: all poison
+    poisonSegmentSteps<T>(segmentStepOffsets(k, 0, blockIdx.x, threadIdx.x), runs, recv, count,
+                          c.aligned);
+    return;
+  }
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -49,7 +56,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       bulkPublish<Proto>(c, blockDim.x, st.epoch);
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (step + 1 == k.nsteps) pdlLaunchDependents();
-      if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;  // gave up
+      if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+        // Gave up: this step's outputs and the later ones' are poison (poison_device.cuh).
+        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);
+        return;
+      }
       pullReduceOwn<T, kW>(
           c, src, slot, k.seg_cap, st.o0, st.o1, stride, in,
           [&](size_t o, const uint4& y) { storeVec<T>(recv, st.first + o, count, c.aligned, y); });
@@ -60,7 +71,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (step + 1 == k.nsteps) pdlLaunchDependents();
-      if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;  // gave up
+      if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);  // gave up
+        return;
+      }
       pullGather<T>(c, slot + red, st.o0, st.o1, stride, out);
     }
   }

@@ -15,20 +15,39 @@
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/kernel_set.cuh"
+#include "kernels/poison_device.cuh"
 #include "kernels/twoshot_pull_device.cuh"
 
 namespace tpcomm {
 namespace {
 
+// The call's geometry, from the kernel's arguments (the kernel's and its failure branch's): a slot
+// holds world areas of seg_cap entries (my chunk by segment), then the reduced area.
+template <typename Proto, typename T>
+__device__ __forceinline__ ChunkedCall twoShotPullCall(const DeviceComm& c, size_t count,
+                                                       size_t chunk_vecs) {
+  constexpr int E = VecTraits<T>::kElems;
+  return chunkedCall(slotVecs<Proto>(c), c.world + 1, c.world, (count + E - 1) / E, chunk_vecs,
+                     gridDim.x);
+}
+
+// The failure branch (poison_device.cuh), a call: this thread's outputs from step `from` on, the
+// call's geometry recomputed from the kernel's arguments. Inlined, the branches held values on
+// this kernel's success path (register spills where it runs near its register limit).
+template <typename Proto, typename T>
+__device__ __noinline__ void poisonTwoShotPull(const DeviceComm& c, T* recv, size_t count,
+                                               size_t chunk_vecs, size_t from) {
+  const ChunkedCall k = twoShotPullCall<Proto, T>(c, count, chunk_vecs);
+  poisonChunkSteps<T>(chunkStepOffsets(k, from, blockIdx.x, threadIdx.x), c.world, recv, count,
+                      c.aligned);
+}
+
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                       size_t chunk_vecs) {
-  constexpr int E = VecTraits<T>::kElems;
   const int world = c.world, rank = c.rank;
-  // A slot: world areas of seg_cap entries (my chunk by segment), then the reduced area.
-  const ChunkedCall k =
-      chunkedCall(slotVecs<Proto>(c), world + 1, world, (count + E - 1) / E, chunk_vecs, gridDim.x);
+  const ChunkedCall k = twoShotPullCall<Proto, T>(c, count, chunk_vecs);
   const size_t seg_cap = k.seg_cap, stride = blockDim.x;
   const size_t red = world * seg_cap;  // entry index of the reduced area
   char* src[kW];                       // every rank's outbox, in rank order
@@ -36,7 +55,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] : nullptr;
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[rank]);
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) return;  // aborted
+  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) {  // aborted: all poison
+    poisonTwoShotPull<Proto, T>(c, recv, count, chunk_vecs, 0);
+    return;
+  }
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -54,7 +76,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     bulkPublish<Proto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
-    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;
+    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+      // Gave up: this step's outputs and the later ones' are poison.
+      poisonTwoShotPull<Proto, T>(c, recv, count, chunk_vecs, step);
+      return;
+    }
 
     // 2. My segment from every rank, in rank order: to my output and my reduced area.
     const size_t own_first = base + rank * seg;  // vector index of my segment's start
@@ -64,7 +90,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     });
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
-    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) return;
+    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+      poisonTwoShotPull<Proto, T>(c, recv, count, chunk_vecs, step);
+      return;
+    }
 
     // 3. Every other segment from its owner's reduced area.
     pullGather<T>(c, slot + red, o0, o1, stride, out);

@@ -23,7 +23,8 @@
 namespace tpcomm::test {
 namespace {
 
-constexpr unsigned char kPoison = 0xCD;
+constexpr unsigned char kUnwritten = 0xCD;  // the outputs before a call
+constexpr unsigned char kNaN = 0xFF;        // what a failed call leaves (kernels/poison_device.cuh)
 
 // Small integers: every sum is exact in fp32 and bf16, so a result is right or wrong bit for bit.
 float valueOf(int rank, size_t i) {
@@ -106,7 +107,7 @@ TEST(HostSentinel, LateClearIsATimeoutNotData) {
       cudaSetDevice(g->devs[r]);
       const std::vector<uint8_t> in = encode(k.dtype, k.count, r);
       ASSERT_EQ(cudaMemcpy(g->send[r], in.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-      ASSERT_EQ(cudaMemset(g->recv[r], kPoison, bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemset(g->recv[r], kUnwritten, bytes), cudaSuccess);
       cudaDeviceSynchronize();
     }
     auto call = [&](int r) {
@@ -131,40 +132,48 @@ TEST(HostSentinel, LateClearIsATimeoutNotData) {
     // Rank 1 got everything it waited for; rank 0 waited for the cleared entry until the deadline.
     EXPECT_EQ(async[1], tpcommSuccess) << name;
     EXPECT_EQ(async[0], k.words ? tpcommTimeout : tpcommSuccess) << name;
-    if (k.words) {
-      EXPECT_EQ(call(0), tpcommTimeout) << name << ": the communicator must stay aborted";
-      EXPECT_NE(std::string(tpcommGetLastError()).find("rank 1"), std::string::npos)
-          << tpcommGetLastError();
-    }
-    // Every output vector is the exact sum or untouched; the cleared entry's is untouched.
+    // Every output vector is the exact sum or NaN (the poison a thread that gave up writes, all
+    // ones), none is left as it was; the cleared entry's is NaN.
     const std::vector<uint8_t> want = encode(k.dtype, k.count, -1);
     std::vector<uint8_t> got(bytes);
-    size_t untouched[2] = {0, 0}, wrong = 0;
-    bool cleared_untouched = true;
+    size_t nan[2] = {0, 0}, untouched = 0, wrong = 0;
+    bool cleared_nan = true;
     for (int r = 0; r < 2; ++r) {
       cudaSetDevice(g->devs[r]);
       ASSERT_EQ(cudaMemcpy(got.data(), g->recv[r], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
       for (size_t v = 0; v * kVecBytes < bytes; ++v) {
         const size_t lo = v * kVecBytes, n = std::min<size_t>(kVecBytes, bytes - lo);
-        bool poison = true;
-        for (size_t b = lo; b < lo + n; ++b) poison = poison && got[b] == kPoison;
-        if (poison) {
-          ++untouched[r];
+        bool all_nan = true, kept = true;
+        for (size_t b = lo; b < lo + n; ++b) {
+          all_nan = all_nan && got[b] == kNaN;
+          kept = kept && got[b] == kUnwritten;
+        }
+        if (all_nan) {
+          ++nan[r];
+        } else if (kept) {
+          ++untouched;
         } else if (memcmp(got.data() + lo, want.data() + lo, n) != 0) {
           ++wrong;
         }
-        if (r == 0 && v == k.vec && !poison) cleared_untouched = false;
+        if (r == 0 && v == k.vec && !all_nan) cleared_nan = false;
       }
     }
     EXPECT_EQ(wrong, 0u) << name << ": a late clear must never produce data";
-    EXPECT_EQ(untouched[1], 0u) << name << ": rank 1 received everything";
+    EXPECT_EQ(untouched, 0u) << name << ": an output vector kept what it held before the call";
+    EXPECT_EQ(nan[1], 0u) << name << ": rank 1 received everything";
     if (k.words) {
-      EXPECT_TRUE(cleared_untouched) << name << ": rank 0 wrote the output of a cleared entry";
+      EXPECT_TRUE(cleared_nan) << name << ": rank 0's output of a cleared entry is not NaN";
     } else {
-      EXPECT_EQ(untouched[0], 0u) << name << ": the control call must complete";
+      EXPECT_EQ(nan[0], 0u) << name << ": the control call must complete";
     }
-    printf("[ late clear ] %s: rank 0 %s, %zu of its output vectors untouched, %zu wrong\n",
-           name.c_str(), tpcommGetErrorString(async[0]), untouched[0], wrong);
+    printf("[ late clear ] %s: rank 0 %s, %zu of its output vectors NaN, %zu wrong\n", name.c_str(),
+           tpcommGetErrorString(async[0]), nan[0], wrong);
+    // After the check: a refused call fills rank 0's whole output with NaN (comm/poison_outputs.h).
+    if (k.words) {
+      EXPECT_EQ(call(0), tpcommTimeout) << name << ": the communicator must stay aborted";
+      EXPECT_NE(std::string(tpcommGetLastError()).find("rank 1"), std::string::npos)
+          << tpcommGetLastError();
+    }
   }
 }
 
