@@ -29,6 +29,12 @@ Group::~Group() {
   }
 }
 
+int maxTestWorld() {
+  const char* s = getenv("TPCOMM_TEST_MAX_WORLD");
+  const int w = s ? atoi(s) : 0;
+  return w >= 2 ? w : 8;
+}
+
 bool Group::distinctGpus() const {
   for (size_t a = 0; a < devs.size(); ++a)
     for (size_t b = a + 1; b < devs.size(); ++b)

@@ -17,6 +17,11 @@ namespace tpcomm::test {
 
 int visibleGpus();
 
+// The largest world a test with several worlds should run: TPCOMM_TEST_MAX_WORLD, else 8.
+// run_suite.sh lowers it for the compute-sanitizer steps, under which world 8's island kernels
+// never all start (docs/BENCHMARKS.md, "Seventeenth round": not the co-residency rule's doing).
+int maxTestWorld();
+
 struct Group {
   int world = 0;
   std::vector<int> devs;
