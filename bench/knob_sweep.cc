@@ -60,11 +60,13 @@ std::vector<KnobVariant> knobVariants(const std::vector<std::string>& backends) 
   }
   // host_oneshot with LL packets for every call (the sentinel protocol off), by bytes per block.
   // And with a system-scope fence after every reader's clears (host_fence: docs/PROTOCOL.md, "The
-  // host sentinel's clears"), the cost of ordering them by the PTX model.
+  // host sentinel's clears"), the cost of ordering them by the PTX model, both ways forced (the
+  // default, auto, follows the driver's PCIe Relaxed Ordering).
   if (listed(backends, "host_oneshot")) {
     for (int bb : {1024, 4096})
       add("host_oneshot/ll/" + kib(bb), tpcommAlgoHostOneShot,
           "host_sentinel=0,host_block_bytes=" + std::to_string(bb));
+    add("host_oneshot/nofence", tpcommAlgoHostOneShot, "host_fence=0");
     add("host_oneshot/fence", tpcommAlgoHostOneShot, "host_fence=1");
   }
   // The defaults without programmatic dependent launch, and with the general one-shot kernel

@@ -86,12 +86,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (has) {
     uint4 y[1];
     uint4* mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
-    if (!session.template reduce<Proto, T, kW, 1>(wait, mine, region, v, 1, nvec, send, v, count,
-                                                  session.epoch, y)) {
-      reinterpret_cast<uint4*>(recv)[v] = poisonVec();  // gave up
-      return;
-    }
-    reinterpret_cast<uint4*>(recv)[v] = y[0];
+    const bool ok = session.template reduce<Proto, T, kW, 1>(wait, mine, region, v, 1, nvec, send,
+                                                             v, count, session.epoch, y);
+    // One store site for the sum and the poison (a call that gave up): a select, where a second
+    // store on the failure branch cost the success path ~0.03 us (docs/BENCHMARKS.md, eighteenth
+    // round).
+    reinterpret_cast<uint4*>(recv)[v] = ok ? y[0] : poisonVec();
+    if (!ok) return;
   }
   trace.mark(kTraceReduced);
   session.close(1);

@@ -45,27 +45,23 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       blockIdx.x == 0 && (blockDim.x > per ? threadIdx.x == blockDim.x - 1 : threadIdx.x == 0);
   if (checker && !aborted) session.announce<Proto, kW>(session.print<T>(kCallAllReduce, count));
   if (has && !aborted) Proto::put(reinterpret_cast<uint4*>(mine + slot_off) + v, canon<T>(x), 0);
-  // Aborted before this call, or gave up waiting: the output is the poison.
-  auto poison = [&] {
+  if (!session.arriveBlock(aborted)) {  // aborted before this call: its output is the poison
     if (has) reinterpret_cast<uint4*>(recv)[v] = poisonVec();
-  };
-  if (!session.arriveBlock(aborted)) {
-    poison();
     return;
   }
   publishFlag<Proto>(c, session.epoch);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   if (checker) session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
-  if (!pullAwait<0>(c, threadIdx.x, blockDim.x, session.epoch, wait)) {
-    poison();
-    return;
-  }
+  const bool ok = pullAwait<0>(c, threadIdx.x, blockDim.x, session.epoch, wait);
   if (has) {
+    // One store site for the sum and the poison (gave up waiting), as in oneshot_lean.cu. The
+    // outboxes are mapped whether or not the flags came, so summing them on failure is harmless.
     uint4 y[1];
     pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, y);
-    reinterpret_cast<uint4*>(recv)[v] = y[0];
+    reinterpret_cast<uint4*>(recv)[v] = ok ? y[0] : poisonVec();
   }
+  if (!ok) return;
   session.close(1);
 }
 

@@ -29,7 +29,7 @@ constexpr Field kFields[] = {
     {"pull_ll_bytes", &LaunchKnobs::pull_ll_bytes, nullptr},
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"epilogue_cluster", nullptr, &LaunchKnobs::epilogue_cluster},
-    {"host_fence", nullptr, &LaunchKnobs::host_fence},
+    {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},
     {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},
     {"node_variant", &LaunchKnobs::node_variant, nullptr},
@@ -97,6 +97,8 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
       {"pull_ll_bytes", k.pull_ll_bytes,
        k.pull_ll_bytes >= 0 && static_cast<size_t>(k.pull_ll_bytes) <= kPullLLMaxCallBytes,
        "0 (off) to 65536 (an LL slot)"},
+      {"host_fence", k.host_fence, k.host_fence >= 0 && k.host_fence <= 2,
+       "0 (off), 1 (on) or 2 (auto: by the driver's PCIe Relaxed Ordering)"},
       {"node_variant", k.node_variant, k.node_variant >= 0 && k.node_variant <= 2,
        "0 (by size), 1 (small) or 2 (large)"},
   };
@@ -105,6 +107,12 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
       return std::string(c.name) + "=" + std::to_string(c.value) + " is out of range (expected " +
              c.expected + ")";
   return "";
+}
+
+bool hostFenceOn(int knob, const topo::PcieOrdering& ordering) {
+  if (knob == kHostFenceOff) return false;
+  if (knob == kHostFenceOn) return true;
+  return ordering.state != topo::RelaxedOrdering::kOff;
 }
 
 }  // namespace tpcomm

@@ -7,7 +7,11 @@
 
 #include <string>
 
+#include "topo/pcie_ordering.h"
+
 namespace tpcomm {
+
+enum HostFence { kHostFenceOff = 0, kHostFenceOn = 1, kHostFenceAuto = 2 };
 
 struct LaunchKnobs {
   int block_bytes = 2048;        // target message bytes per block (per step; two-shot: per segment)
@@ -42,9 +46,11 @@ struct LaunchKnobs {
   bool epilogue_cluster = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
-  // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). Off until
-  // measured: the fence sits on the path between back-to-back calls.
-  bool host_fence = false;
+  // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). 0 off,
+  // 1 on, 2 auto: on unless the driver keeps a GPU's writes to host memory in PCIe order (no
+  // Relaxed Ordering: topo/pcie_ordering.h), since the fence sits on the path between
+  // back-to-back calls (+1.2 us a 1 KiB call, docs/BENCHMARKS.md, "host_fence").
+  int host_fence = kHostFenceAuto;
   // Communicators that span machines (plan/node_plan.h): calls up to this many bytes take the
   // small variant (intra-node all-reduce, then NCCL on the whole message) where it is allowed.
   // A guess, not measured on a real cluster (docs/MULTINODE.md).
@@ -60,5 +66,9 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound);
 // success, else why (the unknown name or the bad value). max_blocks has its own setting
 // (TPCOMM_MAX_BLOCKS, config.maxBlocks) and is not a knob here.
 std::string parseLaunchKnobs(const std::string& spec, LaunchKnobs* k);
+
+// Whether host-memory readers fence (the host_fence knob against what the driver does): auto
+// fences unless the driver certainly sets no PCIe Relaxed Ordering.
+bool hostFenceOn(int knob, const topo::PcieOrdering& ordering);
 
 }  // namespace tpcomm

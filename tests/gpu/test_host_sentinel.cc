@@ -17,7 +17,9 @@
 
 #include "comm/comm.h"
 #include "kernels/algo_launch.h"  // hostSentinelStepBytes
+#include "plan/knobs.h"
 #include "tests/gpu/harness.h"
+#include "topo/pcie_ordering.h"
 #include "transport/host_shm.h"
 
 namespace tpcomm::test {
@@ -236,11 +238,16 @@ double usPerCall(Group& g, size_t count, int iters) {
 
 // The launch knob host_fence=1 (a system-scope fence after every reading thread's clears): the
 // calls stay correct over both host protocols (sentinel up to a region, LL above), and the cost
-// of the fence is printed next to the default at 1 KiB, 16 KiB and 256 KiB, in CUDA graphs (the
-// suite's bench_host_knobs step has the same comparison at every size).
+// of the fence is printed next to host_fence=0 at 1 KiB, 16 KiB and 256 KiB, in CUDA graphs (the
+// suite's bench_host_knobs step has the same comparison at every size), with what the default
+// (auto) chooses on this machine's driver.
 TEST(HostSentinel, FenceKnobCorrectAndTimed) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const topo::PcieOrdering ordering = topo::readRelaxedOrdering();
+  printf("[ host_fence ] auto: %s, because %s\n",
+         hostFenceOn(kHostFenceAuto, ordering) ? "on" : "off", ordering.why.c_str());
   tpcommConfig_t plain = configFor(tpcommAlgoHostOneShot, 0, 20000);
+  plain.launchKnobs = "host_fence=0";
   tpcommConfig_t fenced = plain;
   fenced.launchKnobs = "host_fence=1";
   std::string err;

@@ -188,6 +188,7 @@ void collectFacts(const DoctorOptions& o, DoctorFacts* f) {
   if (cudaDriverGetVersion(&f->driver_api) != cudaSuccess) f->driver_api = 0;
   if (cudaRuntimeGetVersion(&f->runtime) != cudaSuccess) f->runtime = 0;
   cudaGetLastError();
+  if (f->driver_api != 0) f->pcie_ordering = topo::readRelaxedOrdering();
   collectGpus(o, f);
   collectCoverage(f);
   if (f->topo.size() >= 2) {

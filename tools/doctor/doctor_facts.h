@@ -13,6 +13,7 @@
 #include "topo/classify.h"
 #include "topo/fabric_probe.h"
 #include "topo/fabric_probe_cache.h"
+#include "topo/pcie_ordering.h"
 #include "topo/topology.h"
 
 namespace tpcomm::cli {
@@ -30,6 +31,8 @@ struct DoctorFacts {
   int tpcomm_version = 0;  // tpcommGetVersion
   int driver_api = 0;      // cudaDriverGetVersion (e.g. 13000); 0: no driver
   int runtime = 0;         // cudaRuntimeGetVersion (linked statically)
+  // Whether the driver may set PCIe Relaxed Ordering: decides the host_fence knob's auto.
+  topo::PcieOrdering pcie_ordering;
 
   // GPUs and links. gpus_visible false: no driver or no device (why in no_gpu_reason).
   bool gpus_visible = false;

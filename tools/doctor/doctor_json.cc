@@ -4,6 +4,7 @@
 
 #include "common/env.h"
 #include "inspect/report.h"
+#include "plan/knobs.h"
 #include "tools/doctor/doctor_render.h"
 #include "topo/topology_json.h"
 
@@ -34,6 +35,10 @@ Value systemJson(const DoctorFacts& f) {
   o.set("cuda_driver_api", str(cudaVersionText(f.driver_api)));
   o.set("cuda_driver_api_code", num(f.driver_api));
   o.set("driver_version", str(f.topo.driver_version));
+  const char* ordering[] = {"off", "on", "unknown"};
+  o.set("pcie_relaxed_ordering", str(ordering[static_cast<int>(f.pcie_ordering.state)]));
+  o.set("host_fence_auto", Value::boolean(hostFenceOn(kHostFenceAuto, f.pcie_ordering)));
+  o.set("pcie_ordering_why", str(f.pcie_ordering.why));
   o.set("cuda_runtime", str(cudaVersionText(f.runtime)));
   o.set("cuda_runtime_code", num(f.runtime));
   return o;

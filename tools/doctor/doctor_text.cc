@@ -5,6 +5,8 @@
 #include <set>
 
 #include "common/env.h"
+#include "plan/knobs.h"
+#include "plan/knobs.h"
 #include "tools/doctor/doctor_render.h"
 #include "tools/doctor/doctor_table.h"
 
@@ -52,6 +54,11 @@ void systemSection(const DoctorFacts& f, std::string* out) {
     driver += "CUDA " + cudaVersionText(f.driver_api) + " driver API";
   }
   t.add({"NVIDIA driver", driver});
+  if (f.driver_api != 0)
+    t.add({"host-path fence",
+           std::string(hostFenceOn(kHostFenceAuto, f.pcie_ordering) ? "on (host_fence auto): "
+                                                                    : "off (host_fence auto): ") +
+               f.pcie_ordering.why});
   t.add({"CUDA runtime", cudaVersionText(f.runtime) + " (linked statically)"});
   if (f.nccl_loaded)
     t.add({"NCCL", ncclVersionText(f.nccl_version) + (f.nccl_off ? " (TPCOMM_NCCL=off)" : "")});
