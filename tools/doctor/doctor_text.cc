@@ -6,7 +6,6 @@
 
 #include "common/env.h"
 #include "plan/knobs.h"
-#include "plan/knobs.h"
 #include "tools/doctor/doctor_render.h"
 #include "tools/doctor/doctor_table.h"
 
