@@ -81,6 +81,11 @@ struct tpcommComm {
   tpcomm::FusedCallArgs cached_fused_call;
   tpcomm::FusedPlan cached_fused;
   bool cached_fused_valid = false;
+  // Stand-ins for a fused call's unaligned buffers on this rank (comm/fused_staging.h), and areas
+  // outgrown under graph capture (freed at destroy).
+  void* fused_scratch = nullptr;
+  size_t fused_scratch_bytes = 0;
+  std::vector<void*> retired_scratch;
   // The same for tpcommReduceScatter and tpcommAllGather (comm/half_collectives.cc), per
   // collective.
   tpcomm::CallArgs cached_half_call[2];

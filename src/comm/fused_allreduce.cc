@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "comm/call_common.h"
+#include "comm/fused_staging.h"
 #include "comm/poison_outputs.h"
 #include "comm/registry.h"
 #include "comm/validate.h"
@@ -103,10 +104,11 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                          elementBytes(datatype), params->quantScale != nullptr);
   TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
 
-  const bool aligned = aligned16(input) && aligned16(residualIn) && aligned16(residualOut) &&
-                       aligned16(normOut) && aligned16(gamma);
+  // Planned from what every rank shares (the shapes): one rank's pointers must not choose its
+  // kernel, or the ranks would run different calls. A rank whose buffers are not all aligned
+  // gives the fused kernel aligned stand-ins (comm/fused_staging.h).
   const FusedPlan& fp = fusedPlanOf(
-      comm, FusedCallArgs{tokens, hidden, datatype, aligned, params->quantScale != nullptr});
+      comm, FusedCallArgs{tokens, hidden, datatype, true, params->quantScale != nullptr});
   const Decision& d = fp.ar.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
@@ -116,12 +118,17 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   // Across machines the fused kernels would sum one machine only: the hierarchical all-reduce
   // (tpcommAllReduce) then the epilogue kernel.
   if (isFusedVariant(fp.variant) && !comm->span) {
+    const FusedBuffers user{input, residualIn, residualOut, normOut, gamma};
+    const size_t norm_bytes = outs.norm.bytes, gamma_bytes = hidden * elementBytes(datatype);
+    const StagingLayout staging = stagingLayout(user, bytes, norm_bytes, gamma_bytes);
+    FusedBuffers k;
+    TPCOMM_CHECK(stageFusedInputs(comm, staging, user, bytes, gamma_bytes, s, &k));
     FusedLaunch f{};
-    f.p = FusedParams{input,
-                      residualIn,
-                      residualOut,
-                      normOut,
-                      gamma,
+    f.p = FusedParams{k.input,
+                      k.residual_in,
+                      k.residual_out,
+                      k.norm_out,
+                      k.gamma,
                       params->quantScale,
                       tokens,
                       hidden,
@@ -137,6 +144,7 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
     f.one_pass = fp.one_pass;
     f.cc_major = comm->cc_major;
     TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
+    TPCOMM_CHECK(unstageFusedOutputs(staging, user, k, bytes, norm_bytes, s));
     TPCOMM_CHECK(afterCall(&comm->order, s, cap));
     recordCall(comm,
                CallRecord{d.algo, fp.variant, d.fallback, bytes, datatype, fp.blocks, &fp.reason,

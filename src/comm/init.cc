@@ -12,6 +12,7 @@
 #include "comm/bootstrap.h"
 #include "comm/comm.h"
 #include "comm/fabric.h"
+#include "comm/fused_staging.h"
 #include "comm/host_transport.h"
 #include "comm/machine_view.h"
 #include "comm/nccl_fallback.h"
@@ -157,6 +158,7 @@ void destroyComm(tpcommComm* c) {
     cudaDeviceSynchronize();  // no kernel of ours may still write into a peer or read our slots
   }
   for (char* p : c->ipc_mapped) stagingClosePeer(p);
+  releaseFusedScratch(c);
   hostSegmentRelease(&c->host_seg);  // rank 0's: also removes the name
   nodeLinkDestroy(c);
   ncclFallbackDestroy(c);

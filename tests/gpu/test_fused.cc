@@ -19,6 +19,9 @@ struct FusedCase {
   RmsNormCase rc;
   bool residual_in_place = false;
   bool norm_into_input = false;
+  // Bytes added to every buffer of ranks 1.. (rank 0's stay 16-byte aligned): the plan must not
+  // follow one rank's pointers, or the ranks would run different calls (comm/fused_staging.h).
+  size_t misalign = 0;
 };
 
 struct RankBufs {
@@ -35,7 +38,8 @@ std::string nameOf(const FusedCase& f, int algo, int world) {
          dtypeName(c.dtype) + " T=" + std::to_string(c.rows) + " H=" + std::to_string(c.hidden) +
          (c.gemma ? " gemma" : "") + (c.scale > 0 ? " fp8" : "") +
          (f.residual_in_place ? " residual-in-place" : "") +
-         (f.norm_into_input ? " norm-into-x" : "");
+         (f.norm_into_input ? " norm-into-x" : "") +
+         (f.misalign ? " misaligned+" + std::to_string(f.misalign) + " on ranks 1.." : "");
 }
 
 enum class Path { kFused, kUnfused, kAny };
@@ -91,6 +95,10 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = S
   const RmsNormExpected want = rmsNormReference(c, ar, res, gamma);
 
   std::vector<RankBufs> b(g.world);
+  // A rank's view of one of its buffers: rank 0's as allocated, the others' misaligned.
+  const auto at = [&](void* p, int r) -> void* {
+    return static_cast<char*>(p) + (r > 0 ? f.misalign : 0);
+  };
   for (int r = 0; r < g.world; ++r) {
     cudaSetDevice(g.devs[r]);
     ASSERT_EQ(cudaMalloc(&b[r].x, n * es + 16), cudaSuccess);
@@ -99,9 +107,11 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = S
     ASSERT_EQ(cudaMalloc(&b[r].norm, n * es + 16), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&b[r].gamma, c.hidden * es + 16), cudaSuccess);
     ASSERT_EQ(cudaMalloc(&b[r].scale, 4), cudaSuccess);
-    cudaMemcpy(b[r].x, x[r].data(), n * es, cudaMemcpyHostToDevice);
-    cudaMemcpy(b[r].res_in, res.data(), n * es, cudaMemcpyHostToDevice);
-    cudaMemcpy(b[r].gamma, gamma.data(), c.hidden * es, cudaMemcpyHostToDevice);
+    cudaMemset(b[r].x, 0xCD, n * es + 16);
+    cudaMemset(b[r].res_in, 0xCD, n * es + 16);
+    cudaMemcpy(at(b[r].x, r), x[r].data(), n * es, cudaMemcpyHostToDevice);
+    cudaMemcpy(at(b[r].res_in, r), res.data(), n * es, cudaMemcpyHostToDevice);
+    cudaMemcpy(at(b[r].gamma, r), gamma.data(), c.hidden * es, cudaMemcpyHostToDevice);
     cudaMemcpy(b[r].scale, &c.scale, 4, cudaMemcpyHostToDevice);
     cudaMemset(b[r].res_out, 0xCD, n * es + 16);
     cudaMemset(b[r].norm, 0xCD, n * es + 16);
@@ -114,10 +124,11 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = S
     GroupScope group;
     for (int r = 0; r < g.world; ++r) {
       p.quantScale = c.scale > 0 ? static_cast<const float*>(b[r].scale) : nullptr;
-      void* res_out = f.residual_in_place ? b[r].res_in : b[r].res_out;
-      void* norm = f.norm_into_input ? b[r].x : b[r].norm;
-      ASSERT_EQ(tpcommAllReduceAddRmsNorm(b[r].x, b[r].res_in, res_out, norm, b[r].gamma, c.rows,
-                                          c.hidden, c.dtype, &p, g.comms[r], g.streams[r]),
+      void* res_out = at(f.residual_in_place ? b[r].res_in : b[r].res_out, r);
+      void* norm = at(f.norm_into_input ? b[r].x : b[r].norm, r);
+      ASSERT_EQ(tpcommAllReduceAddRmsNorm(at(b[r].x, r), at(b[r].res_in, r), res_out, norm,
+                                          at(b[r].gamma, r), c.rows, c.hidden, c.dtype, &p,
+                                          g.comms[r], g.streams[r]),
                 tpcommSuccess)
           << what << ": " << tpcommGetLastError();
     }
@@ -133,10 +144,13 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = S
     tpcommResult_t async = tpcommSuccess;
     tpcommCommGetAsyncError(g.comms[r], &async);
     ASSERT_EQ(async, tpcommSuccess) << what << ": rank " << r;
-    std::vector<uint8_t> got_res(n * es + 16), got_norm(n * out_es);
-    cudaMemcpy(got_res.data(), f.residual_in_place ? b[r].res_in : b[r].res_out, n * es + 16,
+    // The whole allocation, and the call's bytes at the rank's offset within it.
+    std::vector<uint8_t> whole(n * es + 16), got_norm(n * out_es);
+    cudaMemcpy(whole.data(), f.residual_in_place ? b[r].res_in : b[r].res_out, n * es + 16,
                cudaMemcpyDeviceToHost);
-    cudaMemcpy(got_norm.data(), f.norm_into_input ? b[r].x : b[r].norm, n * out_es,
+    const size_t off = r > 0 ? f.misalign : 0;
+    std::vector<uint8_t> got_res(whole.begin() + off, whole.begin() + off + n * es);
+    cudaMemcpy(got_norm.data(), at(f.norm_into_input ? b[r].x : b[r].norm, r), n * out_es,
                cudaMemcpyDeviceToHost);
     size_t bad_res = 0, bad_norm = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -146,11 +160,10 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = S
     }
     EXPECT_EQ(bad_res, 0u) << what << ": rank " << r << " residual_out differs";
     EXPECT_EQ(bad_norm, 0u) << what << ": rank " << r;
-    if (!f.residual_in_place) {
-      for (size_t i = n * es; i < n * es + 16; ++i)
-        EXPECT_EQ(got_res[i], 0xCD) << what << ": wrote past residual_out";
-    }
-    got_res.resize(n * es);
+    for (size_t i = 0; i < whole.size(); ++i)
+      if (i < off || i >= off + n * es) {
+        EXPECT_EQ(whole[i], 0xCD) << what << ": rank " << r << " wrote outside residual_out";
+      }
     if (r == 0) {
       first_res = got_res;
       first_norm = got_norm;
@@ -374,6 +387,33 @@ TEST(Fused, GraphReplayClusterAndBlockPerRow) {
     graphReplayMatches("fused_cluster=0", t, 7168);  // a block per row
     if (HasFailure()) return;
   }
+}
+
+// Only rank 0's buffers are 16-byte aligned; the others' are 2, 4 or 8 bytes off (every buffer,
+// the in-place forms and FP8 included). Every rank must run the fused kernel the plan names
+// (tpcommCommGetLastCall on rank 0 and on the last rank), with the reference's bits, the same on
+// every rank. Worlds 2, 3 and 8, over peer memory and host memory. The old plan followed each
+// rank's pointers: rank 0 fused, the others unfused, and every rank failed with
+// tpcommInvalidUsage ("the ranks disagreed on a call").
+TEST(Fused, MixedAlignmentAcrossRanks) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  for (int algo : {tpcommAlgoAuto, tpcommAlgoHostOneShot})
+    for (int w : {2, 3, 8}) {
+      const tpcommConfig_t cfg = configFor(algo, 0, 5000);
+      std::string err;
+      auto g = makeGroup(w, &cfg, 0, &err);
+      ASSERT_TRUE(g) << err;
+      const Path f = Path::kFused;
+      runFused(*g, algo, {{tpcommBfloat16, 1, 4096, 1e-6f, false, 0.f}, false, false, 2}, f);
+      runFused(*g, algo, {{tpcommBfloat16, 4, 7168, 1e-6f, false, 0.f}, true, true, 8}, f);
+      runFused(*g, algo, {{tpcommFloat32, 2, 4096, 1e-6f, true, 0.f}, false, false, 4}, f);
+      runFused(*g, algo, {{tpcommFloat16, 3, 6144, 1e-6f, false, 0.5f}, true, false, 2}, f);
+      tpcommCallInfo_t last{};
+      ASSERT_EQ(tpcommCommGetLastCall(g->comms[w - 1], &last), tpcommSuccess);
+      EXPECT_EQ(std::string(last.reason).rfind("fused", 0), 0u)
+          << "world " << w << " rank " << w - 1 << ": " << last.reason;
+      if (HasFailure()) return;
+    }
 }
 
 TEST(Fused, World2OneShot) {
