@@ -28,6 +28,13 @@ __device__ __forceinline__ bool llArrived(const uint4& h0, const uint4& h1, uint
   return h0.y == flag && h0.w == flag && h1.y == flag && h1.w == flag;
 }
 
+// The failure paths' store of the poison, out of line (poison_device.cuh: inlined, a second
+// storeVec cost the success path registers and a spill).
+template <typename T>
+__device__ __noinline__ void poisonOutput(T* recv, size_t v, size_t count, bool aligned) {
+  storeVec<T>(recv, v, count, aligned, poisonVec());
+}
+
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotPullLLKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
@@ -67,7 +74,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h1), llHalf(x.z, x.w, flag));
   }
   if (!session.arriveBlock(aborted)) {  // aborted before this call: its output is the poison
-    if (has) storeVec<T>(recv, v, count, c.aligned, poisonVec());
+    if (has) poisonOutput<T>(recv, v, count, c.aligned);
     return;
   }
   pdlLaunchDependents();
@@ -96,17 +103,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
       if (missing < 0 || !keepWaiting(wait, spins, c, missing, session.epoch)) break;
     }
-    if (wait.failed) {  // gave up
-      storeVec<T>(recv, v, count, c.aligned, poisonVec());
-      return;
-    }
     Acc<T> acc;  // rank order, fp32: the bits of every other variant
     acc.set(rank == 0 ? x : llData(a[0], b[0]));
 #pragma unroll
     for (int r = 1; r < kW; ++r)
       if (r < world) acc.add(r == rank ? x : llData(a[r], b[r]));
+    if (wait.failed) {  // gave up
+      poisonOutput<T>(recv, v, count, c.aligned);
+      return;
+    }
     storeVec<T>(recv, v, count, c.aligned, acc.result());
   }
+  if (wait.failed) return;
   session.close(1);
 }
 
