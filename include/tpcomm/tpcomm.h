@@ -279,7 +279,10 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
  * and bf16; hidden 1..65536; tokens 0 does nothing. The fused one-shot kernels (whole rows of
  * 16-byte vectors, the whole call in one step of the one-shot) add the fp32 sums to the residual;
  * other calls run the all-reduce, which rounds the sums to T, then the epilogue kernel
- * (tpcommCommExplainAddRmsNorm and tpcommCommGetLastCall say which ran). */
+ * (tpcommCommExplainAddRmsNorm and tpcommCommGetLastCall say which ran). The choice follows the
+ * shapes and the communicator only, never one rank's pointers: a rank whose buffers are not all
+ * 16-byte aligned runs the same kernel on aligned copies of them (device copies on its stream, in
+ * a scratch area the communicator keeps), so the ranks never disagree over alignment. */
 #define TPCOMM_RMSNORM_PARAMS_VERSION 1u
 typedef struct {
   unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */

@@ -8,6 +8,7 @@
 #include "comm/registry.h"
 #include "common/error.h"
 #include "common/result_table.h"
+#include "kernels/variant_table.h"
 
 using namespace tpcomm;
 
@@ -60,68 +61,8 @@ const char* tpcommAlgoName(int algo) {
 }
 
 const char* tpcommVariantName(int variant) {
-  switch (variant) {
-    case tpcommVariantNone:
-      return "none";
-    case tpcommVariantNccl:
-      return "nccl";
-    case tpcommVariantP2pOneShotLean:
-      return "p2p_oneshot_lean";
-    case tpcommVariantP2pOneShot:
-      return "p2p_oneshot";
-    case tpcommVariantP2pTwoShot:
-      return "p2p_twoshot";
-    case tpcommVariantIsland:
-      return "island";
-    case tpcommVariantHostOneShotSentinelLean:
-      return "host_oneshot_sentinel_lean";
-    case tpcommVariantHostOneShotSentinel:
-      return "host_oneshot_sentinel";
-    case tpcommVariantHostOneShotLL:
-      return "host_oneshot_ll";
-    case tpcommVariantHostTwoShotLL:
-      return "host_twoshot_ll";
-    case tpcommVariantHostBulk:
-      return "host_bulk";
-    case tpcommVariantFusedP2pOneShot:
-      return "fused_p2p_oneshot";
-    case tpcommVariantFusedP2pOneShotFp8:
-      return "fused_p2p_oneshot_fp8";
-    case tpcommVariantFusedHostOneShot:
-      return "fused_host_oneshot";
-    case tpcommVariantFusedHostOneShotFp8:
-      return "fused_host_oneshot_fp8";
-    case tpcommVariantAddRmsNorm:
-      return "add_rmsnorm";
-    case tpcommVariantAddRmsNormFp8:
-      return "add_rmsnorm_fp8";
-    case tpcommVariantP2pOneShotPullLean:
-      return "p2p_oneshot_pull_lean";
-    case tpcommVariantP2pOneShotPull:
-      return "p2p_oneshot_pull";
-    case tpcommVariantP2pOneShotPullLL:
-      return "p2p_oneshot_pull_ll";
-    case tpcommVariantP2pTwoShotPull:
-      return "p2p_twoshot_pull";
-    case tpcommVariantP2pReduceScatter:
-      return "p2p_reduce_scatter";
-    case tpcommVariantP2pAllGather:
-      return "p2p_all_gather";
-    case tpcommVariantHostReduceScatter:
-      return "host_reduce_scatter";
-    case tpcommVariantHostAllGather:
-      return "host_all_gather";
-    case tpcommVariantP2pReduceScatterPull:
-      return "p2p_reduce_scatter_pull";
-    case tpcommVariantP2pAllGatherPull:
-      return "p2p_all_gather_pull";
-    case tpcommVariantP2pOneShotCe:
-      return "p2p_oneshot_ce";
-    case tpcommVariantIslandPull:
-      return "island_pull";
-    default:
-      return nullptr;
-  }
+  const VariantRow* r = variantRow(variant);
+  return r ? r->name : nullptr;
 }
 
 tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks) {

@@ -21,10 +21,6 @@ namespace {
 
 constexpr const char* kOp = "tpcommAllReduceAddRmsNorm";
 
-tpcommVariant_t epilogueVariant(bool fp8) {
-  return fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
-}
-
 // The plan of the last fused call, reused while the shapes repeat (the planner is a pure function
 // of them), so the hot path builds no strings: as planOf does for tpcommAllReduce.
 const FusedPlan& fusedPlanOf(tpcommComm* c, const FusedCallArgs& call) {

@@ -36,7 +36,7 @@ struct AddRmsNormArgs {
   bool clusters;
 };
 
-// The epilogue kernels by dtype index (variant_table.cc: tpcommVariantAddRmsNorm[Fp8]); the same
+// The epilogue kernels by dtype index (variant_table.cc, the registry: add_rmsnorm[_fp8]); the same
 // for every world size.
 KernelSet addRmsNormKernels(int world);
 KernelSet addRmsNormFp8Kernels(int world);

@@ -46,13 +46,13 @@ std::vector<const void*> checkedKernels() {
   // kernels too) at every world-size class; the island kernels exist from world 4 on.
   std::vector<const void*> out;
   int rows = 0;
-  const VariantKernels* table = variantTable(&rows);
+  const VariantRow* table = variantRows(&rows);
   for (int r = 0; r < rows; ++r)
     for (int w : kWorldClasses)
       for (int d = 0; d < kNumDtypes; ++d)
         for (const void* fn :
-             {variantKernel(table[r].variant, w, d), variantClusterKernel(table[r].variant, w, d),
-              variantOnePassKernel(table[r].variant, w, d)})
+             {variantKernel(table[r].id, w, d), variantClusterKernel(table[r].id, w, d),
+              variantOnePassKernel(table[r].id, w, d)})
           if (fn) out.push_back(fn);
   for (const void* fn : topo::probeKernels()) out.push_back(fn);  // doctor's and init's probe
   return out;

@@ -97,8 +97,8 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   if (!fn)
     return fail(tpcommInternalError, "launch: no kernel for variant %s at world %d",
                 tpcommVariantName(a.variant), c.world);
-  const bool island = a.variant == tpcommVariantIsland || a.variant == tpcommVariantIslandPull;
-  if (island && (c.island < 0 || c.island_size * 2 != c.world))
+  const VariantRow* row = variantRow(a.variant);  // non-null: variantKernel found its kernel
+  if (row->island && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");
 
   DeviceComm dc = c;
@@ -114,13 +114,12 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   size_t chunk = a.chunk_vecs;
   void* args[] = {&dc, &send, &recv, &count, &chunk};
   // The lean kernels (and the pull LL one, built the same way) get one warp more than their
-  // vectors need: its last thread checks the peers' call fingerprints (oneshot_lean.cu) while the
-  // others wait for data, so the check adds no round trip to a thread that also reduces.
-  const bool lean = a.variant == tpcommVariantP2pOneShotLean ||
-                    a.variant == tpcommVariantHostOneShotSentinelLean ||
-                    a.variant == tpcommVariantP2pOneShotPullLean ||
-                    a.variant == tpcommVariantP2pOneShotPullLL;
-  const int threads = lean && a.threads + 32 <= kThreadsPerBlock ? a.threads + 32 : a.threads;
+  // vectors need (the row's extra_threads): its last thread checks the peers' call fingerprints
+  // (oneshot_lean.cu) while the others wait for data, so the check adds no round trip to a
+  // thread that also reduces.
+  const int extra = row->extra_threads;
+  const int threads =
+      extra > 0 && a.threads + extra <= kThreadsPerBlock ? a.threads + extra : a.threads;
   return launchKernel(fn, a.blocks, threads, a.pdl, args, s);
 }
 

@@ -11,14 +11,17 @@ namespace {
 
 constexpr int kFusedThreads = 512;  // kThreadsPerBlock: a row's vectors, 32 threads at least
 
+// The all-reduce variants whose transport the fused kernels share: pushes over peer memory, and
+// host memory.
 bool overPeerMemory(tpcommVariant_t v) {
-  return v == tpcommVariantP2pOneShotLean || v == tpcommVariantP2pOneShot ||
-         v == tpcommVariantP2pTwoShot || v == tpcommVariantIsland;
+  const VariantRow* r = variantRow(v);
+  return r && r->collective == VariantCollective::kAllReduce &&
+         r->transport == VariantTransport::kPeer && !r->pull;
 }
 bool overHostMemory(tpcommVariant_t v) {
-  return v == tpcommVariantHostOneShotSentinelLean || v == tpcommVariantHostOneShotSentinel ||
-         v == tpcommVariantHostOneShotLL || v == tpcommVariantHostTwoShotLL ||
-         v == tpcommVariantHostBulk;
+  const VariantRow* r = variantRow(v);
+  return r && r->collective == VariantCollective::kAllReduce &&
+         r->transport == VariantTransport::kHost;
 }
 
 int worldClass(int world) {
@@ -67,9 +70,8 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
 
 }  // namespace
 
-bool isFusedVariant(tpcommVariant_t v) {
-  return v == tpcommVariantFusedP2pOneShot || v == tpcommVariantFusedP2pOneShotFp8 ||
-         v == tpcommVariantFusedHostOneShot || v == tpcommVariantFusedHostOneShotFp8;
+tpcommVariant_t epilogueVariant(bool fp8) {
+  return fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
 }
 
 FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
@@ -134,7 +136,7 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     if (capped) p.reason += "; " + coResidentNote(p.blocks, *f.grid_caps);
     return p;
   }
-  p.variant = call.fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
+  p.variant = epilogueVariant(call.fp8);
   p.reason = "unfused: " + std::string(tpcommVariantName(p.ar.variant)) +
              ", then the add+RMSNorm "
              "kernel (" +

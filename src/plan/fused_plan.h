@@ -33,8 +33,8 @@ struct FusedPlan {
   std::string reason;
 };
 
-// Whether `v` is one of the fused one-shot variants (the others run the all-reduce first).
-bool isFusedVariant(tpcommVariant_t v);
+// The epilogue kernel's variant (the unfused path's second kernel), with or without FP8 output.
+tpcommVariant_t epilogueVariant(bool fp8);
 
 FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call);
 

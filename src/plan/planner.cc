@@ -165,10 +165,6 @@ bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& c
          threads >= 1 && geo.nsteps == 1 && geo.per <= static_cast<size_t>(threads);
 }
 
-bool isKernelVariant(tpcommVariant_t v) {
-  return v != tpcommVariantNone && v != tpcommVariantNccl && v < tpcommNumVariants;
-}
-
 CallPlan planCall(const CommFacts& f, const CallArgs& call) {
   CallPlan p;
   p.decision = choose(policyInputOf(f, call.bytes));

@@ -11,6 +11,7 @@
 
 #include "kernels/algo_launch.h"
 #include "kernels/oneshot_layout.h"
+#include "kernels/variant_table.h"
 #include "plan/co_residency.h"
 #include "plan/grid.h"
 #include "plan/knobs.h"
@@ -86,9 +87,6 @@ OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t 
 // Whether a call of that geometry and grid can run a lean kernel, which has no step loop, no tail
 // and no batch loop: one step of whole vectors in aligned buffers, a vector per thread at most.
 bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& call);
-
-// Whether `variant` runs a tpcomm kernel (not None, not NCCL).
-bool isKernelVariant(tpcommVariant_t variant);
 
 // The most blocks any grid of this communicator may have (GridCaps::blocks, where ranks share a
 // GPU), or 0 where nothing caps them. One number for every variant and thread count: the grids of

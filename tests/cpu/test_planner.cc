@@ -104,27 +104,43 @@ TEST(Planner, ChunkedVariantsCarryNoOneShotGeometry) {
 
 TEST(VariantTable, EveryKernelVariantHasKernelsAtEveryWorldClass) {
   int rows = 0;
-  const VariantKernels* table = variantTable(&rows);
-  std::set<int> seen;
+  const VariantRow* table = variantRows(&rows);
+  ASSERT_EQ(rows, static_cast<int>(tpcommNumVariants));
+  std::set<std::string> names;
   for (int r = 0; r < rows; ++r) {
-    EXPECT_TRUE(seen.insert(table[r].variant).second) << "twice: " << table[r].variant;
+    EXPECT_EQ(static_cast<int>(table[r].id), r);
+    EXPECT_TRUE(names.insert(table[r].name).second) << "twice: " << table[r].name;
     for (int w : kWorldClasses)
       for (int d = 0; d < kNumDtypes; ++d) {
-        const bool island =
-            table[r].variant == tpcommVariantIsland || table[r].variant == tpcommVariantIslandPull;
-        const bool exists = !island || w >= 4;
-        EXPECT_EQ(variantKernel(table[r].variant, w, d) != nullptr, exists)
-            << tpcommVariantName(table[r].variant) << ", world " << w << ", dtype " << d;
+        const bool exists = table[r].kernels && (!table[r].island || w >= 4);
+        EXPECT_EQ(variantKernel(table[r].id, w, d) != nullptr, exists)
+            << table[r].name << ", world " << w << ", dtype " << d;
       }
   }
   for (int v = 0; v < tpcommNumVariants; ++v) {
     const auto variant = static_cast<tpcommVariant_t>(v);
     // Every value is a variant with a name (no reserved values: the name lookups rely on it).
     EXPECT_NE(tpcommVariantName(v), nullptr) << v;
-    EXPECT_EQ(variantRow(variant) != nullptr, isKernelVariant(variant)) << v;
+    EXPECT_EQ(variantRow(variant)->kernels != nullptr, isKernelVariant(variant)) << v;
   }
   EXPECT_EQ(tpcommVariantName(tpcommNumVariants), nullptr);
+  EXPECT_EQ(tpcommVariantName(-1), nullptr);
   EXPECT_STREQ(tpcommVariantName(tpcommVariantHostOneShotLL), "host_oneshot_ll");
+  EXPECT_FALSE(isKernelVariant(tpcommVariantNccl));
+  EXPECT_TRUE(isFusedVariant(tpcommVariantFusedHostOneShotFp8));
+  EXPECT_FALSE(isFusedVariant(tpcommVariantAddRmsNorm));
+}
+
+// What the launch reads from a row: the lean kernels' checker warp (the plan's threads plus 32),
+// and the island schedule's split.
+TEST(VariantTable, LaunchFactsComeFromTheRows) {
+  for (tpcommVariant_t v : {tpcommVariantP2pOneShotLean, tpcommVariantHostOneShotSentinelLean,
+                            tpcommVariantP2pOneShotPullLean, tpcommVariantP2pOneShotPullLL})
+    EXPECT_EQ(variantRow(v)->extra_threads, 32) << tpcommVariantName(v);
+  EXPECT_EQ(variantRow(tpcommVariantP2pOneShot)->extra_threads, 0);
+  EXPECT_TRUE(variantRow(tpcommVariantIslandPull)->island);
+  EXPECT_FALSE(variantRow(tpcommVariantP2pTwoShotPull)->island);
+  EXPECT_TRUE(variantRow(tpcommVariantP2pTwoShotPull)->pull);
 }
 
 // tpcommCommGetVariantStats on a registered communicator object (no GPU: nothing else is set up).
