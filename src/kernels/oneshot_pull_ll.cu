@@ -28,8 +28,8 @@ __device__ __forceinline__ bool llArrived(const uint4& h0, const uint4& h1, uint
   return h0.y == flag && h0.w == flag && h1.y == flag && h1.w == flag;
 }
 
-// The failure paths' store of the poison, out of line (poison_device.cuh: inlined, a second
-// storeVec cost the success path registers and a spill).
+// The poison for a kernel that finds the communicator aborted at entry, out of line: inlined, its
+// storeVec cost the 2-rank success path registers (docs/BENCHMARKS.md, eighteenth round).
 template <typename T>
 __device__ __noinline__ void poisonOutput(T* recv, size_t v, size_t count, bool aligned) {
   storeVec<T>(recv, v, count, aligned, poisonVec());
@@ -103,15 +103,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
       if (missing < 0 || !keepWaiting(wait, spins, c, missing, session.epoch)) break;
     }
+    // Gave up: this rank's own vector turns NaN, so the sum is NaN (fp32 NaN + anything), and the
+    // one store below writes it: no second store site on the success path.
+    const uint4 mine = wait.failed ? poisonVec() : x;
     Acc<T> acc;  // rank order, fp32: the bits of every other variant
-    acc.set(rank == 0 ? x : llData(a[0], b[0]));
+    acc.set(rank == 0 ? mine : llData(a[0], b[0]));
 #pragma unroll
     for (int r = 1; r < kW; ++r)
-      if (r < world) acc.add(r == rank ? x : llData(a[r], b[r]));
-    if (wait.failed) {  // gave up
-      poisonOutput<T>(recv, v, count, c.aligned);
-      return;
-    }
+      if (r < world) acc.add(r == rank ? mine : llData(a[r], b[r]));
     storeVec<T>(recv, v, count, c.aligned, acc.result());
   }
   if (wait.failed) return;
