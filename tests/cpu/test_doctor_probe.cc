@@ -198,5 +198,26 @@ TEST(DoctorProbe, JsonCarriesTheProbeAndItRoundTrips) {
   EXPECT_EQ(opts->find("fabric_verdict")->asString(), "write_collapse");
 }
 
+// The host path's fence (launch knob host_fence, auto): doctor shows what auto chooses on this
+// driver and why, in the text and in the JSON.
+TEST(DoctorProbe, HostFenceFollowsTheDriversRelaxedOrdering) {
+  DoctorFacts f;
+  pcieBoxProbed(topo::syntheticOneGpu(2900, 3100, 1800, 1500, 1600), &f);
+  f.pcie_ordering = topo::relaxedOrderingFromParams("EnablePCIERelaxedOrderingMode: 1\n");
+  const std::vector<Finding> fs = findingsFor(f);
+  const std::string text = doctorText(f, fs);
+  EXPECT_TRUE(test::contains(text,
+                             "host-path fence  on (host_fence auto): the driver sets PCIe "
+                             "Relaxed Ordering"))
+      << text;
+  const json::Value j = doctorJson(f, fs, false);
+  const json::Value* sys = j.find("system");
+  ASSERT_NE(sys, nullptr);
+  EXPECT_EQ(sys->find("pcie_relaxed_ordering")->asString(), "on");
+  EXPECT_TRUE(sys->find("host_fence_auto")->asBool());
+  f.pcie_ordering = topo::relaxedOrderingFromParams("EnablePCIERelaxedOrderingMode: 0\n");
+  EXPECT_TRUE(test::contains(doctorText(f, fs), "host-path fence  off (host_fence auto)"));
+}
+
 }  // namespace
 }  // namespace tpcomm::cli
