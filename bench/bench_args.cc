@@ -41,7 +41,9 @@ void usage(FILE* f) {
       "  --collective allreduce  allreduce | reduce_scatter | all_gather (sizes: the whole\n"
       "                       message, world x the per-rank count)\n"
       "  --no-check           skip the correctness check of every backend\n"
-      "  --json FILE          write every measurement as JSON\n");
+      "  --json FILE          write every measurement as JSON\n"
+      "  --plot FILE.svg      draw us per call against size, a line per backend (NCCL too),\n"
+      "                       a panel per mode; ranks sharing a GPU are labelled\n");
 }
 
 // The library's byte-size syntax (64K, 16MiB, ...), so the bench and TPCOMM_* sizes agree.
@@ -162,6 +164,9 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       a->max_blocks = atoi(v);
     } else if (k == "--json") {
       a->json = v;
+    } else if (k == "--plot") {
+      a->plot = v;  // SVG only: refused here, before anything is measured
+      ok = a->plot.size() > 4 && a->plot.compare(a->plot.size() - 4, 4, ".svg") == 0;
     } else if (k == "--collective") {
       a->collective = v;
       ok = a->collective == "allreduce" || a->collective == "reduce_scatter" ||

@@ -25,6 +25,7 @@ struct Args {
   bool sweep_knobs = false;  // also time oneshot/twoshot over grid and batch variants
   bool check = true;         // verify each backend's output against the fp64 reference
   std::string json;          // write results here
+  std::string plot;          // and draw them here (SVG: bench_plot.h)
   // allreduce, reduce_scatter or all_gather; bytes are the whole message (reduce-scatter's
   // input, all-gather's output), as nccl-tests reports them.
   std::string collective = "allreduce";

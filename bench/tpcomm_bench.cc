@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/bench_args.h"
+#include "bench/bench_plot.h"
 #include "bench/bench_report.h"
 #include "bench/cuda_check.h"
 #include "bench/knob_sweep.h"
@@ -285,6 +286,14 @@ int main(int argc, char** argv) {
   if (a.graph) printTable(a, a.ranks, "graph", results, labels);
   if (!a.json.empty() && !writeJson(a.json, a, a.ranks, machine, results))
     fprintf(stderr, "tpcomm-bench: cannot write %s\n", a.json.c_str());
+  if (!a.plot.empty()) {
+    const PlotInfo info{a.ranks, machine, shared, test::dtypeName(a.dtype), a.collective};
+    std::string why;
+    if (writePlot(a.plot, info, results, &why))
+      fprintf(stderr, "tpcomm-bench: plot written to %s\n", a.plot.c_str());
+    else
+      fprintf(stderr, "tpcomm-bench: no plot: %s\n", why.c_str());
+  }
   long wrong = 0;
   for (const Result& r : results) wrong += r.wrong > 0 ? r.wrong : 0;
   for (Backend& b : backends) {
