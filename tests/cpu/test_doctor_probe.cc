@@ -219,5 +219,28 @@ TEST(DoctorProbe, HostFenceFollowsTheDriversRelaxedOrdering) {
   EXPECT_TRUE(test::contains(doctorText(f, fs), "host-path fence  off (host_fence auto)"));
 }
 
+// tpcomm doctor --html: one page, the findings first (a class per severity, the fix with them),
+// then every section of the text report under its heading, all of it escaped.
+TEST(DoctorProbe, HtmlReportHasTheFindingsAndEverySection) {
+  DoctorFacts f;
+  pcieBoxProbed(topo::syntheticOneGpu(2900, 3100, 1800, 1500, 1600), &f);
+  f.nccl_why = "libnccl.so.2: <not found>";
+  f.nccl_loaded = false;
+  const std::vector<Finding> fs = findingsFor(f);
+  ASSERT_FALSE(fs.empty());
+  const std::string html = doctorHtml(f, fs);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_TRUE(test::contains(html, "</body></html>"));
+  for (const Finding& x : fs)
+    EXPECT_TRUE(test::contains(html, std::string("class=\"finding ") + severityName(x.severity)))
+        << x.what;
+  for (const char* section : {"<h2>System</h2>", "<h2>GPUs</h2>", "<h2>Findings</h2>"})
+    EXPECT_TRUE(test::contains(html, section)) << section;
+  EXPECT_TRUE(test::contains(html, "&lt;not found&gt;"));
+  EXPECT_FALSE(test::contains(html, "<not found>"));
+  // The text report's own findings section is not repeated.
+  EXPECT_EQ(html.find("<h2>Findings</h2>"), html.rfind("<h2>Findings</h2>"));
+}
+
 }  // namespace
 }  // namespace tpcomm::cli

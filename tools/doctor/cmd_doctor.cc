@@ -18,7 +18,7 @@ constexpr int kExitUsage = 2;
 
 void usage(FILE* out) {
   fprintf(out,
-          "usage: tpcomm doctor [--json] [--retest-p2p] [--reprobe] [--no-probe] [--env]\n"
+          "usage: tpcomm doctor [--json | --html] [--retest-p2p] [--reprobe] [--no-probe] [--env]\n"
           "                     [--topology FILE]\n"
           "\n"
           "Checks this machine before you trust it: NVIDIA driver and CUDA runtime, every GPU\n"
@@ -31,6 +31,8 @@ void usage(FILE* out) {
           "the TPCOMM_* variables that are set.\n"
           "\n"
           "  --json           machine-readable output (keys in docs/DOCTOR.md)\n"
+          "  --html           the report as a self-contained HTML page (tpcomm doctor --html >\n"
+          "                   doctor.html): findings coloured by severity, then each section\n"
           "  --retest-p2p     test P2P between every pair again instead of trusting the cache\n"
           "  --reprobe        run the fabric probe again instead of trusting its cache\n"
           "  --no-probe       no fabric probe (nor its cached result)\n"
@@ -48,7 +50,7 @@ void usage(FILE* out) {
 
 int cmdDoctor(int argc, char** argv) {
   DoctorOptions opts;
-  bool json = false, env_all = false;
+  bool json = false, html = false, env_all = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -56,6 +58,8 @@ int cmdDoctor(int argc, char** argv) {
       return 0;
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--html") {
+      html = true;
     } else if (arg == "--retest-p2p" || arg == "--retest") {
       opts.retest_p2p = true;
     } else if (arg == "--reprobe") {
@@ -84,6 +88,8 @@ int cmdDoctor(int argc, char** argv) {
   const int code = exitCodeFor(findings);
   if (json) {
     fputs(json::write(doctorJson(facts, findings, env_all)).c_str(), stdout);
+  } else if (html) {
+    fputs(doctorHtml(facts, findings).c_str(), stdout);
   } else {
     fputs(doctorText(facts, findings).c_str(), stdout);
     if (env_all) fputs(("\n" + envText()).c_str(), stdout);

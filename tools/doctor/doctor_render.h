@@ -1,4 +1,5 @@
-// `tpcomm doctor` output: aligned tables for people, JSON for scripts (keys in docs/DOCTOR.md).
+// `tpcomm doctor` output: aligned tables for people, JSON for scripts (keys in docs/DOCTOR.md),
+// and an HTML page.
 #pragma once
 
 #include <string>
@@ -12,6 +13,9 @@ namespace tpcomm::cli {
 
 std::string doctorText(const DoctorFacts& f, const std::vector<Finding>& findings);
 json::Value doctorJson(const DoctorFacts& f, const std::vector<Finding>& findings, bool env_all);
+// The report as a self-contained HTML page: findings by severity, then the text's sections
+// (doctor_html.cc).
+std::string doctorHtml(const DoctorFacts& f, const std::vector<Finding>& findings);
 
 // The fabric probe: a text section (nothing when it did not run on live GPUs) and its JSON
 // (doctor_probe.cc).
