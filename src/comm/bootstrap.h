@@ -19,8 +19,10 @@
 //    connected rank why, and a peer whose own side fails tells rank 0 (Reason frames).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "tpcomm/tpcomm.h"
@@ -43,6 +45,11 @@ class RendezvousHold {
   int listen_fd_;
   int wake_fd_;    // eventfd: the destructor wakes the thread with it
   int owner_pid_;  // a forked child has our descriptors but not the thread
+  // The thread says it has started (start() waits for it); declared before thread_, which starts
+  // in the constructor and uses them.
+  std::mutex ready_mu_;
+  std::condition_variable ready_cv_;
+  bool ready_ = false;
   std::thread thread_;
 };
 

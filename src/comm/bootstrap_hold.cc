@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -77,6 +78,12 @@ tpcommResult_t RendezvousHold::start(int listen_fd, std::unique_ptr<RendezvousHo
   }
   holdSocket(listen_fd);
   out->reset(new RendezvousHold(listen_fd, wake));
+  // Returns once the thread has started and waits in poll(): a process that forks right after
+  // init (a worker pool, a test) must not copy a thread in the middle of its start, whose locks
+  // (the allocator's, under a sanitizer's allocator that has no fork handlers) the child would
+  // inherit taken and never see released.
+  std::unique_lock<std::mutex> lock((*out)->ready_mu_);
+  (*out)->ready_cv_.wait(lock, [&] { return (*out)->ready_; });
   return tpcommSuccess;
 }
 
@@ -112,6 +119,11 @@ void RendezvousHold::serve() {
       "the rendezvous of this unique id is complete and its communicator is alive: a unique id "
       "serves one communicator (was it reused by a second job?); make a new one with "
       "tpcommGetUniqueId");
+  {  // started, and allocates nothing more until a connection comes
+    std::lock_guard<std::mutex> lock(ready_mu_);
+    ready_ = true;
+  }
+  ready_cv_.notify_one();
   for (;;) {
     pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
     if (poll(p, 2, -1) < 0) {
