@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "common/str_format.h"  // xmlEscape
+
 namespace tpcomm::bench {
 namespace {
 
@@ -15,23 +17,6 @@ constexpr double kWidth = 760, kPanelHeight = 360, kLeft = 70, kRight = 190, kTo
 // Distinct colours for up to ten backends (then they repeat with a dash).
 const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-
-std::string xmlEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&')
-      o += "&amp;";
-    else if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '"')
-      o += "&quot;";
-    else if (static_cast<unsigned char>(c) >= 0x20)
-      o += c;
-  }
-  return o;
-}
 
 std::string fmt(const char* f, double a, double b = 0) {
   char buf[64];

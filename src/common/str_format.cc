@@ -17,4 +17,28 @@ std::string strFormat(const char* fmt, ...) {
   return out;
 }
 
+std::string xmlEscape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') o += c;
+    }
+  }
+  return o;
+}
+
 }  // namespace tpcomm

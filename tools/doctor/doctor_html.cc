@@ -5,27 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "common/str_format.h"  // xmlEscape
 #include "tools/doctor/doctor_render.h"
 
 namespace tpcomm::cli {
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&')
-      o += "&amp;";
-    else if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
 
 const char* kStyle =
     "body{font-family:sans-serif;margin:2em;max-width:72em}"
@@ -44,8 +28,8 @@ std::string doctorHtml(const DoctorFacts& f, const std::vector<Finding>& finding
   if (findings.empty()) out += "<p>none</p>\n";
   for (const Finding& x : findings) {
     const std::string sev = severityName(x.severity);
-    out += "<div class=\"finding " + sev + "\"><b>" + escape(sev) + "</b>: " + escape(x.what);
-    if (!x.fix.empty()) out += "<div class=\"fix\">fix: " + escape(x.fix) + "</div>";
+    out += "<div class=\"finding " + sev + "\"><b>" + xmlEscape(sev) + "</b>: " + xmlEscape(x.what);
+    if (!x.fix.empty()) out += "<div class=\"fix\">fix: " + xmlEscape(x.fix) + "</div>";
     out += "</div>\n";
   }
   // The text report's sections: a line that starts in column 0 is a heading, the indented lines
@@ -55,9 +39,9 @@ std::string doctorHtml(const DoctorFacts& f, const std::vector<Finding>& finding
   const auto flush = [&] {
     if (heading.empty() || heading == "Findings") {
     } else if (body.empty()) {  // the report's first line: the version
-      out += "<p>" + escape(heading) + "</p>\n";
+      out += "<p>" + xmlEscape(heading) + "</p>\n";
     } else {
-      out += "<h2>" + escape(heading) + "</h2>\n<pre>" + escape(body) + "</pre>\n";
+      out += "<h2>" + xmlEscape(heading) + "</h2>\n<pre>" + xmlEscape(body) + "</pre>\n";
     }
     body.clear();
   };
