@@ -5,7 +5,7 @@
 // host sentinel's clears"). Where the driver may set it, or where that cannot be read, the
 // launch knob host_fence (auto) turns the fences on that order the clears in the PTX model.
 //
-// What the driver says (NVIDIA open-gpu-kernel-modules, kernel-open/common/inc/nv-reg.h and
+// What the driver says (NVIDIA open-gpu-kernel-modules, kernel-open/nvidia/nv-reg.h and
 // src/nvidia/interface/nvrm_registry.h): NVreg_EnablePCIERelaxedOrderingMode=1 makes every GPU
 // set the bit on all outbound memory writes (default 0); the registry key RmSetPCIERelaxedOrdering
 // (in NVreg_RegistryDwords or NVreg_RegistryDwordsPerDevice) is 0 (off, the default), 1 (where the
