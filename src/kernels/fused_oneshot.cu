@@ -104,9 +104,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   WaitCtx wait = session.startWaits();
   // The checker (block 0's last thread) checks the peers' fingerprints once its own first loads
   // are out (the one-pass path: before_waits), so that the check overlaps them; the two-pass path
-  // checks first. Before, the check preceded the loads: its warp's sums, and with them the block
-  // sum, came a memory trip after the record (without any check the call took 1.1 us less at one
-  // row, 3.8 against 4.9; checking here saved 0.3 us of that: the sixteenth round).
+  // checks first. A check before the loads put its warp's sums, and with them the block sum, a
+  // memory trip after the record (docs/BENCHMARKS.md, "Kernel notes moved out of the code").
   if (open.checker && !in_regs) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
   unsigned parity = 0;

@@ -36,20 +36,19 @@ struct LaunchKnobs {
   int pull_ll_bytes = 16384;
   // 1: the fused kernel over peer memory spreads a row over a thread-block cluster where every
   // rank's GPU launches clusters (sm_90+), a cluster per row where the rows' clusters all fit
-  // (fused_plan.cc). On since the sixteenth round's kernel (fused_cluster.cu: the row's sums by
-  // st.async into every block's shared memory, the checker a warp of its own): 3.0-3.6 us at 1-16
-  // rows of 7168 against 4.5-4.6 for a block per row (docs/BENCHMARKS.md, "Sixteenth round").
+  // (fused_plan.cc). On: faster than a block per row at 1-16 rows (docs/BENCHMARKS.md, "Launch
+  // knobs", fused_cluster).
   bool fused_cluster = true;
   // 1: the epilogue kernel after an all-reduce (the unfused path) spreads a row over a cluster
-  // (add_rmsnorm.cu). Off: its cluster barriers lost to a block per row (thirteenth and
-  // fourteenth rounds); apart from fused_cluster since the fused kernel's clusters won.
+  // (add_rmsnorm.cu). Off: its cluster barriers lose to a block per row (docs/BENCHMARKS.md,
+  // "Launch knobs", epilogue_cluster).
   bool epilogue_cluster = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
   // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). 0 off,
   // 1 on, 2 auto: on unless the driver keeps a GPU's writes to host memory in PCIe order (no
   // Relaxed Ordering: topo/pcie_ordering.h), since the fence sits on the path between
-  // back-to-back calls (+1.2 us a 1 KiB call, docs/BENCHMARKS.md, "host_fence").
+  // back-to-back calls (docs/BENCHMARKS.md, "host_fence").
   int host_fence = kHostFenceAuto;
   // Communicators that span machines (plan/node_plan.h): calls up to this many bytes take the
   // small variant (intra-node all-reduce, then NCCL on the whole message) where it is allowed.
