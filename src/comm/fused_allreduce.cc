@@ -26,7 +26,7 @@ constexpr const char* kOp = "tpcommAllReduceAddRmsNorm";
 const FusedPlan& fusedPlanOf(tpcommComm* c, const FusedCallArgs& call) {
   const FusedCallArgs& k = c->cached_fused_call;
   if (!c->cached_fused_valid || call.rows != k.rows || call.hidden != k.hidden ||
-      call.dtype != k.dtype || call.aligned != k.aligned || call.fp8 != k.fp8) {
+      call.dtype != k.dtype || call.fp8 != k.fp8) {
     c->cached_fused = planFusedCall(factsOf(c), call);
     c->cached_fused_call = call;
     c->cached_fused_valid = true;
@@ -100,11 +100,10 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                          elementBytes(datatype), params->quantScale != nullptr);
   TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
 
-  // Planned from what every rank shares (the shapes): one rank's pointers must not choose its
-  // kernel, or the ranks would run different calls. A rank whose buffers are not all aligned
-  // gives the fused kernel aligned stand-ins (comm/fused_staging.h).
-  const FusedPlan& fp = fusedPlanOf(
-      comm, FusedCallArgs{tokens, hidden, datatype, true, params->quantScale != nullptr});
+  // Planned from what every rank shares (the shapes: FusedCallArgs holds no pointer fact); a
+  // rank whose buffers are not all aligned stages them below (comm/fused_staging.h).
+  const FusedPlan& fp =
+      fusedPlanOf(comm, FusedCallArgs{tokens, hidden, datatype, params->quantScale != nullptr});
   const Decision& d = fp.ar.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
@@ -181,8 +180,7 @@ extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t 
   TPCOMM_CHECK(fusedPayloadBytes("tpcommCommExplainAddRmsNorm", tokens, hidden,
                                  static_cast<int>(datatype), &bytes));
   const bool fp8 = params && params->quantScale;
-  const FusedPlan fp =
-      planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, true, fp8});
+  const FusedPlan fp = planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, fp8});
   if (comm->span) {
     // The hierarchical all-reduce's legs, then the epilogue kernel.
     const tpcommResult_t r = tpcommCommExplain(comm, tokens * hidden, datatype, info);

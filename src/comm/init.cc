@@ -133,13 +133,19 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   c->knobs.max_blocks = c->settings.max_blocks;
   c->knobs.pdl = c->knobs.pdl && c->settings.pdl && c->cc_major >= 9;
   d.push_batch = 1;  // set per launch from the grid plan
-  // Auto resolves here, per rank from its machine's driver (ranks sharing host memory share it).
-  const topo::PcieOrdering ordering = topo::readRelaxedOrdering();
-  c->knobs.host_fence = hostFenceOn(c->knobs.host_fence, ordering) ? kHostFenceOn : kHostFenceOff;
-  d.host_fence = c->knobs.host_fence;
-  if (c->host_seg.dev)
+  // Only host-memory readers fence: auto resolves, per rank from its machine's driver (ranks
+  // sharing host memory share it), where the communicator uses host memory; elsewhere nothing
+  // reads the knob and the driver's parameters are not read.
+  if (c->host_seg.dev) {
+    const topo::PcieOrdering ordering = topo::readRelaxedOrdering();
+    c->knobs.host_fence = hostFenceOn(c->knobs.host_fence, ordering) ? kHostFenceOn : kHostFenceOff;
     TPCOMM_INFO(INIT, "rank %d: host-memory readers %s: %s", c->rank,
-                d.host_fence ? "fence after their clears" : "do not fence", ordering.why.c_str());
+                c->knobs.host_fence ? "fence after their clears" : "do not fence",
+                ordering.why.c_str());
+  } else {
+    c->knobs.host_fence = kHostFenceOff;
+  }
+  d.host_fence = c->knobs.host_fence;
   TPCOMM_INFO(INIT,
               "rank %d/%d on GPU %d (%s, cc %d.%d): fabric %s, one-shot step %zu bytes, "
               "two-shot chunk %zu bytes",

@@ -105,12 +105,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     // Gave up: this rank's own vector turns NaN, so the sum is NaN (fp32 NaN + anything), and the
     // one store below writes it: no second store site on the success path.
-    const uint4 mine = wait.failed ? poisonVec() : x;
+    const uint4 own = wait.failed ? poisonVec() : x;
     Acc<T> acc;  // rank order, fp32: the bits of every other variant
-    acc.set(rank == 0 ? mine : llData(a[0], b[0]));
+    acc.set(rank == 0 ? own : llData(a[0], b[0]));
 #pragma unroll
     for (int r = 1; r < kW; ++r)
-      if (r < world) acc.add(r == rank ? mine : llData(a[r], b[r]));
+      if (r < world) acc.add(r == rank ? own : llData(a[r], b[r]));
     storeVec<T>(recv, v, count, c.aligned, acc.result());
   }
   if (wait.failed) return;

@@ -10,12 +10,14 @@
 
 namespace tpcomm {
 
+// The shapes of a fused call: facts every rank shares. No pointer enters the plan (one rank's
+// alignment would make the ranks run different calls); a rank whose buffers are not aligned gives
+// the fused kernel aligned stand-ins (comm/fused_staging.h).
 struct FusedCallArgs {
   size_t rows = 0;
   size_t hidden = 0;
   tpcommDataType_t dtype = tpcommBfloat16;
-  bool aligned = true;  // every buffer 16-byte aligned
-  bool fp8 = false;     // FP8 e4m3 output (params.quantScale)
+  bool fp8 = false;  // FP8 e4m3 output (params.quantScale)
 };
 
 struct FusedPlan {

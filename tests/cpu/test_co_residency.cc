@@ -237,7 +237,7 @@ TEST(CoResidency, OneShotCapCoversTheLeanAndTheGeneralKernel) {
 TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   const GridCaps caps = oneGpu(4);
   CommFacts f = factsFor(4, Fabric::kNvlink);
-  const FusedCallArgs call{256, 4096, tpcommBfloat16, true, false};
+  const FusedCallArgs call{256, 4096, tpcommBfloat16, false};
   FusedPlan p = planFusedCall(f, call);
   ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << p.reason;
   EXPECT_EQ(p.blocks, 128);  // without sharing: a block per row up to the default
@@ -250,7 +250,7 @@ TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   f.knobs.max_blocks = 512;
   EXPECT_EQ(planFusedCall(f, call).blocks, 16);
   // Few rows: fewer blocks than the cap, nothing said.
-  p = planFusedCall(f, FusedCallArgs{4, 4096, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{4, 4096, tpcommBfloat16, false});
   EXPECT_EQ(p.blocks, 4);
   EXPECT_EQ(p.reason.find(kNote), std::string::npos) << p.reason;
 }

@@ -24,32 +24,33 @@ struct Row {
   Fabric fabric;
   size_t rows, hidden;
   tpcommDataType_t dt;
-  bool aligned, fp8;
+  bool fp8;
   tpcommVariant_t want;
 };
 
 TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
   const Row cases[] = {
       // One 7168-wide bf16 row (14 KiB) and prefill-sized calls up to a step (8 MiB at world 2).
-      {2, Fabric::kNvlink, 1, 7168, tpcommBfloat16, true, false, tpcommVariantFusedP2pOneShot},
-      {2, Fabric::kNvlink, 256, 16384, tpcommBfloat16, true, false, tpcommVariantFusedP2pOneShot},
-      {2, Fabric::kNvlink, 16, 7168, tpcommBfloat16, true, true, tpcommVariantFusedP2pOneShotFp8},
-      {8, Fabric::kPcie, 4, 4096, tpcommFloat16, true, false, tpcommVariantFusedP2pOneShot},
+      {2, Fabric::kNvlink, 1, 7168, tpcommBfloat16, false, tpcommVariantFusedP2pOneShot},
+      {2, Fabric::kNvlink, 256, 16384, tpcommBfloat16, false, tpcommVariantFusedP2pOneShot},
+      {2, Fabric::kNvlink, 16, 7168, tpcommBfloat16, true, tpcommVariantFusedP2pOneShotFp8},
+      {8, Fabric::kPcie, 4, 4096, tpcommFloat16, false, tpcommVariantFusedP2pOneShot},
       // Beyond one step (the region is 8 MiB at world 2, 2 MiB at world 8): unfused.
-      {2, Fabric::kNvlink, 257, 16384, tpcommBfloat16, true, false, tpcommVariantAddRmsNorm},
-      {8, Fabric::kNvlink, 256, 8192, tpcommBfloat16, true, true, tpcommVariantAddRmsNormFp8},
-      // Rows that are not whole vectors, or unaligned buffers: unfused.
-      {2, Fabric::kNvlink, 3, 1001, tpcommBfloat16, true, false, tpcommVariantAddRmsNorm},
-      {2, Fabric::kNvlink, 3, 7168, tpcommBfloat16, false, false, tpcommVariantAddRmsNorm},
-      {2, Fabric::kNvlink, 3, 6, tpcommFloat32, true, false, tpcommVariantAddRmsNorm},
+      {2, Fabric::kNvlink, 257, 16384, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
+      {8, Fabric::kNvlink, 256, 8192, tpcommBfloat16, true, tpcommVariantAddRmsNormFp8},
+      // Rows that are not whole vectors: unfused. (Buffer alignment is no input: a rank with
+      // unaligned buffers stages them, comm/fused_staging.h; Fused.MixedAlignmentAcrossRanks.)
+      {2, Fabric::kNvlink, 3, 1001, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
+      {2, Fabric::kNvlink, 3, 7168, tpcommBfloat16, false, tpcommVariantFusedP2pOneShot},
+      {2, Fabric::kNvlink, 3, 6, tpcommFloat32, false, tpcommVariantAddRmsNorm},
       // Host memory: the host sentinel protocol's one step (512 KiB at world 2).
-      {2, Fabric::kHost, 16, 7168, tpcommBfloat16, true, false, tpcommVariantFusedHostOneShot},
-      {2, Fabric::kHost, 4, 7168, tpcommBfloat16, true, true, tpcommVariantFusedHostOneShotFp8},
-      {2, Fabric::kHost, 64, 7168, tpcommBfloat16, true, false, tpcommVariantAddRmsNorm},
+      {2, Fabric::kHost, 16, 7168, tpcommBfloat16, false, tpcommVariantFusedHostOneShot},
+      {2, Fabric::kHost, 4, 7168, tpcommBfloat16, true, tpcommVariantFusedHostOneShotFp8},
+      {2, Fabric::kHost, 64, 7168, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
   };
   for (const Row& r : cases) {
     const CommFacts f = factsFor(r.world, r.fabric);
-    const FusedPlan p = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, r.aligned, r.fp8});
+    const FusedPlan p = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, r.fp8});
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
                              "x" + std::to_string(r.hidden) + ": " + p.reason;
     EXPECT_EQ(p.variant, r.want) << what;
@@ -72,16 +73,16 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
 
 TEST(FusedPlan, GridFollowsTheRowsAndTheBlockCap) {
   CommFacts f = factsFor(2, Fabric::kNvlink);
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.blocks, 1);
   EXPECT_EQ(p.threads, 512);  // 896 vectors: two per thread
-  p = planFusedCall(f, FusedCallArgs{4, 128, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{4, 128, tpcommBfloat16, false});
   EXPECT_EQ(p.blocks, 4);
   EXPECT_EQ(p.threads, 32);  // 16 vectors a row
-  p = planFusedCall(f, FusedCallArgs{256, 4096, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{256, 4096, tpcommBfloat16, false});
   EXPECT_EQ(p.blocks, 128);  // kDefaultMaxBlocks: the blocks loop over the rows beyond it
   f.knobs.max_blocks = 8;
-  p = planFusedCall(f, FusedCallArgs{256, 4096, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{256, 4096, tpcommBfloat16, false});
   EXPECT_EQ(p.blocks, 8);
   // Ranks sharing a GPU: capped by occupancy (test_co_residency.cc).
 }
@@ -149,7 +150,7 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
     CommFacts f = factsFor(r.world, Fabric::kNvlink);
     f.clusters = true;
     f.knobs.fused_cluster = true;  // the default
-    const FusedCallArgs call{r.rows, r.hidden, r.dt, true, false};
+    const FusedCallArgs call{r.rows, r.hidden, r.dt, false};
     const FusedPlan p = planFusedCall(f, call);
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
                              "x" + std::to_string(r.hidden) + ": " + p.reason;
@@ -160,7 +161,7 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
     EXPECT_NE(p.reason.find(r.says), std::string::npos) << what;
     expectClusterGeometry(p, f, call, what);
     // FP8 output: the same geometry.
-    const FusedPlan q = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, true, true});
+    const FusedPlan q = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, true});
     EXPECT_EQ(q.variant, tpcommVariantFusedP2pOneShotFp8) << what;
     EXPECT_EQ(q.cluster, p.cluster) << what;
     EXPECT_EQ(q.blocks, p.blocks) << what;
@@ -170,7 +171,7 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
 // A block per row where clusters cannot or must not be used, and the reason says which.
 TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   CommFacts f = factsFor(2, Fabric::kNvlink);
-  const FusedCallArgs call{1, 7168, tpcommBfloat16, true, false};
+  const FusedCallArgs call{1, 7168, tpcommBfloat16, false};
   FusedPlan p = planFusedCall(f, call);  // some rank's GPU below sm_90 (or the query failed)
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.blocks, 1);
@@ -189,10 +190,10 @@ TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   EXPECT_EQ(planFusedCall(f, call).cluster, 8);
   // The block budget (TPCOMM_MAX_BLOCKS) bounds rows x cluster.
   f.knobs.max_blocks = 8;
-  p = planFusedCall(f, FusedCallArgs{2, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{2, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.cluster, 4) << p.reason;
   EXPECT_EQ(p.blocks, 8) << p.reason;
-  p = planFusedCall(f, FusedCallArgs{256, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{256, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 8) << p.reason;
   // Host memory keeps a block per row (its reads cross PCIe), and says nothing of clusters.
@@ -227,7 +228,7 @@ TEST(FusedPlan, OnePassKernelWhereTheRowsFitTheRegisters) {
     CommFacts f = factsFor(c.world, c.fabric);
     f.clusters = c.clusters;
     f.knobs.fused_cluster = c.clusters;
-    const FusedPlan p = planFusedCall(f, FusedCallArgs{2, c.hidden, tpcommBfloat16, true, false});
+    const FusedPlan p = planFusedCall(f, FusedCallArgs{2, c.hidden, tpcommBfloat16, false});
     ASSERT_TRUE(isFusedVariant(p.variant)) << p.reason;
     EXPECT_EQ(p.one_pass, c.one_pass)
         << "world " << c.world << " H " << c.hidden << ": " << p.reason;
@@ -244,7 +245,7 @@ TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
   CommFacts f = factsFor(8, Fabric::kNvlink);
   f.clusters = true;
   f.knobs.fused_cluster = true;
-  const FusedCallArgs one{1, 7168, tpcommBfloat16, true, false};
+  const FusedCallArgs one{1, 7168, tpcommBfloat16, false};
   EXPECT_GT(planFusedCall(f, one).cluster, 1);  // a GPU each
   GridCaps caps;
   caps.ranks_per_gpu = 8;
@@ -255,7 +256,7 @@ TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 1) << p.reason;
   EXPECT_NE(p.reason.find("a block per row (co-resident cap)"), std::string::npos) << p.reason;
-  p = planFusedCall(f, FusedCallArgs{16, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{16, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 6) << p.reason;
   EXPECT_NE(p.reason.find("capped at 6 blocks: 8 ranks share a GPU"), std::string::npos)
@@ -279,29 +280,29 @@ TEST(EpilogueCluster, BlocksPerRowFollowTheRowAndTheRows) {
   EXPECT_EQ(addRmsNormCluster(0, 7168, 2, true), 1);
   // The unfused plan's reason says how its epilogue kernel splits the rows.
   CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
   f.clusters = true;
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;  // off by default
   ASSERT_EQ(parseLaunchKnobs("epilogue_cluster=1", &f.knobs), "");
   EXPECT_TRUE(f.knobs.fused_cluster);  // the fused kernel's clusters are a knob of their own
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   ASSERT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
   EXPECT_NE(p.reason.find("; rows over clusters of 8"), std::string::npos) << p.reason;
   f.knobs.epilogue_cluster = false;
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
 }
 
 TEST(FusedPlan, NcclServedAllReduceStaysUnfusedAndErrorsPropagate) {
   CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.ar.variant, tpcommVariantNccl);
   EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
   EXPECT_NE(p.reason.find("nccl"), std::string::npos) << p.reason;
   f.nccl_available = false;
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_NE(p.ar.decision.error, tpcommSuccess);
   EXPECT_EQ(p.variant, tpcommVariantNone);
 }

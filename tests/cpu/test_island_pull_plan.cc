@@ -247,7 +247,7 @@ TEST(IslandPullPlan, ExplainNamesTheVariantAndWhy) {
 // No fused island_pull kernel: the fused call runs the all-reduce, then the epilogue kernel.
 TEST(IslandPullPlan, TheFusedCallRunsUnfusedAndSaysWhy) {
   const CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoIslandPull);
-  const FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, true, false});
+  const FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
   EXPECT_EQ(p.ar.variant, tpcommVariantIslandPull);
   EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm);
   EXPECT_TRUE(contains(p.reason, "unfused: island_pull")) << p.reason;
