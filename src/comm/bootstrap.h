@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "tpcomm/tpcomm.h"
@@ -35,6 +36,8 @@ class RendezvousHold {
  public:
   // Takes the listening socket; tpcommSystemError if the thread cannot be set up.
   static tpcommResult_t start(int listen_fd, std::unique_ptr<RendezvousHold>* out);
+  // Whether a live hold of this process has the abstract socket name `name` (without the '@').
+  static bool holdsName(const std::string& name);
   ~RendezvousHold();
   RendezvousHold(const RendezvousHold&) = delete;
   RendezvousHold& operator=(const RendezvousHold&) = delete;

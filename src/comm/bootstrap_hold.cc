@@ -8,10 +8,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -62,6 +65,21 @@ void closeHeldSocket(int fd) {
 }
 
 }  // namespace
+
+bool RendezvousHold::holdsName(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_held_mu);
+  for (int fd : heldSockets()) {
+    sockaddr_un addr{};
+    socklen_t len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
+    const size_t path = offsetof(sockaddr_un, sun_path);
+    // Abstract: sun_path[0] is NUL and the name is the len - path - 1 bytes after it.
+    if (len > path && addr.sun_path[0] == '\0' &&
+        std::string(addr.sun_path + 1, len - path - 1) == name)
+      return true;
+  }
+  return false;
+}
 
 tpcommResult_t RendezvousHold::start(int listen_fd, std::unique_ptr<RendezvousHold>* out) {
   const int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/bootstrap_sides.h"
@@ -454,6 +455,33 @@ tpcommResult_t nameInUse(const std::string& name, const sockaddr_un& addr, sockl
               who.c_str(), name.c_str());
 }
 
+// Binds the name. One this process bound and let go can stay bound for a moment: a child forked
+// just before holds a copy of the socket until its fork handler (bootstrap_hold.cc) closes it,
+// which is when the scheduler first runs that child (under load, milliseconds later). The
+// listener's pid (SO_PEERCRED) is then this process's although none of its holds has the name:
+// that copy is waited for, up to the rendezvous deadline. Any other holder fails at once.
+tpcommResult_t bindName(int fd, const std::string& name, const sockaddr_un& addr, socklen_t alen,
+                        int timeout_ms) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (int pause_ms = 1;; pause_ms = std::min(2 * pause_ms, 50)) {
+    if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), alen) == 0) return tpcommSuccess;
+    if (errno != EADDRINUSE)
+      return fail(tpcommSystemError, "bootstrap: bind @%s: %s", name.c_str(), strerror(errno));
+    const Holder h = holderByConnecting(addr, alen);
+    const bool forked_copy =
+        h.known && h.pid == static_cast<int>(getpid()) && !RendezvousHold::holdsName(name);
+    if (!forked_copy) return nameInUse(name, addr, alen);
+    if (Clock::now() >= deadline)
+      return fail(tpcommInvalidUsage,
+                  "bootstrap: the unique id is still in use after %d ms: this process let its "
+                  "rendezvous name @%s go, but a child forked from it keeps a copy of the socket "
+                  "(one made without fork handlers, e.g. by a raw clone, and that has not "
+                  "exec'd). Make a new id with tpcommGetUniqueId",
+                  timeout_ms, name.c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
+}
+
 }  // namespace
 
 tpcommResult_t rootGather(const UniqueIdData& id, const std::string& name, int nranks,
@@ -463,10 +491,7 @@ tpcommResult_t rootGather(const UniqueIdData& id, const std::string& name, int n
   if (srv.fd < 0) return fail(tpcommSystemError, "bootstrap: socket: %s", strerror(errno));
   socklen_t alen = 0;
   const sockaddr_un addr = socketAddress(name, &alen);
-  if (bind(srv.fd, reinterpret_cast<const sockaddr*>(&addr), alen) != 0) {
-    if (errno == EADDRINUSE) return nameInUse(name, addr, alen);
-    return fail(tpcommSystemError, "bootstrap: bind @%s: %s", name.c_str(), strerror(errno));
-  }
+  TPCOMM_CHECK(bindName(srv.fd, name, addr, alen, timeout_ms));
   // A deep queue, so a burst of foreign connections does not turn genuine ranks away (they would
   // retry until their deadline, but need not).
   if (listen(srv.fd, SOMAXCONN) != 0)
