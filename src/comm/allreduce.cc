@@ -21,18 +21,6 @@
 namespace tpcomm {
 namespace {
 
-// The plan of the last call, reused while consecutive calls have the same size and alignment
-// (the planner is a pure function of them), so the hot path builds no strings.
-const CallPlan& planOf(tpcommComm* c, const CallArgs& call) {
-  if (call.bytes != c->cached_call.bytes || call.aligned != c->cached_call.aligned ||
-      !c->cached_valid) {
-    c->cached = planCall(factsOf(c), call);
-    c->cached_call = call;
-    c->cached_valid = true;
-  }
-  return c->cached;
-}
-
 void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt, bool capturing) {
   const Decision& d = p.decision;
   recordCall(c,
@@ -59,7 +47,7 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
   TPCOMM_CHECK(refuseIfBroken(comm, "tpcommAllReduce", s, cap,
                               {allReduceOutput(recvbuff, count, elementBytes(datatype))}));
 
-  const CallPlan& p = planOf(comm, CallArgs{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
+  const CallPlan& p = plannedCall(comm, Call{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
   const Decision& d = p.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
@@ -104,9 +92,9 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
   if (!info) return fail(tpcommInvalidArgument, "tpcommCommExplain: info is NULL");
   size_t bytes = 0;
   TPCOMM_CHECK(payloadBytes("tpcommCommExplain", count, static_cast<int>(datatype), &bytes));
-  if (comm->span) return nodeExplain(comm, tpcommCollAllReduce, count, datatype, bytes, info);
+  if (comm->span) return nodeExplain(comm, tpcommCollAllReduce, datatype, bytes, info);
   // As for 16-byte aligned buffers (what torch and the engines allocate).
-  const CallPlan p = planCall(factsOf(comm), CallArgs{bytes, true});
+  const CallPlan p = planCall(factsOf(comm), Call{bytes, true});
   const Decision& d = p.decision;
   *info = tpcommCallInfo_t{};
   info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;

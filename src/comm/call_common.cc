@@ -48,6 +48,19 @@ CommFacts factsOf(const tpcommComm* c) {
   return f;
 }
 
+CommFacts spanFactsOf(const tpcommComm* c) {
+  CommFacts f = factsOf(c);
+  if (c->span) {
+    f.nodes = c->span->layout.nodes;
+    f.node_contiguous = c->span->layout.contiguous;
+  }
+  return f;
+}
+
+const CallPlan& plannedCall(tpcommComm* c, const Call& call, bool spanning) {
+  return c->plans.get(call, spanning, [&] { return spanning ? spanFactsOf(c) : factsOf(c); });
+}
+
 tpcommResult_t checkStream(const tpcommComm* c, cudaStream_t s, const char* op,
                            cudaStreamCaptureStatus* cap) {
   *cap = cudaStreamCaptureStatusNone;

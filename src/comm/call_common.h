@@ -24,7 +24,15 @@ inline bool aligned16(const void* p) {
 // that never finished (comm/nccl_watchdog.h), poisons the communicator.
 tpcommResult_t checkAsync(const tpcommComm* c, const char* op);
 
+// The facts of the communicator's ranks on this machine (what its local calls and a spanning
+// communicator's legs are planned with), and those of the whole communicator: with its machines
+// (CommFacts::nodes) where it spans them.
 CommFacts factsOf(const tpcommComm* c);
+CommFacts spanFactsOf(const tpcommComm* c);
+
+// The plan of `call` (comm->plans: made once per repeated call). spanning: the call of a
+// communicator spanning machines, planned as legs (planCall's node rules).
+const CallPlan& plannedCall(tpcommComm* c, const Call& call, bool spanning = false);
 
 // The stream must be on the communicator's GPU, capturing or not (comm/stream_device.h: a stream
 // of another GPU is refused before the launch could invalidate the caller's capture). *cap:

@@ -16,7 +16,7 @@
 #include "comm/rank_info.h"
 #include "comm/stream_order.h"
 #include "kernels/device_comm.h"
-#include "plan/fused_plan.h"
+#include "plan/plan_cache.h"
 #include "plan/planner.h"
 #include "transport/host_shm.h"
 #include "transport/p2p_staging.h"
@@ -73,24 +73,12 @@ struct tpcommComm {
   uint64_t ptx_jit_calls = 0;  // tpcommCommGetPtxJitCalls
   uint64_t variant_calls[tpcommNumVariants] = {};  // tpcommCommGetVariantStats
   tpcommCallInfo_t last{};
-  // The last call's plan (comm/allreduce.cc planOf).
-  tpcomm::CallArgs cached_call;
-  bool cached_valid = false;
-  tpcomm::CallPlan cached;
-  // The same for tpcommAllReduceAddRmsNorm: its last plan, reused while the shapes repeat.
-  tpcomm::FusedCallArgs cached_fused_call;
-  tpcomm::FusedPlan cached_fused;
-  bool cached_fused_valid = false;
+  tpcomm::PlanCache plans;  // the last plan of each kind of call (comm/call_common.h plannedCall)
   // Stand-ins for a fused call's unaligned buffers on this rank (comm/fused_staging.h), and areas
   // outgrown under graph capture (freed at destroy).
   void* fused_scratch = nullptr;
   size_t fused_scratch_bytes = 0;
   std::vector<void*> retired_scratch;
-  // The same for tpcommReduceScatter and tpcommAllGather (comm/half_collectives.cc), per
-  // collective.
-  tpcomm::CallArgs cached_half_call[2];
-  bool cached_half_valid[2] = {};
-  tpcomm::CallPlan cached_half[2];
   std::map<size_t, bool> logged_fallback_sizes;
   tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
   tpcomm::StreamOrder order;                // the streams of the last calls (comm/stream_order.h)

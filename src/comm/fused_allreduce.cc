@@ -1,6 +1,6 @@
-// tpcommAllReduceAddRmsNorm: validate -> plan (plan/fused_plan.h) -> the fused one-shot kernel,
-// or the all-reduce then the epilogue kernel -> record what ran. tpcommCommExplainAddRmsNorm
-// asks the same planner.
+// tpcommAllReduceAddRmsNorm: validate -> plan (planCall's fused rules) -> the fused one-shot
+// kernel, or the all-reduce then the epilogue kernel -> record what ran.
+// tpcommCommExplainAddRmsNorm asks the same planner.
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -21,22 +21,9 @@ namespace {
 
 constexpr const char* kOp = "tpcommAllReduceAddRmsNorm";
 
-// The plan of the last fused call, reused while the shapes repeat (the planner is a pure function
-// of them), so the hot path builds no strings: as planOf does for tpcommAllReduce.
-const FusedPlan& fusedPlanOf(tpcommComm* c, const FusedCallArgs& call) {
-  const FusedCallArgs& k = c->cached_fused_call;
-  if (!c->cached_fused_valid || call.rows != k.rows || call.hidden != k.hidden ||
-      call.dtype != k.dtype || call.fp8 != k.fp8) {
-    c->cached_fused = planFusedCall(factsOf(c), call);
-    c->cached_fused_call = call;
-    c->cached_fused_valid = true;
-  }
-  return c->cached_fused;
-}
-
 // The unfused path: the all-reduce into a buffer of the activation dtype (the norm's output, or,
 // for FP8 output, residualOut where it is not the residual itself), then the epilogue kernel.
-tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const FusedPlan& fp,
+tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const EpiloguePlan& e,
                           cudaStream_t s, tpcommStream_t stream) {
   const tpcommRmsNormParams_t& prm = *b.params;
   void* sums = !prm.quantScale                   ? b.norm_out
@@ -46,7 +33,7 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Fus
     return fail(tpcommUnsupported,
                 "%s: FP8 output with the residual updated in place needs the fused kernel, which "
                 "does not take this call (%s): pass a separate residualOut",
-                kOp, fp.reason.c_str());
+                kOp, e.reason.c_str());
   const tpcommDataType_t dt = static_cast<tpcommDataType_t>(b.datatype);
   TPCOMM_CHECK(tpcommAllReduce(b.input, sums, b.tokens * b.hidden, dt, tpcommSum, comm, stream));
   AddRmsNormArgs a{};
@@ -100,11 +87,12 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                          elementBytes(datatype), params->quantScale != nullptr);
   TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
 
-  // Planned from what every rank shares (the shapes: FusedCallArgs holds no pointer fact); a
-  // rank whose buffers are not all aligned stages them below (comm/fused_staging.h).
-  const FusedPlan& fp =
-      fusedPlanOf(comm, FusedCallArgs{tokens, hidden, datatype, params->quantScale != nullptr});
-  const Decision& d = fp.ar.decision;
+  // Planned from what every rank shares (the shapes: a Call holds no pointer fact); a rank whose
+  // buffers are not all aligned stages them below (comm/fused_staging.h).
+  const CallPlan& p =
+      plannedCall(comm, fusedCall(tokens, hidden, datatype, params->quantScale != nullptr));
+  const EpiloguePlan& e = p.epilogue;
+  const Decision& d = p.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
   // The unfused pair then finds this stream in tpcommAllReduce's order, and its epilogue kernel
@@ -112,7 +100,7 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   TPCOMM_CHECK(orderCall(&comm->order, s, cap, kOp, comm->rank));
   // Across machines the fused kernels would sum one machine only: the hierarchical all-reduce
   // (tpcommAllReduce) then the epilogue kernel.
-  if (isFusedVariant(fp.variant) && !comm->span) {
+  if (isFusedVariant(e.variant) && !comm->span) {
     const FusedBuffers user{input, residualIn, residualOut, normOut, gamma};
     const size_t norm_bytes = outs.norm.bytes, gamma_bytes = hidden * elementBytes(datatype);
     const StagingLayout staging = stagingLayout(user, bytes, norm_bytes, gamma_bytes);
@@ -127,27 +115,27 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                       params->quantScale,
                       tokens,
                       hidden,
-                      fp.region,
+                      e.region,
                       params->eps,
                       params->weightOffset};
     f.dtype = datatype;
-    f.variant = fp.variant;
-    f.blocks = fp.blocks;
-    f.threads = fp.threads;
-    f.pdl = fp.pdl;
-    f.cluster = fp.cluster;
-    f.one_pass = fp.one_pass;
+    f.variant = e.variant;
+    f.blocks = e.blocks;
+    f.threads = e.threads;
+    f.pdl = e.pdl;
+    f.cluster = e.cluster;
+    f.one_pass = e.one_pass;
     f.cc_major = comm->cc_major;
     TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
     TPCOMM_CHECK(unstageFusedOutputs(staging, user, k, bytes, norm_bytes, s));
     TPCOMM_CHECK(afterCall(&comm->order, s, cap));
     recordCall(comm,
-               CallRecord{d.algo, fp.variant, d.fallback, bytes, datatype, fp.blocks, &fp.reason,
+               CallRecord{d.algo, e.variant, d.fallback, bytes, datatype, e.blocks, &e.reason,
                           "allreduce+rmsnorm"},
                cap != cudaStreamCaptureStatusNone);
     return tpcommSuccess;
   }
-  const tpcommResult_t unfused = runUnfused(comm, b, fp, s, stream);
+  const tpcommResult_t unfused = runUnfused(comm, b, e, s, stream);
   if (unfused != tpcommSuccess) {
     // Broken since this call's own check (its all-reduce was refused, the epilogue never ran):
     // both outputs are NaN all the same.
@@ -158,12 +146,12 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
       "across machines: the hierarchical all-reduce, then add_rmsnorm";
   const bool across = comm->span != nullptr;
   CallRecord r{d.algo,
-               across ? epilogueVariant(params->quantScale != nullptr) : fp.variant,
+               across ? epilogueVariant(params->quantScale != nullptr) : e.variant,
                d.fallback,
                bytes,
                datatype,
                0,
-               across ? &kAcross : &fp.reason,
+               across ? &kAcross : &e.reason,
                "allreduce+rmsnorm"};
   r.epilogue = true;
   recordCall(comm, r, cap != cudaStreamCaptureStatusNone);
@@ -180,7 +168,8 @@ extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t 
   TPCOMM_CHECK(fusedPayloadBytes("tpcommCommExplainAddRmsNorm", tokens, hidden,
                                  static_cast<int>(datatype), &bytes));
   const bool fp8 = params && params->quantScale;
-  const FusedPlan fp = planFusedCall(factsOf(comm), FusedCallArgs{tokens, hidden, datatype, fp8});
+  const CallPlan p = planCall(factsOf(comm), fusedCall(tokens, hidden, datatype, fp8));
+  const EpiloguePlan& e = p.epilogue;
   if (comm->span) {
     // The hierarchical all-reduce's legs, then the epilogue kernel.
     const tpcommResult_t r = tpcommCommExplain(comm, tokens * hidden, datatype, info);
@@ -188,13 +177,13 @@ extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t 
     return r;
   }
   *info = tpcommCallInfo_t{};
-  info->algo = fp.ar.decision.error == tpcommSuccess ? fp.ar.decision.algo : tpcommAlgoAuto;
-  info->variant = fp.variant;
+  info->algo = p.decision.error == tpcommSuccess ? p.decision.algo : tpcommAlgoAuto;
+  info->variant = e.variant;
   info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);
-  info->blocks = isFusedVariant(fp.variant)       ? fp.blocks
-                 : isKernelVariant(fp.ar.variant) ? fp.ar.grid.blocks
-                                                  : 0;
-  strncpy(info->reason, fp.reason.c_str(), sizeof(info->reason) - 1);
-  return fp.ar.decision.error;
+  info->blocks = isFusedVariant(e.variant)    ? e.blocks
+                 : isKernelVariant(p.variant) ? p.grid.blocks
+                                              : 0;
+  strncpy(info->reason, e.reason.c_str(), sizeof(info->reason) - 1);
+  return p.decision.error;
 }

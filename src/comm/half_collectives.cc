@@ -16,23 +16,10 @@
 #include "comm/validate_half.h"
 #include "common/error.h"
 #include "kernels/algo_launch.h"
-#include "plan/half_plan.h"
+#include "plan/planner.h"
 
 namespace tpcomm {
 namespace {
-
-// The last plan of each collective, reused while its calls repeat (the hot path builds no
-// strings), as the all-reduce's planOf does.
-const CallPlan& halfPlanOf(tpcommComm* c, tpcommColl_t coll, const CallArgs& call) {
-  const int i = coll == tpcommCollReduceScatter ? 0 : 1;
-  const CallArgs& last = c->cached_half_call[i];
-  if (!c->cached_half_valid[i] || call.bytes != last.bytes || call.aligned != last.aligned) {
-    c->cached_half[i] = planHalfCall(factsOf(c), coll, call);
-    c->cached_half_call[i] = call;
-    c->cached_half_valid[i] = true;
-  }
-  return c->cached_half[i];
-}
 
 // The kernels take whole vectors of every rank's run where the buffers and the run length are
 // 16-byte aligned; else they move elements one by one at the edges (vec_device.cuh).
@@ -62,7 +49,7 @@ tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t
                               {halfOutput(coll, recv, count, elementBytes(dt), comm->world)}));
 
   const CallPlan& p =
-      halfPlanOf(comm, coll, CallArgs{bytes, halfAligned(send, recv, bytes, comm->world)});
+      plannedCall(comm, Call{bytes, halfAligned(send, recv, bytes, comm->world), coll});
   const Decision& d = p.decision;
   if (d.error != tpcommSuccess)
     return fail(d.error, "%s: %zu bytes on rank %d: %s", op, bytes, comm->rank, d.reason.c_str());
@@ -93,12 +80,6 @@ tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t
                         coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"},
              capturing);
   return tpcommSuccess;
-}
-
-CallPlan localPlan(const tpcommComm* c, tpcommColl_t coll, size_t bytes) {
-  // As for 16-byte aligned buffers and runs (what torch and the engines allocate).
-  return coll == tpcommCollAllReduce ? planCall(factsOf(c), CallArgs{bytes, true})
-                                     : planHalfCall(factsOf(c), coll, CallArgs{bytes, true});
 }
 
 namespace {
@@ -148,7 +129,7 @@ extern "C" tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommC
     return fail(tpcommInvalidArgument, "%s: count %zu x world %d overflows the byte size", op,
                 count, world);
   const size_t bytes = part * static_cast<size_t>(world);
-  if (comm->span && count > 0) return nodeExplain(comm, collective, count, datatype, bytes, info);
+  if (comm->span && count > 0) return nodeExplain(comm, collective, datatype, bytes, info);
   *info = tpcommCallInfo_t{};
   info->bytes = bytes;
   info->datatype = static_cast<int>(datatype);
@@ -157,7 +138,7 @@ extern "C" tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommC
     return tpcommSuccess;
   }
   // As for 16-byte aligned buffers and runs (what torch and the engines allocate).
-  const CallPlan p = planHalfCall(factsOf(comm), collective, CallArgs{bytes, true});
+  const CallPlan p = planCall(factsOf(comm), Call{bytes, true, collective});
   const Decision& d = p.decision;
   info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;
   info->variant = p.variant;

@@ -15,7 +15,5 @@ tpcommResult_t localAllReduce(const void* send, void* recv, size_t count, tpcomm
                               int op, tpcommComm* c, cudaStream_t s, bool check_buffers);
 tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
                          tpcommDataType_t dt, tpcommComm* c, cudaStream_t s, bool check_buffers);
-// The single-machine planner's choice for a call of `bytes` (aligned buffers), as Explain uses.
-CallPlan localPlan(const tpcommComm* c, tpcommColl_t coll, size_t bytes);
 
 }  // namespace tpcomm

@@ -12,60 +12,17 @@
 #include "comm/validate_half.h"
 #include "common/error.h"
 #include "kernels/algo_launch.h"
-#include "plan/node_plan.h"
+#include "plan/planner.h"
 
 namespace tpcomm {
 namespace {
 
-NodePlanArgs argsOf(const tpcommComm* c, tpcommColl_t coll, size_t bytes) {
-  NodePlanArgs a;
-  a.coll = coll;
-  a.bytes = bytes;
-  a.nodes = c->span->layout.nodes;
-  a.local_ranks = c->world;
-  a.contiguous = c->span->layout.contiguous;
-  a.small_bytes = c->knobs.node_small_bytes;
-  a.forced = c->knobs.node_variant;
-  return a;
-}
-
-// The intra-node legs' bytes: what each local call moves (whole local messages).
-struct LegBytes {
-  size_t first = 0, last = 0;
-};
-
-LegBytes legBytes(const NodePlanArgs& a, const NodePlan& p, size_t count, size_t es) {
-  const size_t L = static_cast<size_t>(a.local_ranks);
-  if (p.shape == NodeShape::kSmall) return {count * es, 0};
-  if (p.shape == NodeShape::kLarge) {
-    const size_t padded = (count + L - 1) / L * L * es;
-    return {padded, padded};
-  }
-  return {L * count * es, L * count * es};  // one machine's segments (count: per rank)
-}
-
-std::string planText(const tpcommComm* c, const NodePlanArgs& a, const NodePlan& p, size_t count,
-                     size_t es, CallPlan* first) {
-  const LegBytes b = legBytes(a, p, count, es);
-  const tpcommColl_t first_coll = p.shape == NodeShape::kSmall    ? tpcommCollAllReduce
-                                  : a.coll == tpcommCollAllGather ? tpcommCollAllGather
-                                                                  : tpcommCollReduceScatter;
-  *first = localPlan(c, first_coll, b.first);
-  const CallPlan last = localPlan(c, tpcommCollAllGather, b.last ? b.last : b.first);
-  const int f = first->variant;
-  return nodeLegsText(a, p, f, p.shape == NodeShape::kLarge ? last.variant : f);
-}
-
-const std::string& cachedText(tpcommComm* c, const NodePlanArgs& a, const NodePlan& p, size_t count,
-                              size_t es) {
-  NodeSpan& sp = *c->span;
-  const int k = static_cast<int>(a.coll);
-  if (sp.cached_bytes[k] != a.bytes || sp.cached_text[k].empty()) {
-    CallPlan unused;
-    sp.cached_text[k] = planText(c, a, p, count, es, &unused);
-    sp.cached_bytes[k] = a.bytes;
-  }
-  return sp.cached_text[k];
+// The plan of a spanning call (planCall's node rules): the legs' shape and text, the first
+// intra-node leg's plan. Its dtype sets the legs' element counts.
+const CallPlan& nodePlanOf(tpcommComm* c, tpcommColl_t coll, size_t bytes, tpcommDataType_t dt) {
+  Call call{bytes, true, coll};
+  call.dtype = dt;
+  return plannedCall(c, call, /*spanning=*/true);
 }
 
 // The NCCL leg counted as what it is: a planned leg, never a fallback.
@@ -167,13 +124,12 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
       enter(c, name, s, send, recv, count, allReduceOutput(recv, count, dtypeSize(dt)), &cap));
   if (count == 0) return tpcommSuccess;
   const bool capturing = cap != cudaStreamCaptureStatusNone;
-  const NodePlanArgs a = argsOf(c, tpcommCollAllReduce, bytes);
-  const NodePlan p = planNodeCall(a);
+  const NodeLegs& legs = nodePlanOf(c, tpcommCollAllReduce, bytes, dt).node;
   tpcommCallInfo_t first = ncclOnly();
   if (c->world == 1) {
     TPCOMM_CHECK(nodeLinkAllReduce(c, send, recv, count, dt, s, capturing));
     recordLeg(c, bytes, dt, capturing);
-  } else if (p.shape == NodeShape::kSmall) {
+  } else if (legs.shape == NodeShape::kSmall) {
     // Every local rank then holds the same bits, and with two machines every local index's NCCL
     // sum of them is the same a + b (plan/node_plan.cc).
     TPCOMM_CHECK(localAllReduce(send, recv, count, dt, op, c, s, false));
@@ -183,7 +139,7 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
   } else {
     TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, s, capturing, &first));
   }
-  recordWhole(c, first, bytes, dt, cachedText(c, a, p, count, dtypeSize(dt)));
+  recordWhole(c, first, bytes, dt, legs.text);
   return tpcommSuccess;
 }
 
@@ -201,10 +157,10 @@ tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t 
                      halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world), &cap));
   if (count == 0) return tpcommSuccess;
   const bool capturing = cap != cudaStreamCaptureStatusNone;
-  const NodePlanArgs a = argsOf(c, coll, bytes);
-  const NodePlan p = planNodeCall(a);
-  if (p.error != tpcommSuccess)
-    return fail(p.error, "%s: rank %d: %s", name, sp.global_rank, p.why.c_str());
+  const CallPlan& p = nodePlanOf(c, coll, bytes, dt);
+  if (p.node.error != tpcommSuccess)
+    return fail(p.node.error, "%s: rank %d: %s", name, sp.global_rank, p.node.why.c_str());
+  const std::string& text = p.node.text;
   const size_t es = dtypeSize(dt);
   const size_t L = static_cast<size_t>(c->world);
   const size_t N = static_cast<size_t>(sp.layout.nodes);
@@ -241,27 +197,24 @@ tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t 
       }
     }
   }
-  recordWhole(c, first, bytes, dt, cachedText(c, a, p, count, es));
+  recordWhole(c, first, bytes, dt, text);
   return tpcommSuccess;
 }
 
-tpcommResult_t nodeExplain(const tpcommComm* c, tpcommColl_t coll, size_t count,
-                           tpcommDataType_t dt, size_t bytes, tpcommCallInfo_t* info) {
-  const NodePlanArgs a = argsOf(c, coll, bytes);
-  const NodePlan p = planNodeCall(a);
+tpcommResult_t nodeExplain(const tpcommComm* c, tpcommColl_t coll, tpcommDataType_t dt,
+                           size_t bytes, tpcommCallInfo_t* info) {
+  Call call{bytes, true, coll};
+  call.dtype = dt;
+  const CallPlan p = planCall(spanFactsOf(c), call);
   *info = tpcommCallInfo_t{};
   info->bytes = bytes;
   info->datatype = static_cast<int>(dt);
-  CallPlan first;
-  const std::string text = planText(c, a, p, count, dtypeSize(dt), &first);
-  strncpy(info->reason, text.c_str(), sizeof(info->reason) - 1);
-  if (p.error != tpcommSuccess) return fail(p.error, "%s", p.why.c_str());
-  const bool solo = c->world == 1;
-  info->algo = solo ? tpcommAlgoNccl : first.decision.algo;
-  info->variant = solo ? tpcommVariantNccl : first.variant;
-  info->blocks = !solo && isKernelVariant(first.variant) ? first.grid.blocks : 0;
-  if (!solo && first.decision.error != tpcommSuccess)
-    return fail(first.decision.error, "%s", first.decision.reason.c_str());
+  strncpy(info->reason, p.node.text.c_str(), sizeof(info->reason) - 1);
+  info->algo = p.decision.algo;
+  info->variant = p.variant;
+  info->blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
+  if (p.decision.error != tpcommSuccess)
+    return fail(p.decision.error, "%s", p.decision.reason.c_str());
   return tpcommSuccess;
 }
 

@@ -13,10 +13,10 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
                              int op, tpcommComm* c, cudaStream_t s);
 tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
                         tpcommDataType_t dt, tpcommComm* c, cudaStream_t s);
-// tpcommCommExplain / ExplainCollective: count is the per-rank count, bytes the payload. The
-// variant is the first intra-node leg's (NCCL's on machines of one rank); the reason names every
-// leg.
-tpcommResult_t nodeExplain(const tpcommComm* c, tpcommColl_t coll, size_t count,
-                           tpcommDataType_t dt, size_t bytes, tpcommCallInfo_t* info);
+// tpcommCommExplain / ExplainCollective: bytes is the payload (reduce-scatter / all-gather: the
+// global world x the count's bytes). The variant is the first intra-node leg's (NCCL's on
+// machines of one rank); the reason names every leg.
+tpcommResult_t nodeExplain(const tpcommComm* c, tpcommColl_t coll, tpcommDataType_t dt,
+                           size_t bytes, tpcommCallInfo_t* info);
 
 }  // namespace tpcomm

@@ -26,10 +26,6 @@ struct NodeSpan {
   // Bounds the eager NCCL legs as the fallback's watch does (comm/nccl_watchdog.h).
   std::unique_ptr<NcclWatch> watch;
   uint64_t link_calls = 0;  // tpcommCommGetNodeLinkCalls
-  // The last call's legs as text, per collective, reused while its size repeats (the hot path
-  // builds no strings, as planOf does).
-  std::string cached_text[tpcommNumColls];
-  size_t cached_bytes[tpcommNumColls] = {};
 };
 
 }  // namespace tpcomm

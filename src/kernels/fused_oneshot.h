@@ -34,7 +34,7 @@ struct FusedLaunch {
   FusedParams p;
   tpcommDataType_t dtype;
   tpcommVariant_t variant;  // one of the tpcommVariantFused* (the variant table has its kernels)
-  int blocks;               // planFusedCall (plan/fused_plan.h) gives the grid and p.region
+  int blocks;               // planCall (CallPlan::epilogue) gives the grid and p.region
   int threads;
   bool pdl;
   // Blocks per row: above 1, a thread-block cluster of that many owns each row (fused_cluster.cu;

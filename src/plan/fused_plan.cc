@@ -5,6 +5,7 @@
 #include "common/str_format.h"
 #include "kernels/add_rmsnorm.h"
 #include "kernels/fused_oneshot.h"
+#include "plan/rules.h"
 
 namespace tpcomm {
 namespace {
@@ -74,32 +75,38 @@ tpcommVariant_t epilogueVariant(bool fp8) {
   return fp8 ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
 }
 
-FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
-  FusedPlan p;
-  const size_t es = call.dtype == tpcommFloat32 ? 4 : 2;
+// The plan of the all-reduce of the same bytes (what the unfused path runs first), as for aligned
+// buffers: no pointer enters a fused plan (a rank whose buffers are not aligned gives the fused
+// kernel aligned stand-ins, comm/fused_staging.h). Its epilogue: the fused one-shot, or the
+// epilogue kernel after it.
+CallPlan fusedRules(const CommFacts& f, const Call& call) {
+  const size_t es = dtypeSize(call.dtype);
   const size_t bytes = call.rows * call.hidden * es;
-  p.ar = planCall(f, CallArgs{bytes, true});  // as for aligned buffers, as Explain plans
-  if (p.ar.decision.error != tpcommSuccess) {
-    p.reason = p.ar.decision.reason;
+  Call ar;
+  ar.bytes = bytes;
+  CallPlan p = allReduceRules(f, ar);
+  EpiloguePlan& e = p.epilogue;
+  if (p.decision.error != tpcommSuccess) {
+    e.reason = p.decision.reason;
     return p;
   }
   // The fused kernels are one-shots: the transport the all-reduce would use, the whole call in
   // one step (every rank then holds whole rows), rows of whole 16-byte vectors.
-  const bool host = overHostMemory(p.ar.variant) && f.host_transport && f.knobs.host_sentinel;
-  const bool peer = overPeerMemory(p.ar.variant);
+  const bool host = overHostMemory(p.variant) && f.host_transport && f.knobs.host_sentinel;
+  const bool peer = overPeerMemory(p.variant);
   const size_t cap = host   ? f.slots.host_sentinel_step_bytes
                      : peer ? f.slots.oneshot_step_bytes
                             : 0;
   const bool whole = (call.hidden * es) % kVecBytes == 0;
   std::string why_not;
   if (!host && !peer)
-    why_not = "the all-reduce goes to " + std::string(tpcommVariantName(p.ar.variant));
+    why_not = "the all-reduce goes to " + std::string(tpcommVariantName(p.variant));
   else if (!whole)
     why_not = "rows are not whole 16-byte vectors";
   else if (bytes > cap)
     why_not = strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, cap);
   if (why_not.empty() && bytes > 0) {
-    p.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
+    e.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
                      : (call.fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot);
     const size_t hv = call.hidden * es / kVecBytes;
     const size_t max_blocks =
@@ -107,44 +114,44 @@ FusedPlan planFusedCall(const CommFacts& f, const FusedCallArgs& call) {
     // Clusters over peer memory only: the host path's reads cross PCIe, one protocol at a time.
     const ClusterChoice cc =
         host ? ClusterChoice{} : chooseCluster(f, call.rows, call.hidden * es, hv, max_blocks);
-    p.cluster = cc.cluster;
-    p.threads = cc.cluster > 1 ? cc.threads
+    e.cluster = cc.cluster;
+    e.threads = cc.cluster > 1 ? cc.threads
                                : static_cast<int>(std::min<size_t>(
                                      kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
     // A cluster per row, as many as the rows and the grid budget allow (the clusters loop over
     // the rows beyond).
-    const size_t per = static_cast<size_t>(p.cluster);
+    const size_t per = static_cast<size_t>(e.cluster);
     size_t units = std::max<size_t>(1, std::min(call.rows, std::max<size_t>(1, max_blocks / per)));
     // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
     // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
     const int fit = residentCap(f);
     const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
     if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
-    p.blocks = static_cast<int>(units * per);
-    p.one_pass =
-        p.cluster == 1 && hv <= static_cast<size_t>(p.threads) *
+    e.blocks = static_cast<int>(units * per);
+    e.one_pass =
+        e.cluster == 1 && hv <= static_cast<size_t>(e.threads) *
                                     static_cast<size_t>(fusedVecsPerThread(worldClass(f.world)));
-    p.region = cap / kVecBytes;
-    p.pdl = f.knobs.pdl;
+    e.region = cap / kVecBytes;
+    e.pdl = f.knobs.pdl;
     // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
-    p.reason = std::string("fused one-shot over ") + (host ? "host" : "peer") +
+    e.reason = std::string("fused one-shot over ") + (host ? "host" : "peer") +
                strFormat(" memory (%zu bytes, one step of %zu)", bytes, cap);
-    if (p.cluster > 1)
-      p.reason += strFormat("; rows over clusters of %d", p.cluster);
+    if (e.cluster > 1)
+      e.reason += strFormat("; rows over clusters of %d", e.cluster);
     else if (cc.why_not)
-      p.reason += strFormat("; a block per row (%s)", cc.why_not);
-    if (capped) p.reason += "; " + coResidentNote(p.blocks, *f.grid_caps);
+      e.reason += strFormat("; a block per row (%s)", cc.why_not);
+    if (capped) e.reason += "; " + coResidentNote(e.blocks, *f.grid_caps);
     return p;
   }
-  p.variant = epilogueVariant(call.fp8);
-  p.reason = "unfused: " + std::string(tpcommVariantName(p.ar.variant)) +
+  e.variant = epilogueVariant(call.fp8);
+  e.reason = "unfused: " + std::string(tpcommVariantName(p.variant)) +
              ", then the add+RMSNorm "
              "kernel (" +
              (why_not.empty() ? "nothing to reduce" : why_not) + ")";
   // The epilogue kernel splits rows by the same facts at its launch (comm/fused_allreduce.cc).
   const int epilogue =
       addRmsNormCluster(call.rows, call.hidden, es, f.clusters && f.knobs.epilogue_cluster);
-  if (epilogue > 1) p.reason += strFormat("; rows over clusters of %d", epilogue);
+  if (epilogue > 1) e.reason += strFormat("; rows over clusters of %d", epilogue);
   return p;
 }
 

@@ -1,4 +1,5 @@
 #include "plan/half_plan.h"
+#include "plan/rules.h"
 
 namespace tpcomm {
 
@@ -29,7 +30,12 @@ tpcommVariant_t halfVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
   return tpcommVariantNone;
 }
 
-CallPlan planHalfCall(const CommFacts& f, tpcommColl_t coll, const CallArgs& call) {
+// call.bytes: the whole message (world x the per-rank count's bytes), which is what one step of
+// the two-shot's slots carries, as in an all-reduce of those bytes. call.aligned: both buffers
+// and the per-rank runs are 16-byte aligned. The plan's algorithm is twoshot, twoshot_pull,
+// host_twoshot or nccl (what the stats count).
+CallPlan halfRules(const CommFacts& f, const Call& call) {
+  const tpcommColl_t coll = call.collective;
   CallPlan p;
   p.decision = choose(policyInputOf(f, call.bytes));
   Decision& d = p.decision;

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 
+#include "plan/rules.h"
+
 namespace tpcomm {
 
-NodePlan planNodeCall(const NodePlanArgs& a) {
+NodePlan nodeShape(const NodePlanArgs& a) {
   NodePlan p;
   char why[160];
   if (a.coll != tpcommCollAllReduce) {
@@ -65,6 +67,74 @@ std::string nodeLegsText(const NodePlanArgs& a, const NodePlan& p, int first, in
              (solo ? "" : " -> " + std::string(l ? l : "?") + " per node");
   }
   return "";
+}
+
+namespace {
+
+// The intra-node legs' bytes: what each local call moves (whole local messages). count: the
+// elements of an all-reduce, or of one rank's run of a reduce-scatter / all-gather.
+struct LegBytes {
+  size_t first = 0, last = 0;
+};
+
+LegBytes legBytes(const NodePlanArgs& a, const NodePlan& p, size_t count, size_t es) {
+  const size_t L = static_cast<size_t>(a.local_ranks);
+  if (p.shape == NodeShape::kSmall) return {count * es, 0};
+  if (p.shape == NodeShape::kLarge) {
+    const size_t padded = (count + L - 1) / L * L * es;
+    return {padded, padded};
+  }
+  return {L * count * es, L * count * es};  // one machine's segments
+}
+
+}  // namespace
+
+CallPlan nodeRules(const CommFacts& f, const Call& call) {
+  NodePlanArgs a;
+  a.coll = call.collective;
+  a.bytes = call.bytes;
+  a.nodes = f.nodes;
+  a.local_ranks = f.world;
+  a.contiguous = f.node_contiguous;
+  a.small_bytes = f.knobs.node_small_bytes;
+  a.forced = f.knobs.node_variant;
+  const NodePlan np = nodeShape(a);
+  CallPlan p;
+  if (np.error != tpcommSuccess) {
+    p.decision.error = np.error;
+    p.decision.reason = np.why;
+  } else {
+    // The legs, as for 16-byte aligned buffers and runs (what torch and the engines allocate),
+    // planned over this machine's ranks.
+    CommFacts local = f;
+    local.nodes = 1;
+    const size_t es = dtypeSize(call.dtype);
+    const size_t runs = a.coll == tpcommCollAllReduce ? 1 : static_cast<size_t>(f.nodes * f.world);
+    const LegBytes b = legBytes(a, np, call.bytes / es / runs, es);
+    Call leg;
+    leg.collective = np.shape == NodeShape::kSmall   ? tpcommCollAllReduce
+                     : a.coll == tpcommCollAllGather ? tpcommCollAllGather
+                                                     : tpcommCollReduceScatter;
+    leg.bytes = b.first;
+    leg.dtype = call.dtype;
+    const CallPlan first = planCall(local, leg);
+    leg.collective = tpcommCollAllGather;
+    leg.bytes = b.last ? b.last : b.first;
+    const tpcommVariant_t last = planCall(local, leg).variant;
+    if (f.world > 1) {
+      p = first;
+    } else {  // one rank a machine: NCCL is the only leg
+      p.decision.algo = tpcommAlgoNccl;
+      p.variant = tpcommVariantNccl;
+    }
+    p.node.text =
+        nodeLegsText(a, np, first.variant, np.shape == NodeShape::kLarge ? last : first.variant);
+  }
+  p.node.shape = np.shape;
+  p.node.error = np.error;
+  p.node.why = np.why;
+  if (p.node.text.empty()) p.node.text = np.why;
+  return p;
 }
 
 }  // namespace tpcomm

@@ -37,7 +37,8 @@ struct NodePlan {
   std::string why;  // the choice, or the refusal
 };
 
-NodePlan planNodeCall(const NodePlanArgs& a);
+// The shape rule (nodeRules, plan/rules.h, applies it and plans the legs).
+NodePlan nodeShape(const NodePlanArgs& a);
 
 // The legs as Explain names them, e.g. "hierarchical (large: 1048576 B > node_small_bytes
 // 65536): p2p_reduce_scatter -> nccl all_reduce over 2 nodes -> p2p_all_gather". first / last:

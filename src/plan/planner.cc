@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "plan/rules.h"
+
 namespace tpcomm {
 namespace {
 
@@ -160,12 +162,12 @@ OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t 
   return oneShotCall(region, chunk_vecs, nvec, static_cast<unsigned>(blocks));
 }
 
-bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& call) {
+bool leanFits(const OneShotCall& geo, int blocks, int threads, const Call& call) {
   return call.aligned && call.bytes > 0 && call.bytes % kVecBytes == 0 && blocks >= 1 &&
          threads >= 1 && geo.nsteps == 1 && geo.per <= static_cast<size_t>(threads);
 }
 
-CallPlan planCall(const CommFacts& f, const CallArgs& call) {
+CallPlan allReduceRules(const CommFacts& f, const Call& call) {
   CallPlan p;
   p.decision = choose(policyInputOf(f, call.bytes));
   const int algo = p.decision.algo;
@@ -204,6 +206,23 @@ CallPlan planCall(const CommFacts& f, const CallArgs& call) {
     p.variant = lean;
   }
   return p;
+}
+
+Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8) {
+  Call c;
+  c.bytes = rows * hidden * dtypeSize(dtype);
+  c.rows = rows;
+  c.hidden = hidden;
+  c.dtype = dtype;
+  c.fp8 = fp8;
+  return c;
+}
+
+CallPlan planCall(const CommFacts& f, const Call& call) {
+  if (f.nodes > 1) return nodeRules(f, call);
+  if (call.rows > 0) return fusedRules(f, call);
+  if (call.collective != tpcommCollAllReduce) return halfRules(f, call);
+  return allReduceRules(f, call);
 }
 
 }  // namespace tpcomm

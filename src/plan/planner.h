@@ -1,9 +1,10 @@
 // The call planner: the one function that decides how a call runs. From the communicator's facts
-// (world, fabric, what exists, the slot layout, the knobs) and the call (bytes, alignment) it
-// gives the algorithm (the policy, plan/policy.h), the variant (which kernel, or NCCL), the grid,
-// the step and the one-shot geometry, and the reason. Pure C++ (no CUDA calls), identical on
-// every rank, so the CPU tests check every decision; tpcommAllReduce, tpcommCommExplain,
-// `tpcomm doctor` and `tpcomm tune` all ask it.
+// (world, fabric, what exists, the slot layout, the knobs) and the call (collective, bytes,
+// alignment, the fused call's shapes) it gives the algorithm (the policy, plan/policy.h), the
+// variant (which kernel, or NCCL), the grid, the step and the one-shot geometry, the fused call's
+// epilogue, a spanning call's legs, and the reason. Pure C++ (no CUDA calls), identical on every
+// rank, so the CPU tests check every decision; every collective, its Explain, `tpcomm doctor` and
+// `tpcomm tune` ask it. Its rules by call kind live beside it (plan/rules.h).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include "plan/co_residency.h"
 #include "plan/grid.h"
 #include "plan/knobs.h"
+#include "plan/node_plan.h"
 #include "plan/policy.h"
 #include "tpcomm/tpcomm.h"
 
@@ -40,11 +42,60 @@ struct CommFacts {
   // Every rank's GPU launches thread-block clusters (kernels/occupancy.h, agreed at init): the
   // fused call may spread a row over a cluster, the same on every rank.
   bool clusters = false;
+  // A communicator whose ranks span machines (comm/node_link.h): nodes > 1, world is then the
+  // ranks of this machine, and node_contiguous whether each machine's ranks are consecutive
+  // global ranks (comm/node_layout.h). Its calls run as legs (plan/node_plan.h).
+  int nodes = 1;
+  bool node_contiguous = true;
 };
 
-struct CallArgs {
-  size_t bytes = 0;
-  bool aligned = true;  // send and recv are 16-byte aligned (the lean kernels need it)
+// A call, as every rank knows it: no pointer enters the plan (one rank's alignment would make the
+// ranks run different calls where the plan depended on it; aligned only picks among kernels that
+// take the same slots, see leanFits).
+struct Call {
+  size_t bytes = 0;     // the message (reduce-scatter / all-gather: world x the count's bytes)
+  bool aligned = true;  // send and recv (and a half's runs) are 16-byte aligned
+  tpcommColl_t collective = tpcommCollAllReduce;
+  // tpcommAllReduceAddRmsNorm when rows > 0: the all-reduce of rows x hidden elements of dtype
+  // (bytes), then the add+RMSNorm epilogue, with FP8 output when fp8. A spanning call's dtype sets
+  // its legs' element counts.
+  size_t rows = 0;
+  size_t hidden = 0;
+  tpcommDataType_t dtype = tpcommBfloat16;
+  bool fp8 = false;
+
+  bool operator==(const Call& o) const {
+    return bytes == o.bytes && aligned == o.aligned && collective == o.collective &&
+           rows == o.rows && hidden == o.hidden && dtype == o.dtype && fp8 == o.fp8;
+  }
+};
+
+// The Call of a tpcommAllReduceAddRmsNorm of these shapes (its bytes: rows x hidden x element).
+Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8);
+
+// A fused call's (Call::rows > 0) kernel: the fused one-shot variant that runs the whole call, or
+// the epilogue kernel that follows the all-reduce planned in CallPlan.
+struct EpiloguePlan {
+  tpcommVariant_t variant = tpcommVariantNone;  // None when the all-reduce's plan failed
+  int blocks = 0;                               // fused variants: the grid
+  int threads = 0;
+  // Fused variants: blocks per row; above 1, thread-block clusters of that many blocks each own a
+  // row (blocks = clusters * cluster), a slice of it per block (kernels/fused_cluster.cu).
+  int cluster = 1;
+  // Fused variants with a block per row whose rows fit the registers: the one-pass kernel.
+  bool one_pass = false;
+  size_t region = 0;  // fused variants: vectors of a source's region of a slot
+  bool pdl = false;
+  std::string reason;
+};
+
+// A spanning call's (CommFacts::nodes > 1) legs; CallPlan's other fields are then its first
+// intra-node leg's plan (NCCL where a machine has one rank), what the last-call info names.
+struct NodeLegs {
+  NodeShape shape = NodeShape::kLarge;
+  tpcommResult_t error = tpcommSuccess;  // the shape's refusal (decision.error is then the same)
+  std::string why;                       // the shape's reason, or the refusal
+  std::string text;                      // the legs as Explain names them (nodeLegsText)
 };
 
 struct CallPlan {
@@ -53,9 +104,11 @@ struct CallPlan {
   // The rest only for variants that run a tpcomm kernel:
   GridPlan grid;
   bool pdl = false;
-  bool aligned = true;     // CallArgs::aligned (the kernels take it as DeviceComm::aligned)
+  bool aligned = true;     // Call::aligned (the kernels take it as DeviceComm::aligned)
   size_t chunk_vecs = 0;   // vectors per step at most (host LL one-shot: 0, a whole slot region)
   OneShotCall geometry{};  // one-shot variants (all zero for the chunked ones)
+  EpiloguePlan epilogue;   // fused calls only
+  NodeLegs node;           // spanning calls only
 };
 
 // The rules a communicator's facts come from (comm/init.cc, comm/fabric.cc), shared with
@@ -75,7 +128,8 @@ bool autoIsland(bool islands_found, Fabric fabric);
 // The policy's input for a call of `bytes` on a communicator with these facts.
 PolicyInput policyInputOf(const CommFacts& f, size_t bytes);
 
-CallPlan planCall(const CommFacts& f, const CallArgs& call);
+// The one planner: every call of every collective, on every communicator.
+CallPlan planCall(const CommFacts& f, const Call& call);
 
 // The geometry a one-shot call (oneshot, host_oneshot with `sentinel` or LL, host_bulk) runs
 // with: the region of a slot its transport gives a source (an outbox slot for host_bulk), steps
@@ -86,7 +140,7 @@ OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t 
 
 // Whether a call of that geometry and grid can run a lean kernel, which has no step loop, no tail
 // and no batch loop: one step of whole vectors in aligned buffers, a vector per thread at most.
-bool leanFits(const OneShotCall& geo, int blocks, int threads, const CallArgs& call);
+bool leanFits(const OneShotCall& geo, int blocks, int threads, const Call& call);
 
 // The most blocks any grid of this communicator may have (GridCaps::blocks, where ranks share a
 // GPU), or 0 where nothing caps them. One number for every variant and thread count: the grids of

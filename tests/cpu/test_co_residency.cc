@@ -164,10 +164,10 @@ TEST(CoResidency, EveryPlannedGridFitsItsCap) {
       CommFacts f = factsFor(world, fabric, algo);
       f.nccl_available = false;
       for (size_t bytes = 16; bytes <= 64 * MiB; bytes = bytes * 2 + 16) {
-        const CallPlan free = planCall(f, CallArgs{bytes, true});
+        const CallPlan free = planCall(f, Call{bytes, true});
         CommFacts shared = f;
         shared.grid_caps = &caps;
-        const CallPlan p = planCall(shared, CallArgs{bytes, true});
+        const CallPlan p = planCall(shared, Call{bytes, true});
         const std::string what = "world " + std::to_string(world) + " " + fabricName(fabric) +
                                  " algo " + std::to_string(algo) + " " + std::to_string(bytes) +
                                  " B: " + p.decision.reason;
@@ -195,23 +195,23 @@ TEST(CoResidency, KnobsCannotExceedTheCap) {
   const GridCaps caps = oneGpu(4);
   CommFacts f = factsFor(4, Fabric::kNvlink, tpcommAlgoTwoShot);
   f.grid_caps = &caps;
-  CallPlan p = planCall(f, CallArgs{4 * MiB, true});
+  CallPlan p = planCall(f, Call{4 * MiB, true});
   EXPECT_EQ(p.grid.blocks, 16);
   EXPECT_EQ(p.grid.threads, 512);
   EXPECT_EQ(p.decision.reason.rfind("capped at 16 blocks: 4 ranks share a GPU; ", 0), 0u)
       << p.decision.reason;
   // maxBlocks 1024 asks for 512 blocks of 128 threads: re-shaped down to 16 of 512.
   f.knobs.max_blocks = 1024;
-  EXPECT_EQ(planCall(f, CallArgs{4 * MiB, true}).grid.blocks, 16);
+  EXPECT_EQ(planCall(f, Call{4 * MiB, true}).grid.blocks, 16);
   // And 16 bytes a block asks for 1024 blocks of 64 threads: the same.
   ASSERT_EQ(parseLaunchKnobs("block_bytes=16", &f.knobs), "");
-  p = planCall(f, CallArgs{4 * MiB, true});
+  p = planCall(f, Call{4 * MiB, true});
   EXPECT_EQ(p.grid.blocks, 16);
   EXPECT_TRUE(p.grid.co_resident_capped);
   // A knob below the cap is kept, and nothing is said.
   f.knobs = LaunchKnobs{};
   f.knobs.max_blocks = 8;
-  p = planCall(f, CallArgs{4 * MiB, true});
+  p = planCall(f, Call{4 * MiB, true});
   EXPECT_EQ(p.grid.blocks, 8);
   EXPECT_EQ(p.decision.reason.find(kNote), std::string::npos) << p.decision.reason;
 }
@@ -223,13 +223,13 @@ TEST(CoResidency, OneShotCapCoversTheLeanAndTheGeneralKernel) {
   CommFacts f = factsFor(8, Fabric::kNvlink, tpcommAlgoOneShot);
   f.grid_caps = &caps;
   // 64 KiB asks for 32 blocks of 128 threads; 8 fit, of 512 threads each (a vector a thread).
-  const CallPlan lean = planCall(f, CallArgs{64 * KiB, true});
+  const CallPlan lean = planCall(f, Call{64 * KiB, true});
   ASSERT_EQ(lean.variant, tpcommVariantP2pOneShotLean) << lean.decision.reason;
   EXPECT_TRUE(lean.grid.co_resident_capped);
   EXPECT_EQ(lean.grid.blocks, 8);
   EXPECT_EQ(lean.grid.threads, 512);
   // Misaligned, the general kernel: the same grid.
-  const CallPlan general = planCall(f, CallArgs{64 * KiB, false});
+  const CallPlan general = planCall(f, Call{64 * KiB, false});
   EXPECT_EQ(general.variant, tpcommVariantP2pOneShot) << general.decision.reason;
   EXPECT_EQ(general.grid.blocks, 8);
 }
@@ -237,20 +237,20 @@ TEST(CoResidency, OneShotCapCoversTheLeanAndTheGeneralKernel) {
 TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   const GridCaps caps = oneGpu(4);
   CommFacts f = factsFor(4, Fabric::kNvlink);
-  const FusedCallArgs call{256, 4096, tpcommBfloat16, false};
-  FusedPlan p = planFusedCall(f, call);
+  const Call call = fusedCall(256, 4096, tpcommBfloat16, false);
+  EpiloguePlan p = planCall(f, call).epilogue;
   ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << p.reason;
   EXPECT_EQ(p.blocks, 128);  // without sharing: a block per row up to the default
   f.grid_caps = &caps;
-  p = planFusedCall(f, call);
+  p = planCall(f, call).epilogue;
   EXPECT_EQ(p.threads, 512);
   EXPECT_EQ(p.blocks, 16);  // 132 / (4 ranks x 2 grids)
   EXPECT_NE(p.reason.find("; capped at 16 blocks: 4 ranks share a GPU"), std::string::npos)
       << p.reason;
   f.knobs.max_blocks = 512;
-  EXPECT_EQ(planFusedCall(f, call).blocks, 16);
+  EXPECT_EQ(planCall(f, call).epilogue.blocks, 16);
   // Few rows: fewer blocks than the cap, nothing said.
-  p = planFusedCall(f, FusedCallArgs{4, 4096, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(4, 4096, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.blocks, 4);
   EXPECT_EQ(p.reason.find(kNote), std::string::npos) << p.reason;
 }
@@ -346,7 +346,7 @@ TEST(CoResidency, ExplainSaysTheGridWasCapped) {
   EXPECT_EQ(std::string(info.reason).rfind("capped at ", 0), 0u) << info.reason;
   EXPECT_NE(std::string(info.reason).find(" blocks: 8 ranks share a GPU; "), std::string::npos)
       << info.reason;
-  EXPECT_EQ(planCall(factsOf(&c), CallArgs{64 * MiB, true}).decision.reason.substr(0, 150),
+  EXPECT_EQ(planCall(factsOf(&c), Call{64 * MiB, true}).decision.reason.substr(0, 150),
             std::string(info.reason).substr(0, 150));
   // The same communicator with a GPU per rank: today's grid.
   c.host_seg.dev = nullptr;

@@ -50,7 +50,8 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
   };
   for (const Row& r : cases) {
     const CommFacts f = factsFor(r.world, r.fabric);
-    const FusedPlan p = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, r.fp8});
+    const CallPlan plan = planCall(f, fusedCall(r.rows, r.hidden, r.dt, r.fp8));
+    const EpiloguePlan& p = plan.epilogue;
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
                              "x" + std::to_string(r.hidden) + ": " + p.reason;
     EXPECT_EQ(p.variant, r.want) << what;
@@ -66,30 +67,30 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
       EXPECT_LE(r.rows * r.hidden * (r.dt == tpcommFloat32 ? 4 : 2), p.region * kVecBytes);
     } else {
       EXPECT_EQ(p.reason.rfind("unfused: ", 0), 0u) << what;
-      EXPECT_NE(p.reason.find(tpcommVariantName(p.ar.variant)), std::string::npos) << what;
+      EXPECT_NE(p.reason.find(tpcommVariantName(plan.variant)), std::string::npos) << what;
     }
   }
 }
 
 TEST(FusedPlan, GridFollowsTheRowsAndTheBlockCap) {
   CommFacts f = factsFor(2, Fabric::kNvlink);
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
+  EpiloguePlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.blocks, 1);
   EXPECT_EQ(p.threads, 512);  // 896 vectors: two per thread
-  p = planFusedCall(f, FusedCallArgs{4, 128, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(4, 128, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.blocks, 4);
   EXPECT_EQ(p.threads, 32);  // 16 vectors a row
-  p = planFusedCall(f, FusedCallArgs{256, 4096, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(256, 4096, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.blocks, 128);  // kDefaultMaxBlocks: the blocks loop over the rows beyond it
   f.knobs.max_blocks = 8;
-  p = planFusedCall(f, FusedCallArgs{256, 4096, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(256, 4096, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.blocks, 8);
   // Ranks sharing a GPU: capped by occupancy (test_co_residency.cc).
 }
 
 // What the cluster geometry must hold whatever the choice: whole clusters of a power of two up to
 // kMaxClusterBlocks, no more clusters than rows, every slice within the registers of its block.
-void expectClusterGeometry(const FusedPlan& p, const CommFacts& f, const FusedCallArgs& c,
+void expectClusterGeometry(const EpiloguePlan& p, const CommFacts& f, const Call& c,
                            const std::string& what) {
   ASSERT_TRUE(isFusedVariant(p.variant)) << what;
   EXPECT_GE(p.cluster, 1) << what;
@@ -150,8 +151,8 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
     CommFacts f = factsFor(r.world, Fabric::kNvlink);
     f.clusters = true;
     f.knobs.fused_cluster = true;  // the default
-    const FusedCallArgs call{r.rows, r.hidden, r.dt, false};
-    const FusedPlan p = planFusedCall(f, call);
+    const Call call = fusedCall(r.rows, r.hidden, r.dt, false);
+    const EpiloguePlan p = planCall(f, call).epilogue;
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
                              "x" + std::to_string(r.hidden) + ": " + p.reason;
     ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << what;
@@ -161,7 +162,7 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
     EXPECT_NE(p.reason.find(r.says), std::string::npos) << what;
     expectClusterGeometry(p, f, call, what);
     // FP8 output: the same geometry.
-    const FusedPlan q = planFusedCall(f, FusedCallArgs{r.rows, r.hidden, r.dt, true});
+    const EpiloguePlan q = planCall(f, fusedCall(r.rows, r.hidden, r.dt, true)).epilogue;
     EXPECT_EQ(q.variant, tpcommVariantFusedP2pOneShotFp8) << what;
     EXPECT_EQ(q.cluster, p.cluster) << what;
     EXPECT_EQ(q.blocks, p.blocks) << what;
@@ -171,35 +172,35 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
 // A block per row where clusters cannot or must not be used, and the reason says which.
 TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   CommFacts f = factsFor(2, Fabric::kNvlink);
-  const FusedCallArgs call{1, 7168, tpcommBfloat16, false};
-  FusedPlan p = planFusedCall(f, call);  // some rank's GPU below sm_90 (or the query failed)
+  const Call call = fusedCall(1, 7168, tpcommBfloat16, false);
+  EpiloguePlan p = planCall(f, call).epilogue;  // some rank's GPU below sm_90 (or the query failed)
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.blocks, 1);
   EXPECT_EQ(p.threads, 512);
   EXPECT_NE(p.reason.find("a block per row (no sm_90 clusters)"), std::string::npos) << p.reason;
   f.clusters = true;
-  p = planFusedCall(f, call);  // the default: a cluster per row where clusters launch
+  p = planCall(f, call).epilogue;  // the default: a cluster per row where clusters launch
   EXPECT_EQ(p.cluster, 8) << p.reason;
   EXPECT_EQ(p.blocks, 8) << p.reason;
   ASSERT_EQ(parseLaunchKnobs("fused_cluster=0", &f.knobs), "");
-  p = planFusedCall(f, call);
+  p = planCall(f, call).epilogue;
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.blocks, 1);
   EXPECT_NE(p.reason.find("a block per row (fused_cluster=0)"), std::string::npos) << p.reason;
   ASSERT_EQ(parseLaunchKnobs("fused_cluster=1", &f.knobs), "");
-  EXPECT_EQ(planFusedCall(f, call).cluster, 8);
+  EXPECT_EQ(planCall(f, call).epilogue.cluster, 8);
   // The block budget (TPCOMM_MAX_BLOCKS) bounds rows x cluster.
   f.knobs.max_blocks = 8;
-  p = planFusedCall(f, FusedCallArgs{2, 7168, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(2, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.cluster, 4) << p.reason;
   EXPECT_EQ(p.blocks, 8) << p.reason;
-  p = planFusedCall(f, FusedCallArgs{256, 7168, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(256, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 8) << p.reason;
   // Host memory keeps a block per row (its reads cross PCIe), and says nothing of clusters.
   CommFacts h = factsFor(2, Fabric::kHost);
   h.clusters = true;
-  p = planFusedCall(h, call);
+  p = planCall(h, call).epilogue;
   ASSERT_EQ(p.variant, tpcommVariantFusedHostOneShot) << p.reason;
   EXPECT_EQ(p.cluster, 1);
   EXPECT_EQ(p.reason.find("cluster"), std::string::npos) << p.reason;
@@ -228,7 +229,7 @@ TEST(FusedPlan, OnePassKernelWhereTheRowsFitTheRegisters) {
     CommFacts f = factsFor(c.world, c.fabric);
     f.clusters = c.clusters;
     f.knobs.fused_cluster = c.clusters;
-    const FusedPlan p = planFusedCall(f, FusedCallArgs{2, c.hidden, tpcommBfloat16, false});
+    const EpiloguePlan p = planCall(f, fusedCall(2, c.hidden, tpcommBfloat16, false)).epilogue;
     ASSERT_TRUE(isFusedVariant(p.variant)) << p.reason;
     EXPECT_EQ(p.one_pass, c.one_pass)
         << "world " << c.world << " H " << c.hidden << ": " << p.reason;
@@ -245,18 +246,18 @@ TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
   CommFacts f = factsFor(8, Fabric::kNvlink);
   f.clusters = true;
   f.knobs.fused_cluster = true;
-  const FusedCallArgs one{1, 7168, tpcommBfloat16, false};
-  EXPECT_GT(planFusedCall(f, one).cluster, 1);  // a GPU each
+  const Call one = fusedCall(1, 7168, tpcommBfloat16, false);
+  EXPECT_GT(planCall(f, one).epilogue.cluster, 1);  // a GPU each
   GridCaps caps;
   caps.ranks_per_gpu = 8;
   caps.blocks = 6;
   f.grid_caps = &caps;
   f.clusters = false;  // as comm/fabric.cc leaves it
-  FusedPlan p = planFusedCall(f, one);
+  EpiloguePlan p = planCall(f, one).epilogue;
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 1) << p.reason;
   EXPECT_NE(p.reason.find("a block per row (co-resident cap)"), std::string::npos) << p.reason;
-  p = planFusedCall(f, FusedCallArgs{16, 7168, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(16, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 6) << p.reason;
   EXPECT_NE(p.reason.find("capped at 6 blocks: 8 ranks share a GPU"), std::string::npos)
@@ -280,31 +281,31 @@ TEST(EpilogueCluster, BlocksPerRowFollowTheRowAndTheRows) {
   EXPECT_EQ(addRmsNormCluster(0, 7168, 2, true), 1);
   // The unfused plan's reason says how its epilogue kernel splits the rows.
   CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
+  EpiloguePlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
   f.clusters = true;
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;  // off by default
   ASSERT_EQ(parseLaunchKnobs("epilogue_cluster=1", &f.knobs), "");
   EXPECT_TRUE(f.knobs.fused_cluster);  // the fused kernel's clusters are a knob of their own
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
   ASSERT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
   EXPECT_NE(p.reason.find("; rows over clusters of 8"), std::string::npos) << p.reason;
   f.knobs.epilogue_cluster = false;
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
+  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
 }
 
 TEST(FusedPlan, NcclServedAllReduceStaysUnfusedAndErrorsPropagate) {
   CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
-  FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
-  EXPECT_EQ(p.ar.variant, tpcommVariantNccl);
-  EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
-  EXPECT_NE(p.reason.find("nccl"), std::string::npos) << p.reason;
+  CallPlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
+  EXPECT_EQ(p.variant, tpcommVariantNccl);
+  EXPECT_EQ(p.epilogue.variant, tpcommVariantAddRmsNorm) << p.epilogue.reason;
+  EXPECT_NE(p.epilogue.reason.find("nccl"), std::string::npos) << p.epilogue.reason;
   f.nccl_available = false;
-  p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
-  EXPECT_NE(p.ar.decision.error, tpcommSuccess);
-  EXPECT_EQ(p.variant, tpcommVariantNone);
+  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
+  EXPECT_NE(p.decision.error, tpcommSuccess);
+  EXPECT_EQ(p.epilogue.variant, tpcommVariantNone);
 }
 
 TEST(FusedPlan, EveryVariantItNamesHasKernels) {

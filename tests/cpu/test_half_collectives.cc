@@ -119,8 +119,8 @@ TEST(HalfPlan, NamesTheHalfOfEachTransport) {
   };
   for (const HalfRow& r : rows) {
     const CommFacts f = factsFor(r.world, r.fabric);
-    const CallPlan rs = planHalfCall(f, kRS, CallArgs{r.bytes, true});
-    const CallPlan ag = planHalfCall(f, kAG, CallArgs{r.bytes, true});
+    const CallPlan rs = planCall(f, Call{r.bytes, true, kRS});
+    const CallPlan ag = planCall(f, Call{r.bytes, true, kAG});
     const std::string at = "world " + std::to_string(r.world) + ", " + fabricName(r.fabric) + ", " +
                            std::to_string(r.bytes) + " bytes: ";
     EXPECT_EQ(rs.variant, r.rs) << at << tpcommVariantName(rs.variant) << " " << rs.decision.reason;
@@ -144,24 +144,24 @@ TEST(HalfPlan, NamesTheHalfOfEachTransport) {
 TEST(HalfPlan, ForcedStrictAndUnavailableAreTheAllReducesAnswers) {
   // Forced: the half of the forced algorithm's transport, or its refusal.
   CommFacts f = factsFor(2, Fabric::kHost, tpcommAlgoHostTwoShot);
-  EXPECT_EQ(planHalfCall(f, kRS, CallArgs{MiB, true}).variant, tpcommVariantHostReduceScatter);
+  EXPECT_EQ(planCall(f, Call{MiB, true, kRS}).variant, tpcommVariantHostReduceScatter);
   f = factsFor(2, Fabric::kHost, tpcommAlgoOneShot);
-  CallPlan p = planHalfCall(f, kAG, CallArgs{MiB, true});
+  CallPlan p = planCall(f, Call{MiB, true, kAG});
   EXPECT_EQ(p.decision.error, tpcommUnsupported);
   EXPECT_EQ(p.variant, tpcommVariantNone);
   EXPECT_NE(p.decision.reason.find("peer-to-peer"), std::string::npos) << p.decision.reason;
   f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
-  EXPECT_EQ(planHalfCall(f, kRS, CallArgs{KiB, true}).variant, tpcommVariantNccl);
+  EXPECT_EQ(planCall(f, Call{KiB, true, kRS}).variant, tpcommVariantNccl);
   // Strict: where NCCL would serve, the call is refused, as the all-reduce's is.
   f = factsFor(8, Fabric::kHost);
   f.strict = true;
-  p = planHalfCall(f, kRS, CallArgs{8 * MiB, true});
+  p = planCall(f, Call{8 * MiB, true, kRS});
   EXPECT_EQ(p.decision.error, tpcommFallbackRefused);
   EXPECT_NE(p.decision.reason.find("TPCOMM_STRICT"), std::string::npos) << p.decision.reason;
   // No NCCL (ranks sharing a GPU): the host half serves every size.
   f = factsFor(8, Fabric::kHost);
   f.nccl_available = false;
-  EXPECT_EQ(planHalfCall(f, kAG, CallArgs{64 * MiB, true}).variant, tpcommVariantHostAllGather);
+  EXPECT_EQ(planCall(f, Call{64 * MiB, true, kAG}).variant, tpcommVariantHostAllGather);
 }
 
 // Ranks sharing a GPU: the half's grid fits the communicator's one cap, and says so.
@@ -172,7 +172,7 @@ TEST(HalfPlan, TheCoResidencyCapCutsTheGrid) {
   CommFacts f = factsFor(4, Fabric::kNvlink);
   f.grid_caps = &caps;
   for (tpcommColl_t coll : {kRS, kAG}) {
-    const CallPlan p = planHalfCall(f, coll, CallArgs{64 * MiB, true});
+    const CallPlan p = planCall(f, Call{64 * MiB, true, coll});
     EXPECT_EQ(p.grid.blocks, 5) << p.decision.reason;
     EXPECT_EQ(p.decision.reason.rfind("capped at 5 blocks: 4 ranks share a GPU; ", 0), 0u)
         << p.decision.reason;
@@ -228,7 +228,7 @@ TEST(HalfExplain, AnswersThroughThePlannerForEveryCollective) {
   EXPECT_EQ(info.algo, tpcommAlgoTwoShot);
   EXPECT_EQ(info.bytes, 4u * 1000 * 2);  // the whole message
   EXPECT_GE(info.blocks, 1);
-  const CallPlan want = planHalfCall(factsOf(&pc.c), kRS, CallArgs{8000, true});
+  const CallPlan want = planCall(factsOf(&pc.c), Call{8000, true, kRS});
   EXPECT_EQ(info.blocks, want.grid.blocks);
   EXPECT_STREQ(info.reason, want.decision.reason.c_str());
   ASSERT_EQ(tpcommCommExplainCollective(&pc.c, tpcommCollAllGather, 7, tpcommFloat32, &info),

@@ -63,7 +63,7 @@ TEST(HalfPullPlan, PullAlgorithmsRunThePullHalves) {
                            (r.collapse ? ", write_collapse: " : ": ");
     for (tpcommColl_t coll : {kRS, kAG}) {
       const bool rs = coll == kRS;
-      const CallPlan p = planHalfCall(f, coll, CallArgs{r.bytes, true});
+      const CallPlan p = planCall(f, Call{r.bytes, true, coll});
       const Decision& d = p.decision;
       ASSERT_EQ(d.error, tpcommSuccess) << at << d.reason;
       const char* want = r.pull ? (rs ? "p2p_reduce_scatter_pull" : "p2p_all_gather_pull")
@@ -89,11 +89,11 @@ TEST(HalfPullPlan, PullAlgorithmsRunThePullHalves) {
 TEST(HalfPullPlan, PushAndNcclDecisionsAreUnchanged) {
   CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoIsland);
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
-  EXPECT_EQ(nameOf(planHalfCall(f, kRS, CallArgs{MiB, true}).variant), "p2p_reduce_scatter");
+  EXPECT_EQ(nameOf(planCall(f, Call{MiB, true, kRS}).variant), "p2p_reduce_scatter");
   f = factsFor(8, Fabric::kPcie);
-  EXPECT_EQ(nameOf(planHalfCall(f, kAG, CallArgs{512 * KiB, true}).variant), "p2p_all_gather");
+  EXPECT_EQ(nameOf(planCall(f, Call{512 * KiB, true, kAG}).variant), "p2p_all_gather");
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
-  const CallPlan p = planHalfCall(f, kAG, CallArgs{16 * MiB, true});
+  const CallPlan p = planCall(f, Call{16 * MiB, true, kAG});
   EXPECT_EQ(p.variant, tpcommVariantNccl) << p.decision.reason;
   EXPECT_TRUE(p.decision.fallback);
 }
@@ -101,17 +101,17 @@ TEST(HalfPullPlan, PushAndNcclDecisionsAreUnchanged) {
 // Ranks sharing a GPU: the pull half's grid fits the communicator's one cap.
 TEST(HalfPullPlan, TheCoResidencyCapOfThePullHalfCutsTheGrid) {
   CommFacts f = factsFor(4, Fabric::kPcie, tpcommAlgoTwoShotPull);
-  const tpcommVariant_t rs = planHalfCall(f, kRS, CallArgs{64 * MiB, true}).variant;
+  const tpcommVariant_t rs = planCall(f, Call{64 * MiB, true, kRS}).variant;
   ASSERT_EQ(nameOf(rs), "p2p_reduce_scatter_pull");
   GridCaps caps;
   caps.ranks_per_gpu = 4;
   caps.blocks = 3;
   f.grid_caps = &caps;
-  const CallPlan p = planHalfCall(f, kRS, CallArgs{64 * MiB, true});
+  const CallPlan p = planCall(f, Call{64 * MiB, true, kRS});
   EXPECT_EQ(p.grid.blocks, 3) << p.decision.reason;
   EXPECT_EQ(p.decision.reason.rfind("capped at 3 blocks: 4 ranks share a GPU; ", 0), 0u)
       << p.decision.reason;
-  EXPECT_EQ(planHalfCall(f, kAG, CallArgs{64 * MiB, true}).grid.blocks, 3);
+  EXPECT_EQ(planCall(f, Call{64 * MiB, true, kAG}).grid.blocks, 3);
 }
 
 // Explain answers through the same planner for a communicator whose probe said write_collapse.

@@ -164,7 +164,7 @@ TEST(IslandPullPlan, ForcedRunsItsVariantWithTheOutboxGeometry) {
     const size_t slot_vecs = pullSlotBytes(16 * MiB) / kVecBytes;
     EXPECT_EQ(f.slots.island_pull_chunk_vecs, slot_vecs / (m + 3) * m) << "world " << world;
     for (size_t bytes : {size_t{2}, 16 * KiB + 6, 1 * MiB, 64 * MiB}) {
-      const CallPlan p = planCall(f, CallArgs{bytes, bytes % 16 == 0});
+      const CallPlan p = planCall(f, Call{bytes, bytes % 16 == 0});
       const std::string at = "world " + std::to_string(world) + ", " + std::to_string(bytes);
       ASSERT_EQ(p.decision.error, tpcommSuccess) << at << ": " << p.decision.reason;
       EXPECT_EQ(p.variant, tpcommVariantIslandPull) << at;
@@ -186,7 +186,7 @@ TEST(IslandPullPlan, ForcedRunsItsVariantWithTheOutboxGeometry) {
   // Worlds without two islands of at least 2 ranks have no kernel and no plan.
   for (int world : {2, 3, 5, 7}) {
     const CallPlan p =
-        planCall(factsFor(world, Fabric::kPcie, tpcommAlgoIslandPull), CallArgs{64 * KiB, true});
+        planCall(factsFor(world, Fabric::kPcie, tpcommAlgoIslandPull), Call{64 * KiB, true});
     EXPECT_EQ(p.variant, tpcommVariantNone) << world;
     EXPECT_EQ(p.decision.error, tpcommUnsupported) << world;
   }
@@ -208,11 +208,11 @@ TEST(IslandPullPlan, TheVerdictAndTwoIslandsPlanTheVariant) {
   CommFacts f = factsFor(8, Fabric::kPcie);
   f.two_islands = true;
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
-  CallPlan p = planCall(f, CallArgs{16 * MiB, true});
+  CallPlan p = planCall(f, Call{16 * MiB, true});
   EXPECT_EQ(p.variant, tpcommVariantIslandPull) << p.decision.reason;
   EXPECT_EQ(p.chunk_vecs, f.slots.island_pull_chunk_vecs);
   f.fabric_verdict = FabricVerdict::kPushFine;
-  p = planCall(f, CallArgs{16 * MiB, true});
+  p = planCall(f, Call{16 * MiB, true});
   EXPECT_EQ(p.variant, tpcommVariantIsland) << p.decision.reason;
 }
 
@@ -247,8 +247,9 @@ TEST(IslandPullPlan, ExplainNamesTheVariantAndWhy) {
 // No fused island_pull kernel: the fused call runs the all-reduce, then the epilogue kernel.
 TEST(IslandPullPlan, TheFusedCallRunsUnfusedAndSaysWhy) {
   const CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoIslandPull);
-  const FusedPlan p = planFusedCall(f, FusedCallArgs{1, 7168, tpcommBfloat16, false});
-  EXPECT_EQ(p.ar.variant, tpcommVariantIslandPull);
+  const CallPlan plan = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
+  const EpiloguePlan& p = plan.epilogue;
+  EXPECT_EQ(plan.variant, tpcommVariantIslandPull);
   EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm);
   EXPECT_TRUE(contains(p.reason, "unfused: island_pull")) << p.reason;
   EXPECT_TRUE(contains(p.reason, "the all-reduce goes to island_pull")) << p.reason;

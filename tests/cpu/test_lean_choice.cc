@@ -48,7 +48,7 @@ bool lean(tpcommVariant_t v) {
 bool leanCall(const DeviceComm& c, size_t bytes, bool aligned = true, size_t step_bytes = 1 * MiB,
               LaunchKnobs k = LaunchKnobs{}) {
   k.oneshot_step_bytes = static_cast<int>(step_bytes);
-  return lean(planCall(factsOf(c, tpcommAlgoOneShot, k), CallArgs{bytes, aligned}).variant);
+  return lean(planCall(factsOf(c, tpcommAlgoOneShot, k), Call{bytes, aligned}).variant);
 }
 
 TEST(LeanChoice, EverySingleStepPolicySizeFitsAtEveryWorld) {
@@ -89,7 +89,7 @@ TEST(LeanChoice, PartialVectorsAndUnalignedBuffersDoNot) {
 TEST(LeanChoice, MoreThanOneVectorPerThreadDoesNot) {
   const DeviceComm c = commOf(2);
   const CommFacts f = factsOf(c);
-  const CallArgs call{64 * KiB, true};  // 4096 vectors
+  const Call call{64 * KiB, true};  // 4096 vectors
   const OneShotCall geo = oneShotGeometry(f, tpcommAlgoOneShot, false, call.bytes, 65536, 8);
   EXPECT_TRUE(leanFits(geo, 8, 512, call));  // exactly one vector per thread
   EXPECT_FALSE(leanFits(geo, 8, 480, call));
@@ -109,7 +109,7 @@ TEST(LeanChoice, ExactlyTheCallsTheLeanKernelCovers) {
   for (size_t nvec : {size_t{1}, size_t{64}, size_t{1000}, size_t{32768}, size_t{32769}})
     for (unsigned grid : {1u, 8u, 64u})
       for (int threads : {64, 512}) {
-        const CallArgs call{nvec * kVecBytes, true};
+        const Call call{nvec * kVecBytes, true};
         const int blocks = static_cast<int>(grid);
         const OneShotCall k = oneShotCall(full, 0, nvec, grid);
         EXPECT_EQ(oneShotGeometry(f, tpcommAlgoOneShot, false, call.bytes, 0, blocks).per, k.per);
@@ -130,7 +130,7 @@ TEST(LeanChoice, OnlyTheOneShotsOfTheSentinelProtocol) {
   c.out_slot_bytes = 1 * MiB;
   c.hs_slot_bytes = kHostSentinelSlotBytes;
   for (int algo : {tpcommAlgoTwoShot, tpcommAlgoHostTwoShot, tpcommAlgoHostBulk}) {
-    const CallPlan p = planCall(factsOf(c, algo), CallArgs{4 * KiB, true});
+    const CallPlan p = planCall(factsOf(c, algo), Call{4 * KiB, true});
     EXPECT_TRUE(isKernelVariant(p.variant)) << tpcommAlgoName(algo);
     EXPECT_FALSE(lean(p.variant)) << tpcommAlgoName(algo);
   }
@@ -138,12 +138,12 @@ TEST(LeanChoice, OnlyTheOneShotsOfTheSentinelProtocol) {
   // does: single steps of whole aligned vectors, a vector per thread at most; with LL packets
   // (the knob off) never.
   const CommFacts f = factsOf(c, tpcommAlgoHostOneShot);
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB, true}).variant, tpcommVariantHostOneShotSentinelLean);
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB, false}).variant, tpcommVariantHostOneShotSentinel);
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB + 2, true}).variant, tpcommVariantHostOneShotSentinel);
+  EXPECT_EQ(planCall(f, Call{4 * KiB, true}).variant, tpcommVariantHostOneShotSentinelLean);
+  EXPECT_EQ(planCall(f, Call{4 * KiB, false}).variant, tpcommVariantHostOneShotSentinel);
+  EXPECT_EQ(planCall(f, Call{4 * KiB + 2, true}).variant, tpcommVariantHostOneShotSentinel);
   LaunchKnobs ll;
   ll.host_sentinel = false;
-  EXPECT_EQ(planCall(factsOf(c, tpcommAlgoHostOneShot, ll), CallArgs{4 * KiB, true}).variant,
+  EXPECT_EQ(planCall(factsOf(c, tpcommAlgoHostOneShot, ll), Call{4 * KiB, true}).variant,
             tpcommVariantHostOneShotLL);
 }
 
@@ -202,8 +202,7 @@ TEST(OneShotGeometry, HostSentinelRegion) {
         oneShotGeometry(f, tpcommAlgoHostOneShot, true, (region + 1) * kVecBytes, 0, 4).nsteps, 2u)
         << "world " << world;
     // So the planner takes LL packets for the larger call.
-    EXPECT_EQ(planCall(f, CallArgs{(region + 1) * kVecBytes, true}).variant,
-              tpcommVariantHostOneShotLL)
+    EXPECT_EQ(planCall(f, Call{(region + 1) * kVecBytes, true}).variant, tpcommVariantHostOneShotLL)
         << "world " << world;
   }
   DeviceComm c = commOf(2);

@@ -7,6 +7,8 @@
 
 #include "plan/knobs.h"
 #include "plan/node_plan.h"
+#include "plan/planner.h"
+#include "support/plan_facts.h"
 
 namespace tpcomm {
 namespace {
@@ -20,31 +22,31 @@ NodePlanArgs ar(size_t bytes, int nodes = 2, int local = 2) {
 }
 
 TEST(NodePlan, SmallBySizeWithTwoMachinesLargeAbove) {
-  EXPECT_EQ(planNodeCall(ar(65536)).shape, NodeShape::kSmall);
-  EXPECT_EQ(planNodeCall(ar(65537)).shape, NodeShape::kLarge);
-  EXPECT_EQ(planNodeCall(ar(65537)).why, "large: 65537 B > node_small_bytes 65536");
-  EXPECT_EQ(planNodeCall(ar(1024)).why, "small: 1024 B <= node_small_bytes 65536");
+  EXPECT_EQ(nodeShape(ar(65536)).shape, NodeShape::kSmall);
+  EXPECT_EQ(nodeShape(ar(65537)).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(ar(65537)).why, "large: 65537 B > node_small_bytes 65536");
+  EXPECT_EQ(nodeShape(ar(1024)).why, "small: 1024 B <= node_small_bytes 65536");
 }
 
 TEST(NodePlan, SmallNeedsTwoMachinesEvenWhenForced) {
   NodePlanArgs a = ar(1024, 3);
-  EXPECT_EQ(planNodeCall(a).shape, NodeShape::kLarge);
-  EXPECT_EQ(planNodeCall(a).why, "large: small needs 2 nodes, not 3");
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(a).why, "large: small needs 2 nodes, not 3");
   a.forced = 1;
-  EXPECT_EQ(planNodeCall(a).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
 }
 
 TEST(NodePlan, TheKnobForcesEitherVariant) {
   NodePlanArgs a = ar(1 << 20);
   a.forced = 1;
-  EXPECT_EQ(planNodeCall(a).shape, NodeShape::kSmall);
-  EXPECT_EQ(planNodeCall(a).why, "small: forced");
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kSmall);
+  EXPECT_EQ(nodeShape(a).why, "small: forced");
   a = ar(16);
   a.forced = 2;
-  EXPECT_EQ(planNodeCall(a).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
   a = ar(16);
   a.small_bytes = 8;
-  EXPECT_EQ(planNodeCall(a).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
 }
 
 TEST(NodePlan, TheKnobsParseAndAreRangeChecked) {
@@ -60,41 +62,102 @@ TEST(NodePlan, TheKnobsParseAndAreRangeChecked) {
 TEST(NodePlan, HalvesNeedConsecutiveRanksPerMachine) {
   NodePlanArgs a = ar(4096);
   a.coll = tpcommCollReduceScatter;
-  EXPECT_EQ(planNodeCall(a).error, tpcommSuccess);
-  EXPECT_EQ(planNodeCall(a).shape, NodeShape::kHalf);
+  EXPECT_EQ(nodeShape(a).error, tpcommSuccess);
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kHalf);
   a.contiguous = false;
-  const NodePlan p = planNodeCall(a);
+  const NodePlan p = nodeShape(a);
   EXPECT_EQ(p.error, tpcommUnsupported);
   EXPECT_NE(p.why.find("consecutive global ranks"), std::string::npos) << p.why;
 }
 
 TEST(NodePlan, TheTextNamesEveryLeg) {
   NodePlanArgs a = ar(1 << 20);
-  EXPECT_EQ(
-      nodeLegsText(a, planNodeCall(a), tpcommVariantP2pReduceScatter, tpcommVariantP2pAllGather),
-      "hierarchical (large: 1048576 B > node_small_bytes 65536): p2p_reduce_scatter -> "
-      "nccl all_reduce over 2 nodes -> p2p_all_gather");
+  EXPECT_EQ(nodeLegsText(a, nodeShape(a), tpcommVariantP2pReduceScatter, tpcommVariantP2pAllGather),
+            "hierarchical (large: 1048576 B > node_small_bytes 65536): p2p_reduce_scatter -> "
+            "nccl all_reduce over 2 nodes -> p2p_all_gather");
   a = ar(4096);
-  EXPECT_EQ(nodeLegsText(a, planNodeCall(a), tpcommVariantP2pOneShotLean, 0),
+  EXPECT_EQ(nodeLegsText(a, nodeShape(a), tpcommVariantP2pOneShotLean, 0),
             "hierarchical (small: 4096 B <= node_small_bytes 65536): p2p_oneshot_lean -> nccl "
             "all_reduce over 2 nodes");
   a = ar(4096, 4, 1);  // one rank a machine: NCCL is the only leg
-  EXPECT_EQ(nodeLegsText(a, planNodeCall(a), 0, 0),
+  EXPECT_EQ(nodeLegsText(a, nodeShape(a), 0, 0),
             "hierarchical (large: small needs 2 nodes, not 4): nccl all_reduce over 4 nodes");
   a = ar(8192);
   a.coll = tpcommCollReduceScatter;
-  EXPECT_EQ(nodeLegsText(a, planNodeCall(a), tpcommVariantHostReduceScatter, 0),
+  EXPECT_EQ(nodeLegsText(a, nodeShape(a), tpcommVariantHostReduceScatter, 0),
             "hierarchical: host_reduce_scatter per node -> nccl reduce_scatter over 2 nodes");
   a.coll = tpcommCollAllGather;
-  EXPECT_EQ(nodeLegsText(a, planNodeCall(a), tpcommVariantP2pAllGather, tpcommVariantP2pAllGather),
+  EXPECT_EQ(nodeLegsText(a, nodeShape(a), tpcommVariantP2pAllGather, tpcommVariantP2pAllGather),
             "hierarchical: nccl all_gather over 2 nodes -> p2p_all_gather per node");
   // Every text fits tpcommCallInfo_t::reason (160 bytes with the NUL).
   a = ar(~size_t{0}, 2, 8);
   a.small_bytes = 1 << 30;
   EXPECT_LT(
-      nodeLegsText(a, planNodeCall(a), tpcommVariantHostReduceScatter, tpcommVariantHostAllGather)
+      nodeLegsText(a, nodeShape(a), tpcommVariantHostReduceScatter, tpcommVariantHostAllGather)
           .size(),
       160u);
+}
+
+// The planner itself on a spanning communicator (CommFacts::nodes > 1): the legs' shape and text,
+// and the first intra-node leg's plan as the single-machine planner gives it for the leg's bytes.
+CommFacts spanning(int local, int nodes = 2) {
+  CommFacts f = factsFor(local, Fabric::kNvlink);
+  f.nodes = nodes;
+  return f;
+}
+
+Call call(tpcommColl_t coll, size_t bytes, tpcommDataType_t dt = tpcommBfloat16) {
+  Call c{bytes, true, coll};
+  c.dtype = dt;
+  return c;
+}
+
+TEST(NodePlan, ThePlannerPlansTheLegsOverThisMachine) {
+  const CommFacts local = factsFor(2, Fabric::kNvlink);
+  // Large: 1001 bf16 elements do not split over 2 ranks; the reduce-scatter leg runs the padded
+  // 1002 (plan/node_plan.cc legBytes, as node_collectives.cc pads them).
+  CallPlan p = planCall(spanning(2), call(tpcommCollAllReduce, (64 * 1024 + 1001) * 2));
+  ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+  EXPECT_EQ(p.node.shape, NodeShape::kLarge);
+  const CallPlan rs = planCall(local, Call{(64 * 1024 + 1002) * 2, true, tpcommCollReduceScatter});
+  EXPECT_EQ(p.variant, rs.variant);
+  EXPECT_EQ(p.grid.blocks, rs.grid.blocks);
+  EXPECT_EQ(p.node.text,
+            nodeLegsText(ar((64 * 1024 + 1001) * 2), nodeShape(ar((64 * 1024 + 1001) * 2)),
+                         rs.variant, tpcommVariantP2pAllGather));
+  // Small: the all-reduce of the whole message on this machine first.
+  p = planCall(spanning(2), call(tpcommCollAllReduce, 4096));
+  EXPECT_EQ(p.node.shape, NodeShape::kSmall);
+  EXPECT_EQ(p.variant, planCall(local, Call{4096, true}).variant);
+  EXPECT_NE(p.node.text.find(tpcommVariantName(p.variant)), std::string::npos) << p.node.text;
+  // One rank a machine: NCCL is the only leg, and what the call records.
+  p = planCall(spanning(1, 4), call(tpcommCollAllReduce, 4096));
+  EXPECT_EQ(p.variant, tpcommVariantNccl);
+  EXPECT_EQ(p.decision.algo, tpcommAlgoNccl);
+  EXPECT_EQ(p.node.text,
+            "hierarchical (large: small needs 2 nodes, not 4): nccl all_reduce over 4 nodes");
+}
+
+TEST(NodePlan, ThePlannerGivesAHalfItsMachinesSegments) {
+  // A reduce-scatter of 1024 fp32 elements per rank over 2 x 4 ranks: bytes is the global world's
+  // message; each machine's leg moves 4 ranks' runs.
+  const CallPlan p =
+      planCall(spanning(4), call(tpcommCollReduceScatter, 8 * 1024 * 4, tpcommFloat32));
+  ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+  EXPECT_EQ(p.node.shape, NodeShape::kHalf);
+  const CallPlan leg =
+      planCall(factsFor(4, Fabric::kNvlink), Call{4 * 1024 * 4, true, tpcommCollReduceScatter});
+  EXPECT_EQ(p.variant, leg.variant);
+  EXPECT_EQ(p.grid.blocks, leg.grid.blocks);
+  EXPECT_EQ(p.node.text, "hierarchical: " + std::string(tpcommVariantName(leg.variant)) +
+                             " per node -> nccl reduce_scatter over 2 nodes");
+  // Ranks of a machine that are not consecutive: refused, with the reason, by the planner.
+  CommFacts f = spanning(4);
+  f.node_contiguous = false;
+  const CallPlan q = planCall(f, call(tpcommCollAllGather, 8 * 1024 * 4, tpcommFloat32));
+  EXPECT_EQ(q.decision.error, tpcommUnsupported);
+  EXPECT_EQ(q.node.error, tpcommUnsupported);
+  EXPECT_NE(q.node.text.find("consecutive global ranks"), std::string::npos) << q.node.text;
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ TEST(OneShotCe, ForcedNamesItsVariantAtEveryWorldAndSize) {
     for (int world = 2; world <= 8; ++world)
       for (size_t bytes : {size_t{2}, 16 * KiB, 1 * MiB + 6, 64 * MiB}) {
         const CommFacts f = factsFor(world, fabric, tpcommAlgoOneShotCe);
-        const CallPlan p = planCall(f, CallArgs{bytes, bytes % 16 == 0});
+        const CallPlan p = planCall(f, Call{bytes, bytes % 16 == 0});
         ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
         EXPECT_EQ(p.decision.algo, tpcommAlgoOneShotCe);
         EXPECT_EQ(p.variant, tpcommVariantP2pOneShotCe)
@@ -44,7 +44,7 @@ TEST(OneShotCe, ForcedNamesItsVariantAtEveryWorldAndSize) {
         EXPECT_GE(p.grid.threads, 32);
       }
   // 64 MiB at world 2: eight steps of 8 MiB (each its guard, copies, wait and reduce kernel).
-  EXPECT_EQ(planCall(factsFor(2, Fabric::kNvlink, tpcommAlgoOneShotCe), CallArgs{64 * MiB, true})
+  EXPECT_EQ(planCall(factsFor(2, Fabric::kNvlink, tpcommAlgoOneShotCe), Call{64 * MiB, true})
                 .geometry.nsteps,
             8u);
 }
@@ -53,12 +53,12 @@ TEST(OneShotCe, RefusedWithAReasonWhereItCannotRun) {
   // No landing slots: the communicator was not created with oneshot_ce forced.
   CommFacts f = factsFor(4, Fabric::kNvlink, tpcommAlgoOneShotCe);
   f.ce_staging = false;
-  CallPlan p = planCall(f, CallArgs{64 * KiB, true});
+  CallPlan p = planCall(f, Call{64 * KiB, true});
   EXPECT_EQ(p.decision.error, tpcommUnsupported);
   EXPECT_EQ(p.variant, tpcommVariantNone);
   EXPECT_TRUE(has(p.decision.reason, "forced at init")) << p.decision.reason;
   // No P2P: the copies are peer copies.
-  p = planCall(factsFor(2, Fabric::kHost, tpcommAlgoOneShotCe), CallArgs{64 * KiB, true});
+  p = planCall(factsFor(2, Fabric::kHost, tpcommAlgoOneShotCe), Call{64 * KiB, true});
   EXPECT_EQ(p.decision.error, tpcommUnsupported);
   EXPECT_TRUE(has(p.decision.reason, "peer-to-peer")) << p.decision.reason;
 }
@@ -69,7 +69,7 @@ TEST(OneShotCe, AutoAndTuningTablesNeverPickIt) {
       for (size_t bytes = 16; bytes <= 256 * MiB; bytes *= 4) {
         CommFacts f = factsFor(world, fabric);
         f.ce_staging = fabric != Fabric::kHost;  // even with landing slots
-        const CallPlan p = planCall(f, CallArgs{bytes, true});
+        const CallPlan p = planCall(f, Call{bytes, true});
         EXPECT_NE(p.variant, tpcommVariantP2pOneShotCe) << world << " " << bytes;
         EXPECT_NE(p.decision.algo, tpcommAlgoOneShotCe) << world << " " << bytes;
       }
@@ -78,7 +78,7 @@ TEST(OneShotCe, AutoAndTuningTablesNeverPickIt) {
   CommFacts f = factsFor(2, Fabric::kPcie);
   f.ce_staging = true;
   f.tuned = &tuned;
-  const CallPlan p = planCall(f, CallArgs{4 * KiB, true});
+  const CallPlan p = planCall(f, Call{4 * KiB, true});
   EXPECT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
   EXPECT_EQ(p.variant, tpcommVariantP2pTwoShot);
   EXPECT_TRUE(has(p.decision.reason, "oneshot_ce unavailable (a forced-only algorithm"))

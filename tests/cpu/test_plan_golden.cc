@@ -99,7 +99,7 @@ bool factsOfHeader(const std::string& line, CommFacts* f, std::string* why) {
 
 // What the planner says for one row's call, in the row's format.
 std::string planRow(const CommFacts& f, size_t bytes, bool aligned, int dtype) {
-  const CallPlan p = planCall(f, CallArgs{bytes, aligned});
+  const CallPlan p = planCall(f, Call{bytes, aligned});
   const Decision& d = p.decision;
   char buf[320];
   snprintf(buf, sizeof(buf), "%zu %d %d %d %d %d %016llx", bytes, aligned ? 1 : 0, dtype,

@@ -51,7 +51,7 @@ TEST(Planner, NamesTheVariantOfEachCall) {
       {8, Fabric::kHost, 4 * MiB, true, tpcommVariantNccl},
   };
   for (const Row& r : rows) {
-    const CallPlan p = planCall(factsFor(r.world, r.fabric), CallArgs{r.bytes, r.aligned});
+    const CallPlan p = planCall(factsFor(r.world, r.fabric), Call{r.bytes, r.aligned});
     EXPECT_EQ(p.variant, r.want) << "world " << r.world << ", " << fabricName(r.fabric) << ", "
                                  << r.bytes << " bytes, aligned " << r.aligned << ": got "
                                  << tpcommVariantName(p.variant) << " (" << p.decision.reason
@@ -76,12 +76,12 @@ TEST(Planner, ForcedAlgorithmsAndTheirVariants) {
   for (const Forced& c : cases) {
     CommFacts f = factsFor(c.world, c.fabric);
     f.forced_algo = c.algo;
-    EXPECT_EQ(planCall(f, CallArgs{64 * KiB, true}).variant, c.want) << tpcommAlgoName(c.algo);
+    EXPECT_EQ(planCall(f, Call{64 * KiB, true}).variant, c.want) << tpcommAlgoName(c.algo);
   }
   // A call no algorithm may serve is no variant, with the policy's error.
   CommFacts f = factsFor(3, Fabric::kPcie);
   f.forced_algo = tpcommAlgoIsland;
-  const CallPlan p = planCall(f, CallArgs{64 * KiB, true});
+  const CallPlan p = planCall(f, Call{64 * KiB, true});
   EXPECT_EQ(p.variant, tpcommVariantNone);
   EXPECT_EQ(p.decision.error, tpcommUnsupported);
 }
@@ -89,14 +89,14 @@ TEST(Planner, ForcedAlgorithmsAndTheirVariants) {
 TEST(Planner, KnobsSwitchVariantsOff) {
   CommFacts f = factsFor(2, Fabric::kNvlink);
   ASSERT_EQ(parseLaunchKnobs("lean=0", &f.knobs), "");
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB, true}).variant, tpcommVariantP2pOneShot);
+  EXPECT_EQ(planCall(f, Call{4 * KiB, true}).variant, tpcommVariantP2pOneShot);
   CommFacts h = factsFor(2, Fabric::kHost);
   ASSERT_EQ(parseLaunchKnobs("host_sentinel=0", &h.knobs), "");
-  EXPECT_EQ(planCall(h, CallArgs{4 * KiB, true}).variant, tpcommVariantHostOneShotLL);
+  EXPECT_EQ(planCall(h, Call{4 * KiB, true}).variant, tpcommVariantHostOneShotLL);
 }
 
 TEST(Planner, ChunkedVariantsCarryNoOneShotGeometry) {
-  const CallPlan p = planCall(factsFor(8, Fabric::kNvlink), CallArgs{4 * MiB, true});
+  const CallPlan p = planCall(factsFor(8, Fabric::kNvlink), Call{4 * MiB, true});
   ASSERT_EQ(p.variant, tpcommVariantP2pTwoShot);
   EXPECT_GT(p.chunk_vecs, 0u);
   EXPECT_EQ(p.geometry.region + p.geometry.nsteps + p.geometry.per, 0u);

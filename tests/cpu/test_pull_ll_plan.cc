@@ -44,8 +44,8 @@ TEST(PullLLPlan, SizeAndKnobsDecideNotAlignment) {
     for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie})
       for (const Row& r : rows) {
         const CommFacts f = factsFor(world, fabric, tpcommAlgoOneShotPull);
-        const CallPlan a = planCall(f, CallArgs{r.bytes, true});
-        const CallPlan m = planCall(f, CallArgs{r.bytes, false});
+        const CallPlan a = planCall(f, Call{r.bytes, true});
+        const CallPlan m = planCall(f, Call{r.bytes, false});
         EXPECT_EQ(a.variant, r.aligned)
             << "world " << world << ", " << r.bytes << " bytes: " << tpcommVariantName(a.variant);
         EXPECT_EQ(m.variant, r.misaligned)
@@ -66,10 +66,10 @@ TEST(PullLLPlan, SizeAndKnobsDecideNotAlignment) {
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
   for (size_t bytes : {14 * KiB, 14 * KiB + 2})
     for (bool aligned : {true, false})
-      EXPECT_EQ(planCall(f, CallArgs{bytes, aligned}).variant, tpcommVariantP2pOneShotPullLL)
+      EXPECT_EQ(planCall(f, Call{bytes, aligned}).variant, tpcommVariantP2pOneShotPullLL)
           << bytes << " aligned " << aligned;
   // Push one-shots never take it.
-  EXPECT_EQ(planCall(factsFor(2, Fabric::kNvlink), CallArgs{1 * KiB, true}).variant,
+  EXPECT_EQ(planCall(factsFor(2, Fabric::kNvlink), Call{1 * KiB, true}).variant,
             tpcommVariantP2pOneShotLean);
 }
 
@@ -78,13 +78,13 @@ TEST(PullLLPlan, KnobMovesAndTurnsOffTheThreshold) {
   EXPECT_EQ(f.knobs.pull_ll_bytes, 16384);
   ASSERT_EQ(parseLaunchKnobs("pull_ll_bytes=0", &f.knobs), "");
   EXPECT_EQ(f.knobs.pull_ll_bytes, 0);
-  EXPECT_EQ(planCall(f, CallArgs{1 * KiB, true}).variant, tpcommVariantP2pOneShotPullLean);
-  EXPECT_EQ(planCall(f, CallArgs{1 * KiB, false}).variant, tpcommVariantP2pOneShotPull);
-  EXPECT_EQ(planCall(f, CallArgs{2, true}).variant, tpcommVariantP2pOneShotPull);
+  EXPECT_EQ(planCall(f, Call{1 * KiB, true}).variant, tpcommVariantP2pOneShotPullLean);
+  EXPECT_EQ(planCall(f, Call{1 * KiB, false}).variant, tpcommVariantP2pOneShotPull);
+  EXPECT_EQ(planCall(f, Call{2, true}).variant, tpcommVariantP2pOneShotPull);
   ASSERT_EQ(parseLaunchKnobs("pull_ll_bytes=65536", &f.knobs), "");
-  EXPECT_EQ(planCall(f, CallArgs{64 * KiB, false}).variant, tpcommVariantP2pOneShotPullLL);
-  EXPECT_EQ(planCall(f, CallArgs{64 * KiB + 2, true}).variant, tpcommVariantP2pOneShotPull);
-  EXPECT_EQ(planCall(f, CallArgs{64 * KiB + 16, true}).variant, tpcommVariantP2pOneShotPullLean);
+  EXPECT_EQ(planCall(f, Call{64 * KiB, false}).variant, tpcommVariantP2pOneShotPullLL);
+  EXPECT_EQ(planCall(f, Call{64 * KiB + 2, true}).variant, tpcommVariantP2pOneShotPull);
+  EXPECT_EQ(planCall(f, Call{64 * KiB + 16, true}).variant, tpcommVariantP2pOneShotPullLean);
 }
 
 // A call of several steps is never LL (its kernel has no step loop): steps shorter than the call
@@ -92,10 +92,10 @@ TEST(PullLLPlan, KnobMovesAndTurnsOffTheThreshold) {
 TEST(PullLLPlan, MultiStepCallsKeepTheFlagKernels) {
   CommFacts f = factsFor(4, Fabric::kPcie, tpcommAlgoOneShotPull);
   ASSERT_EQ(parseLaunchKnobs("oneshot_step_bytes=4096", &f.knobs), "");
-  const CallPlan p = planCall(f, CallArgs{8 * KiB, true});
+  const CallPlan p = planCall(f, Call{8 * KiB, true});
   EXPECT_EQ(p.geometry.nsteps, 2u);
   EXPECT_EQ(p.variant, tpcommVariantP2pOneShotPull);
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB, false}).variant, tpcommVariantP2pOneShotPullLL);
+  EXPECT_EQ(planCall(f, Call{4 * KiB, false}).variant, tpcommVariantP2pOneShotPullLL);
 }
 
 TEST(PullLLPlan, KnobParsesAndIsRanged) {
@@ -116,14 +116,14 @@ TEST(PullLLPlan, KnobParsesAndIsRanged) {
 // preview names the variant per size.
 TEST(PullLLPlan, ExplainAndPreviewSayLL) {
   const CommFacts f = factsFor(2, Fabric::kPcie, tpcommAlgoOneShotPull);
-  const CallPlan p = planCall(f, CallArgs{8 * KiB, true});
+  const CallPlan p = planCall(f, Call{8 * KiB, true});
   EXPECT_TRUE(contains(p.decision.reason, "forced (TPCOMM_ALGO / config.algo = oneshot_pull)"))
       << p.decision.reason;
   EXPECT_TRUE(contains(p.decision.reason, "; LL entries (flag in the data: pull_ll_bytes=16384)"))
       << p.decision.reason;
   EXPECT_LT(p.decision.reason.size(), sizeof(tpcommCallInfo_t{}.reason));
   EXPECT_STREQ(tpcommVariantName(tpcommVariantP2pOneShotPullLL), "p2p_oneshot_pull_ll");
-  EXPECT_FALSE(contains(planCall(f, CallArgs{32 * KiB, true}).decision.reason, "LL entries"));
+  EXPECT_FALSE(contains(planCall(f, Call{32 * KiB, true}).decision.reason, "LL entries"));
 
   cli::PreviewOptions o;
   o.nccl_available = true;
@@ -173,8 +173,8 @@ TEST(PullLLPlan, OutboxHoldsTheLLArea) {
   EXPECT_EQ(f.slots.pull_ll_step_bytes, kPullLLMaxCallBytes);
   f.knobs.pull_ll_bytes = 65536;
   f.slots.pull_ll_step_bytes = 4 * KiB;
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB, true}).variant, tpcommVariantP2pOneShotPullLL);
-  EXPECT_EQ(planCall(f, CallArgs{8 * KiB, true}).variant, tpcommVariantP2pOneShotPullLean);
+  EXPECT_EQ(planCall(f, Call{4 * KiB, true}).variant, tpcommVariantP2pOneShotPullLL);
+  EXPECT_EQ(planCall(f, Call{8 * KiB, true}).variant, tpcommVariantP2pOneShotPullLean);
 }
 
 // Ranks sharing a GPU: the grid a call that may take LL plans fits the communicator's one cap,
@@ -183,16 +183,16 @@ TEST(PullLLPlan, CoResidencyCapCoversTheLLKernel) {
   const GridCaps caps = gridCapsOf({GpuShare{132, true, 8}});
   CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoOneShotPull);
   f.grid_caps = &caps;
-  CallPlan p = planCall(f, CallArgs{16 * KiB, true});  // 16 KiB asks for 8 blocks
+  CallPlan p = planCall(f, Call{16 * KiB, true});  // 16 KiB asks for 8 blocks
   EXPECT_EQ(p.variant, tpcommVariantP2pOneShotPullLL) << p.decision.reason;
   EXPECT_LE(p.grid.blocks, caps.blocks);
   ASSERT_EQ(parseLaunchKnobs("block_bytes=256", &f.knobs), "");  // asks for 64 blocks
-  p = planCall(f, CallArgs{16 * KiB, true});
+  p = planCall(f, Call{16 * KiB, true});
   EXPECT_EQ(p.grid.blocks, 8) << p.decision.reason;
   EXPECT_TRUE(p.grid.co_resident_capped);
   // With LL off, the flag kernels: the same cap.
   f.knobs.pull_ll_bytes = 0;
-  EXPECT_EQ(planCall(f, CallArgs{16 * KiB, true}).grid.blocks, 8);
+  EXPECT_EQ(planCall(f, Call{16 * KiB, true}).grid.blocks, 8);
 }
 
 }  // namespace

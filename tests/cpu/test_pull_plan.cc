@@ -49,7 +49,7 @@ TEST(PullPlan, ForcedNamesRunTheirVariants) {
   };
   for (const Row& r : rows) {
     for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie}) {
-      const CallPlan p = planCall(factsFor(r.world, fabric, r.algo), CallArgs{r.bytes, r.aligned});
+      const CallPlan p = planCall(factsFor(r.world, fabric, r.algo), Call{r.bytes, r.aligned});
       EXPECT_EQ(p.variant, r.want)
           << tpcommAlgoName(r.algo) << " world " << r.world << ", " << r.bytes << " bytes, aligned "
           << r.aligned << ": got " << tpcommVariantName(p.variant) << " (" << p.decision.reason
@@ -70,18 +70,18 @@ TEST(PullPlan, GeometryIsTheOutboxSlot) {
   for (int world = 2; world <= 8; ++world) {
     CommFacts f = factsFor(world, Fabric::kPcie, tpcommAlgoOneShotPull);
     ASSERT_EQ(f.slots.pull_step_bytes, 4 * MiB);
-    CallPlan p = planCall(f, CallArgs{3 * MiB + 16, true});
+    CallPlan p = planCall(f, Call{3 * MiB + 16, true});
     EXPECT_EQ(p.geometry.region, 1 * MiB / kVecBytes);
     EXPECT_EQ(p.geometry.nsteps, 4u);
     f.knobs.oneshot_step_bytes = 0;  // the whole outbox slot
-    p = planCall(f, CallArgs{3 * MiB + 16, true});
+    p = planCall(f, Call{3 * MiB + 16, true});
     EXPECT_EQ(p.geometry.region, 4 * MiB / kVecBytes);
     EXPECT_EQ(p.variant, tpcommVariantP2pOneShotPull);  // one step, but a partial vector
 
     f.forced_algo = tpcommAlgoTwoShotPull;
     const size_t slot_vecs = pullSlotBytes(16 * MiB) / kVecBytes;
     EXPECT_EQ(f.slots.pull_chunk_vecs, slot_vecs / (world + 1) * world) << "world " << world;
-    p = planCall(f, CallArgs{64 * MiB, true});
+    p = planCall(f, Call{64 * MiB, true});
     EXPECT_EQ(p.geometry.region + p.geometry.nsteps + p.geometry.per, 0u);
     const ChunkedCall k = chunkedCall(slot_vecs, world + 1, world, 64 * MiB / kVecBytes,
                                       p.chunk_vecs, static_cast<unsigned>(p.grid.blocks));
@@ -97,7 +97,7 @@ TEST(PullPlan, GeometryIsTheOutboxSlot) {
 
 TEST(PullPlan, HostMemoryHasNoPullVariant) {
   for (int algo : {tpcommAlgoOneShotPull, tpcommAlgoTwoShotPull}) {
-    const CallPlan p = planCall(factsFor(4, Fabric::kHost, algo), CallArgs{4 * KiB, true});
+    const CallPlan p = planCall(factsFor(4, Fabric::kHost, algo), Call{4 * KiB, true});
     EXPECT_EQ(p.decision.error, tpcommUnsupported);
     EXPECT_EQ(p.variant, tpcommVariantNone);
     EXPECT_TRUE(contains(p.decision.reason, std::string("forced algorithm ") +
@@ -113,7 +113,7 @@ TEST(PullPlan, DefaultsNeverPullWithoutTheVerdict) {
       for (size_t bytes = 16; bytes <= 64 * MiB; bytes *= 4) {
         CommFacts f = factsFor(world, fabric);
         f.two_islands = fabric == Fabric::kPcie && world >= 6 && world % 2 == 0;
-        const CallPlan p = planCall(f, CallArgs{bytes, true});
+        const CallPlan p = planCall(f, Call{bytes, true});
         EXPECT_FALSE(isPullAlgo(p.decision.algo)) << fabricName(fabric) << " world " << world
                                                   << ", " << bytes << ": " << p.decision.reason;
       }
@@ -149,7 +149,7 @@ TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
     CommFacts f = factsFor(r.world, r.fabric);
     f.two_islands = r.islands;
     f.fabric_verdict = FabricVerdict::kWriteCollapse;
-    const CallPlan p = planCall(f, CallArgs{r.bytes, true});
+    const CallPlan p = planCall(f, Call{r.bytes, true});
     EXPECT_EQ(p.variant, r.want) << fabricName(r.fabric) << " world " << r.world << ", " << r.bytes
                                  << ": got " << tpcommVariantName(p.variant) << " ("
                                  << p.decision.reason << ")";
@@ -161,7 +161,7 @@ TEST(PullPlan, TheProbeVerdictTurnsPushIntoPull) {
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
   const SizeTable tuned = {{SIZE_MAX, tpcommAlgoOneShot}};
   f.tuned = &tuned;
-  EXPECT_EQ(planCall(f, CallArgs{4 * KiB, true}).variant, tpcommVariantP2pOneShotLean)
+  EXPECT_EQ(planCall(f, Call{4 * KiB, true}).variant, tpcommVariantP2pOneShotLean)
       << "a tuned table's algorithm is measured, not rewritten";
 }
 
@@ -211,11 +211,9 @@ TEST(PullPlan, DoctorPreviewNamesThePullVariant) {
 TEST(PullPlan, FusedCallsOverPullRunUnfused) {
   CommFacts f = factsFor(8, Fabric::kPcie);
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
-  FusedCallArgs call;
-  call.rows = 1;
-  call.hidden = 7168;
-  const FusedPlan p = planFusedCall(f, call);
-  EXPECT_EQ(p.ar.variant, tpcommVariantP2pOneShotPullLL);  // 14 KiB: LL entries
+  const CallPlan plan = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
+  const EpiloguePlan& p = plan.epilogue;
+  EXPECT_EQ(plan.variant, tpcommVariantP2pOneShotPullLL);  // 14 KiB: LL entries
   EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm);
   EXPECT_TRUE(contains(p.reason, "unfused: p2p_oneshot_pull_ll")) << p.reason;
 }

@@ -97,7 +97,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   }
   f.slots = slotCapacity(d);
   for (size_t bytes : previewSizes()) {
-    const CallPlan p = planCall(f, CallArgs{bytes, true});
+    const CallPlan p = planCall(f, Call{bytes, true});
     w->rows.push_back({bytes, p.decision, p.variant});
   }
 }

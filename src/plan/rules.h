@@ -1,0 +1,25 @@
+// The planner's rules, one function per kind of call; planCall (plan/planner.cc) picks the one
+// for the call and nothing else calls them. Each is pure C++ like planCall.
+#pragma once
+
+#include "plan/planner.h"
+
+namespace tpcomm {
+
+// All-reduce (plan/planner.cc): the policy's algorithm, then its kernel (lean, LL or general),
+// grid and one-shot geometry.
+CallPlan allReduceRules(const CommFacts& f, const Call& call);
+
+// Reduce-scatter and all-gather (plan/half_plan.cc): the all-reduce's policy for the same bytes
+// picks the transport; the half of the two-shot over it runs the call.
+CallPlan halfRules(const CommFacts& f, const Call& call);
+
+// All-reduce + residual + RMSNorm (plan/fused_plan.cc): the all-reduce's plan, and in
+// CallPlan::epilogue the fused one-shot that takes the whole call or the epilogue kernel after it.
+CallPlan fusedRules(const CommFacts& f, const Call& call);
+
+// A communicator spanning machines (plan/node_plan.cc): the legs' shape and text in
+// CallPlan::node, the first intra-node leg's plan in the rest.
+CallPlan nodeRules(const CommFacts& f, const Call& call);
+
+}  // namespace tpcomm
