@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "comm/bootstrap.h"
-#include "comm/buffer_check.h"
-#include "comm/config.h"
-#include "comm/nccl_watchdog.h"
-#include "comm/node_span.h"
-#include "comm/rank_info.h"
-#include "comm/stream_order.h"
+#include "comm/call/stream_order.h"
+#include "comm/checks/buffer_check.h"
+#include "comm/lifecycle/config.h"
+#include "comm/lifecycle/nccl_watchdog.h"
+#include "comm/lifecycle/rank_info.h"
+#include "comm/node/node_span.h"
+#include "comm/rendezvous/bootstrap.h"
 #include "kernels/device_comm.h"
 #include "plan/plan_cache.h"
 #include "plan/planner.h"
@@ -50,7 +50,7 @@ struct tpcommComm {
   bool ranks_share_gpu = false;
   tpcomm::GridCaps grid_caps;  // grids capped so ranks sharing a GPU co-reside (fabric.cc)
   bool clusters = false;       // every rank's GPU launches thread-block clusters (fabric.cc)
-  bool two_islands = false;    // auto may pick the island algorithm (comm/fabric.cc)
+  bool two_islands = false;    // auto may pick the island algorithm (comm/lifecycle/fabric.cc)
   tpcomm::FabricVerdict fabric_verdict = tpcomm::FabricVerdict::kUnknown;  // agreed (fabric.cc)
   std::vector<int> island_of_rank;  // 0 or 1 per rank (even worlds >= 4), else empty
   bool islands_found = false;       // island_of_rank is the topology's split, not the halves
@@ -61,11 +61,11 @@ struct tpcommComm {
 
   ncclComm* nccl = nullptr;
   bool nccl_owned = false;
-  // Bounds the NCCL-served calls (comm/nccl_watchdog.h); made on the first eager one.
+  // Bounds the NCCL-served calls (comm/lifecycle/nccl_watchdog.h); made on the first eager one.
   std::unique_ptr<tpcomm::NcclWatch> nccl_watch;
 
   // Set when the ranks span machines: then rank and world above are the local group's, the
-  // global ones are here (comm/node_link.h).
+  // global ones are here (comm/node/node_link.h).
   std::unique_ptr<tpcomm::NodeSpan> span;
 
   tpcommStats_t stats{};
@@ -73,13 +73,14 @@ struct tpcommComm {
   uint64_t ptx_jit_calls = 0;  // tpcommCommGetPtxJitCalls
   uint64_t variant_calls[tpcommNumVariants] = {};  // tpcommCommGetVariantStats
   tpcommCallInfo_t last{};
-  tpcomm::PlanCache plans;  // the last plan of each kind of call (comm/call_common.h plannedCall)
-  // Stand-ins for a fused call's unaligned buffers on this rank (comm/fused_staging.h), and areas
-  // outgrown under graph capture (freed at destroy).
+  tpcomm::PlanCache
+      plans;  // the last plan of each kind of call (comm/call/call_common.h plannedCall)
+  // Stand-ins for a fused call's unaligned buffers on this rank (comm/call/fused_staging.h), and
+  // areas outgrown under graph capture (freed at destroy).
   void* fused_scratch = nullptr;
   size_t fused_scratch_bytes = 0;
   std::vector<void*> retired_scratch;
   std::map<size_t, bool> logged_fallback_sizes;
   tpcomm::CheckedPointers checked_buffers;  // buffers its calls were given and accepted
-  tpcomm::StreamOrder order;                // the streams of the last calls (comm/stream_order.h)
+  tpcomm::StreamOrder order;  // the streams of the last calls (comm/call/stream_order.h)
 };

@@ -167,13 +167,13 @@ Env parseEnvironment(const EnvLookup& lookup) {
   r.integer("TPCOMM_PDL", 0, 1, "expected 0 or 1", &e.pdl);
   if (const char* s = r.get("TPCOMM_TUNING_FILE")) e.tuning_file = s;
   if (const char* s = r.get("TPCOMM_HOST_ID")) {
-    // Leaves room for the NUL in RankInfo::host_id (comm/host_id.h).
+    // Leaves room for the NUL in RankInfo::host_id (comm/lifecycle/host_id.h).
     if (strlen(s) >= 64)
       r.bad("TPCOMM_HOST_ID", s, "expected at most 63 characters");
     else
       e.host_id = s;
   }
-  if (const char* s = r.get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/config.cc
+  if (const char* s = r.get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/lifecycle/config.cc
   return e;
 }
 

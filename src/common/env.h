@@ -25,7 +25,7 @@ struct Env {
   int strict = 0;  // 1: any fallback is an error
   int timeout_ms = 5000;
   int init_timeout_ms = 60000;
-  size_t buffer_bytes = 0;  // 0: built-in default (see comm/config.cc)
+  size_t buffer_bytes = 0;  // 0: built-in default (see comm/lifecycle/config.cc)
   int nccl_mode = 0;        // tpcommNcclMode_t (auto / off)
   std::string nccl_library;
   int max_blocks = 0;
@@ -34,7 +34,7 @@ struct Env {
   std::string tuning_file;
   int fabric_probe = 0;             // 0 auto, 1 cached, 2 off (TPCOMM_FABRIC_PROBE)
   std::string knobs;                // TPCOMM_KNOBS as given (plan/knobs.h parses it)
-  std::string host_id;              // TPCOMM_HOST_ID (comm/host_id.h); empty: not set
+  std::string host_id;              // TPCOMM_HOST_ID (comm/lifecycle/host_id.h); empty: not set
   std::vector<std::string> errors;  // "TPCOMM_X=value: why"; init fails when non-empty
 };
 

@@ -1,5 +1,6 @@
-// Random bytes from the kernel's CSPRNG: unique ids (comm/unique_id.cc) and shared-memory segment
-// names (transport/host_shm.cc) must not be guessable by another user's process.
+// Random bytes from the kernel's CSPRNG: unique ids (comm/rendezvous/unique_id.cc) and
+// shared-memory segment names (transport/host_shm.cc) must not be guessable by another user's
+// process.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,8 @@
 // A call's fingerprint as its 16-byte record (the four 32-bit words of a uint4), packed and
-// unpacked the same way on the device (print_device.cuh) and the host (comm/async_error.h), which
-// the CPU tests walk. Both 8-byte halves carry the epoch's tag, so a record torn into its halves
-// reads as "not arrived yet", never as a different call; a zeroed record (kind 0) is never one.
+// unpacked the same way on the device (print_device.cuh) and the host
+// (comm/lifecycle/async_error.h), which the CPU tests walk. Both 8-byte halves carry the epoch's
+// tag, so a record torn into its halves reads as "not arrived yet", never as a different call; a
+// zeroed record (kind 0) is never one.
 #pragma once
 
 #include <cstdint>

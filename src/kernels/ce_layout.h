@@ -1,7 +1,7 @@
 // Where the copy-engine one-shot's words and landing regions are in a rank's CE area
 // (device_comm.h: CeControl, then kNumSlots landing slots of slot_bytes, one region per source
-// rank). The host computes its copies' addresses with these (comm/ce_copies.cc), the kernels their
-// loads (oneshot_ce.cu), so the two cannot disagree; the CPU tests walk them.
+// rank). The host computes its copies' addresses with these (comm/call/ce_copies.cc), the kernels
+// their loads (oneshot_ce.cu), so the two cannot disagree; the CPU tests walk them.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +14,7 @@ namespace tpcomm {
 
 // The operand that tells the CE kernel which job it does: the landing slot of this step in bits
 // 0..1, and kCeGuardOp for the guard, kCeWaitOp for the wait, neither for the reduce (one kernel,
-// so the start-up image check covers all three; comm/ce_steps.h lists a step's operations).
+// so the start-up image check covers all three; comm/call/ce_steps.h lists a step's operations).
 constexpr size_t kCeGuardOp = size_t{1} << 8;
 constexpr size_t kCeWaitOp = size_t{1} << 9;
 constexpr size_t kCeSlotMask = kNumSlots - 1;

@@ -69,7 +69,7 @@ constexpr size_t kHostSentinelSlotBytes = 1u << 20;
 
 // The copy-engine one-shot (oneshot_ce.cu, docs/PROTOCOL.md "Copy engines"): a rank's data
 // reaches its peers by peer copies in the call's stream, not by stores of a kernel. Every rank
-// that forced it at init (comm/init.cc) has a CE area after its print array, in the same
+// that forced it at init (comm/lifecycle/init.cc) has a CE area after its print array, in the same
 // allocation as its slots (peers reach it through the same mapping): this control block, then
 // kNumSlots landing slots of slot_bytes, one region per source rank as the one-shot's slots.
 // Zeroed at creation: 0 is no flag and no acknowledgement (both carry a step epoch + 1).

@@ -70,7 +70,7 @@ __device__ __forceinline__ unsigned long long readEpochThread(const RankState* s
 }
 
 // Two kernels of one communicator running at once (graphs replayed concurrently on two streams:
-// the host orders every other mix, comm/stream_order.h) read the same epoch and fill the same
+// the host orders every other mix, comm/call/stream_order.h) read the same epoch and fill the same
 // slots. Like a timeout: the communicator is aborted, and the host reads tpcommInvalidUsage.
 static __device__ __forceinline__ void reportConcurrentCalls(const DeviceComm& c) {
   atomicExch(&c.state->abort, 1u);

@@ -1,6 +1,7 @@
 // The copy-engine one-shot (oneshot_ce): a rank's input crosses the fabric by peer copies in the
 // call's stream (memcpy nodes in a graph), not by a kernel's stores; this kernel only waits and
-// reduces. One step of the call, as the host enqueues it (comm/ce_steps.cc, comm/ce_copies.cc):
+// reduces. One step of the call, as the host enqueues it (comm/call/ce_steps.cc,
+// comm/call/ce_copies.cc):
 //   guard     this kernel with kCeGuardOp, one block: waits (bounded) until every peer has
 //             acknowledged the last data this rank copied into the landing slot the step reuses,
 //             then sets the flag word its flag copies carry (the step epoch + 1, or no flag if the

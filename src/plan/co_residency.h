@@ -15,7 +15,7 @@
 // grids of different variants then fragment the SMs (small blocks of one rank spread over every
 // SM, no SM left with a free register file for a peer's large block), which deadlocked chains of
 // calls switching sizes (issue 33). Clusters need several free SMs of one GPC, which no count of
-// blocks guarantees: ranks sharing a GPU launch none (comm/fabric.cc).
+// blocks guarantees: ranks sharing a GPU launch none (comm/lifecycle/fabric.cc).
 // Pure C++: the CPU tests feed fake GPUs.
 #pragma once
 
@@ -27,7 +27,7 @@ struct GridCaps {
   int ranks_per_gpu = 1;  // on the most crowded GPU; 1: every rank has its GPU, nothing is capped
   int blocks = 0;         // the most blocks of any grid when any(); at least 1
   // False when a shared GPU has fewer SMs than grids resident at once: then even one block a grid
-  // can deadlock, and init refuses the communicator (comm/fabric.cc).
+  // can deadlock, and init refuses the communicator (comm/lifecycle/fabric.cc).
   bool hold = true;
 
   bool any() const { return ranks_per_gpu > 1; }

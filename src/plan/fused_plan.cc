@@ -77,7 +77,7 @@ tpcommVariant_t epilogueVariant(bool fp8) {
 
 // The plan of the all-reduce of the same bytes (what the unfused path runs first), as for aligned
 // buffers: no pointer enters a fused plan (a rank whose buffers are not aligned gives the fused
-// kernel aligned stand-ins, comm/fused_staging.h). Its epilogue: the fused one-shot, or the
+// kernel aligned stand-ins, comm/call/fused_staging.h). Its epilogue: the fused one-shot, or the
 // epilogue kernel after it.
 CallPlan fusedRules(const CommFacts& f, const Call& call) {
   const size_t es = dtypeSize(call.dtype);
@@ -148,7 +148,7 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
              ", then the add+RMSNorm "
              "kernel (" +
              (why_not.empty() ? "nothing to reduce" : why_not) + ")";
-  // The epilogue kernel splits rows by the same facts at its launch (comm/fused_allreduce.cc).
+  // The epilogue kernel splits rows by the same facts at its launch (comm/call/fused_allreduce.cc).
   const int epilogue =
       addRmsNormCluster(call.rows, call.hidden, es, f.clusters && f.knobs.epilogue_cluster);
   if (epilogue > 1) e.reason += strFormat("; rows over clusters of %d", epilogue);

@@ -26,7 +26,7 @@ struct NodePlanArgs {
   size_t bytes = 0;  // the call's payload (reduce-scatter / all-gather: world x the count's bytes)
   int nodes = 2;
   int local_ranks = 1;
-  bool contiguous = true;   // comm/node_layout.h
+  bool contiguous = true;   // comm/node/node_layout.h
   int small_bytes = 65536;  // LaunchKnobs::node_small_bytes
   int forced = 0;           // LaunchKnobs::node_variant
 };

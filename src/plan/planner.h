@@ -22,7 +22,7 @@
 
 namespace tpcomm {
 
-// What a communicator knows once created (comm/init.cc, comm/fabric.cc).
+// What a communicator knows once created (comm/lifecycle/init.cc, comm/lifecycle/fabric.cc).
 struct CommFacts {
   int world = 2;
   Fabric fabric = Fabric::kNvlink;
@@ -42,9 +42,9 @@ struct CommFacts {
   // Every rank's GPU launches thread-block clusters (kernels/occupancy.h, agreed at init): the
   // fused call may spread a row over a cluster, the same on every rank.
   bool clusters = false;
-  // A communicator whose ranks span machines (comm/node_link.h): nodes > 1, world is then the
+  // A communicator whose ranks span machines (comm/node/node_link.h): nodes > 1, world is then the
   // ranks of this machine, and node_contiguous whether each machine's ranks are consecutive
-  // global ranks (comm/node_layout.h). Its calls run as legs (plan/node_plan.h).
+  // global ranks (comm/node/node_layout.h). Its calls run as legs (plan/node_plan.h).
   int nodes = 1;
   bool node_contiguous = true;
 };
@@ -111,10 +111,10 @@ struct CallPlan {
   NodeLegs node;           // spanning calls only
 };
 
-// The rules a communicator's facts come from (comm/init.cc, comm/fabric.cc), shared with
-// `tpcomm doctor`'s preview so the two cannot disagree:
-// TPCOMM_TRANSPORT (0 auto, 1 p2p, 2 host) applied to the fabric the ranks agree on; false when
-// it cannot be (p2p asked for, but P2P does not work).
+// The rules a communicator's facts come from (comm/lifecycle/init.cc, comm/lifecycle/fabric.cc),
+// shared with `tpcomm doctor`'s preview so the two cannot disagree: TPCOMM_TRANSPORT (0 auto, 1
+// p2p, 2 host) applied to the fabric the ranks agree on; false when it cannot be (p2p asked for,
+// but P2P does not work).
 bool fabricForTransport(int transport, Fabric agreed, Fabric* out);
 // Whether a communicator sets up the host-memory transport: no working P2P, or a host algorithm
 // forced (TPCOMM_TRANSPORT=host makes the fabric kHost).

@@ -33,7 +33,7 @@ bool writeCollapse(const PolicyInput& in) {
 }
 
 // Why algorithm a cannot serve this call, or "" if it can. A forced island needs no islands in
-// the topology: the communicator then splits the ranks into halves (comm/fabric.cc).
+// the topology: the communicator then splits the ranks into halves (comm/lifecycle/fabric.cc).
 std::string unavailable(const PolicyInput& in, int a, bool forced) {
   if (isP2pAlgo(a) && in.fabric == Fabric::kHost)
     return "peer-to-peer memory access does not work between these GPUs";

@@ -14,7 +14,7 @@ struct NcclApi {
   ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int);
   ncclResult_t (*commInitAll)(ncclComm_t*, int, const int*);
   ncclResult_t (*commDestroy)(ncclComm_t);
-  ncclResult_t (*commAbort)(ncclComm_t);  // ends a hung call (comm/nccl_watchdog.h)
+  ncclResult_t (*commAbort)(ncclComm_t);  // ends a hung call (comm/lifecycle/nccl_watchdog.h)
   ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                             cudaStream_t);
   ncclResult_t (*reduceScatter)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
@@ -24,7 +24,7 @@ struct NcclApi {
   ncclResult_t (*groupEnd)();
   const char* (*getErrorString)(ncclResult_t);
   const char* (*getLastError)(ncclComm_t);
-  // NCCL 2.14+, optional (nullptr when missing): the links between machines (comm/node_link.h)
+  // NCCL 2.14+, optional (nullptr when missing): the links between machines (comm/node/node_link.h)
   // need them to bound their init; nothing else does.
   ncclResult_t (*commInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
   ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*);

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/bootstrap.h"
-#include "comm/unique_id.h"
+#include "comm/rendezvous/bootstrap.h"
+#include "comm/rendezvous/unique_id.h"
 #include "common/error.h"
 #include "support/rendezvous_ranks.h"
 

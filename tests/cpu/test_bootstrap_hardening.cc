@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/bootstrap.h"
-#include "comm/bootstrap_wire.h"
-#include "comm/unique_id.h"
+#include "comm/rendezvous/bootstrap.h"
+#include "comm/rendezvous/bootstrap_wire.h"
+#include "comm/rendezvous/unique_id.h"
 #include "common/error.h"
 #include "common/random.h"
 #include "support/rendezvous_ranks.h"

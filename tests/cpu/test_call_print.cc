@@ -1,12 +1,12 @@
 // Call fingerprints (docs/PROTOCOL.md, "Calls that disagree"): the 16-byte record the kernels
 // exchange (kernels/call_print.h, the same code on the device) and the host's message for what
-// they report (comm/async_error.h).
+// they report (comm/lifecycle/async_error.h).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
-#include "comm/async_error.h"
+#include "comm/lifecycle/async_error.h"
 #include "kernels/call_print.h"
 #include "tpcomm/tpcomm.h"
 

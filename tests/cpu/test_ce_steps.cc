@@ -1,13 +1,13 @@
-// One step of the copy-engine one-shot as the host enqueues it (comm/ce_steps.h), walked for the
-// protocol's invariants (docs/PROTOCOL.md, "Copy engines"): the order that makes a flag's arrival
-// imply the data's, and that only one-block kernels ever wait for a peer, whatever the call's
-// grid (with ranks sharing a GPU a peer's copies are same-device copies that may need the SMs:
-// a wide grid waiting on every SM kept them from starting, worlds 3..8).
+// One step of the copy-engine one-shot as the host enqueues it (comm/call/ce_steps.h), walked for
+// the protocol's invariants (docs/PROTOCOL.md, "Copy engines"): the order that makes a flag's
+// arrival imply the data's, and that only one-block kernels ever wait for a peer, whatever the
+// call's grid (with ranks sharing a GPU a peer's copies are same-device copies that may need the
+// SMs: a wide grid waiting on every SM kept them from starting, worlds 3..8).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "comm/ce_steps.h"
+#include "comm/call/ce_steps.h"
 
 namespace tpcomm {
 namespace {

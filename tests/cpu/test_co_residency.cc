@@ -1,9 +1,9 @@
-// Ranks sharing a GPU (src/plan/co_residency.cc, the planner's use of it, comm/machine_view.cc's
-// agreement): every grid is capped at floor(SMs / (ranks on the GPU * grids per rank)), one
-// number for every variant and thread count, the same on every rank, whatever the knobs ask;
-// ranks with a GPU each keep their grids; Explain says when the cap cut a grid. A model of the
-// block scheduler shows that any mix of resident grids finds room (and the old per-variant rule
-// did not). GPU facts are fake (filled from CUDA at init on a real GPU).
+// Ranks sharing a GPU (src/plan/co_residency.cc, the planner's use of it,
+// comm/lifecycle/machine_view.cc's agreement): every grid is capped at floor(SMs / (ranks on the
+// GPU * grids per rank)), one number for every variant and thread count, the same on every rank,
+// whatever the knobs ask; ranks with a GPU each keep their grids; Explain says when the cap cut a
+// grid. A model of the block scheduler shows that any mix of resident grids finds room (and the old
+// per-variant rule did not). GPU facts are fake (filled from CUDA at init on a real GPU).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "comm/call_common.h"
+#include "comm/call/call_common.h"
 #include "comm/comm.h"
-#include "comm/machine_view.h"
-#include "comm/rank_info.h"
-#include "comm/registry.h"
+#include "comm/lifecycle/machine_view.h"
+#include "comm/lifecycle/rank_info.h"
+#include "comm/lifecycle/registry.h"
 #include "plan/co_residency.h"
 #include "plan/fused_plan.h"
 #include "plan/planner.h"

@@ -39,7 +39,7 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
       {2, Fabric::kNvlink, 257, 16384, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
       {8, Fabric::kNvlink, 256, 8192, tpcommBfloat16, true, tpcommVariantAddRmsNormFp8},
       // Rows that are not whole vectors: unfused. (Buffer alignment is no input: a rank with
-      // unaligned buffers stages them, comm/fused_staging.h; Fused.MixedAlignmentAcrossRanks.)
+      // unaligned buffers stages them, comm/call/fused_staging.h; Fused.MixedAlignmentAcrossRanks.)
       {2, Fabric::kNvlink, 3, 1001, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
       {2, Fabric::kNvlink, 3, 7168, tpcommBfloat16, false, tpcommVariantFusedP2pOneShot},
       {2, Fabric::kNvlink, 3, 6, tpcommFloat32, false, tpcommVariantAddRmsNorm},
@@ -252,7 +252,7 @@ TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
   caps.ranks_per_gpu = 8;
   caps.blocks = 6;
   f.grid_caps = &caps;
-  f.clusters = false;  // as comm/fabric.cc leaves it
+  f.clusters = false;  // as comm/lifecycle/fabric.cc leaves it
   EpiloguePlan p = planCall(f, one).epilogue;
   EXPECT_EQ(p.cluster, 1) << p.reason;
   EXPECT_EQ(p.blocks, 1) << p.reason;

@@ -1,11 +1,11 @@
-// comm/fused_staging.h: a fused call plans from shapes every rank shares, and a rank with
+// comm/call/fused_staging.h: a fused call plans from shapes every rank shares, and a rank with
 // unaligned buffers runs the fused kernel on aligned stand-ins. The layout: only the unaligned
 // buffers get one, each 256-byte aligned in the scratch area, sized for its own bytes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
-#include "comm/fused_staging.h"
+#include "comm/call/fused_staging.h"
 
 namespace tpcomm {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "comm/async_error.h"
-#include "comm/call_common.h"
+#include "comm/call/call_common.h"
+#include "comm/checks/validate_half.h"
 #include "comm/comm.h"
-#include "comm/registry.h"
-#include "comm/validate_half.h"
+#include "comm/lifecycle/async_error.h"
+#include "comm/lifecycle/registry.h"
 #include "common/error.h"
 #include "kernels/algo_launch.h"
 #include "kernels/call_print.h"

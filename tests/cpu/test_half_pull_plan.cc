@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/call_common.h"
+#include "comm/call/call_common.h"
 #include "comm/comm.h"
-#include "comm/registry.h"
+#include "comm/lifecycle/registry.h"
 #include "kernels/algo_launch.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/variant_table.h"

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "comm/config.h"
+#include "comm/lifecycle/config.h"
 #include "plan/knobs.h"
 #include "topo/cache_dir.h"  // writeTextFileAtomic
 #include "topo/pcie_ordering.h"

@@ -1,8 +1,8 @@
-// The host transport's shared-memory segment (transport/host_shm.h, comm/host_transport.h): a full
-// or small /dev/shm is a clear error naming the sizes, never a SIGBUS; no failure leaves a name or
-// pages in /dev/shm; a communicator over P2P creates no segment. The /dev/shm cases run in a child
-// with a private mount namespace (as root, or in a user namespace of its own) and a tiny tmpfs over
-// /dev/shm (skipped where the machine allows neither).
+// The host transport's shared-memory segment (transport/host_shm.h,
+// comm/lifecycle/host_transport.h): a full or small /dev/shm is a clear error naming the sizes,
+// never a SIGBUS; no failure leaves a name or pages in /dev/shm; a communicator over P2P creates no
+// segment. The /dev/shm cases run in a child with a private mount namespace (as root, or in a user
+// namespace of its own) and a tiny tmpfs over /dev/shm (skipped where the machine allows neither).
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/host_transport.h"
+#include "comm/lifecycle/host_transport.h"
 #include "common/error.h"
 #include "transport/host_shm.h"
 

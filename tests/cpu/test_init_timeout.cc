@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "comm/config.h"
+#include "comm/lifecycle/config.h"
 #include "common/error.h"
 
 namespace tpcomm {

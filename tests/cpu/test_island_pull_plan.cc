@@ -10,7 +10,7 @@
 #include <string>
 
 #include "comm/comm.h"
-#include "comm/registry.h"
+#include "comm/lifecycle/registry.h"
 #include "common/env.h"
 #include "kernels/chunk_layout.h"
 #include "kernels/variant_table.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/host_id.h"
-#include "comm/node_layout.h"
+#include "comm/lifecycle/host_id.h"
+#include "comm/node/node_layout.h"
 #include "common/env.h"
 #include "common/error.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/registry.h"
+#include "comm/lifecycle/registry.h"
 #include "common/error.h"
 #include "tests/cpu/support/plan_facts.h"
 

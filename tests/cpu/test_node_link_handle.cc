@@ -1,4 +1,4 @@
-// The second exchange's handles (comm/node_link_handle.h): well-formed tables pass, and every
+// The second exchange's handles (comm/node/node_link_handle.h): well-formed tables pass, and every
 // corruption a framework's all-gather could bring is refused naming the rank: a foreign handle,
 // the wrong order, another layout, a leader that offers no id, knobs that differ, and this
 // rank's own handle changed.
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/node_link_handle.h"
+#include "comm/node/node_link_handle.h"
 #include "common/error.h"
 
 namespace tpcomm {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "comm/comm.h"
-#include "comm/config.h"
-#include "comm/registry.h"
+#include "comm/lifecycle/config.h"
+#include "comm/lifecycle/registry.h"
 #include "common/env.h"
 #include "kernels/ce_layout.h"
 #include "plan/planner.h"

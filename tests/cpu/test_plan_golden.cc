@@ -83,8 +83,8 @@ bool factsOfHeader(const std::string& line, CommFacts* f, std::string* why) {
     if (!why->empty()) return false;
   }
   f->knobs.pdl = true;  // an sm_90 device with TPCOMM_PDL=1
-  // The slot layouts of the default 16 MiB slots and of 1 MiB ones (comm/config.cc gives the host
-  // inboxes a quarter), as init sets them up.
+  // The slot layouts of the default 16 MiB slots and of 1 MiB ones (comm/lifecycle/config.cc gives
+  // the host inboxes a quarter), as init sets them up.
   DeviceComm d{};
   d.world = f->world;
   d.slot_bytes = geo == 0 ? 16 * MiB : 1 * MiB;

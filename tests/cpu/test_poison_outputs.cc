@@ -1,5 +1,5 @@
-// What a call refused on a broken communicator poisons (src/comm/poison_outputs.h): exactly each
-// collective's outputs, every byte of them, nothing past them.
+// What a call refused on a broken communicator poisons (src/comm/call/poison_outputs.h): exactly
+// each collective's outputs, every byte of them, nothing past them.
 #include <cuda_fp8.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "comm/poison_outputs.h"
+#include "comm/call/poison_outputs.h"
 
 namespace tpcomm {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/machine_view.h"
-#include "comm/rank_info.h"
+#include "comm/lifecycle/machine_view.h"
+#include "comm/lifecycle/rank_info.h"
 #include "common/error.h"
 
 namespace tpcomm {
@@ -64,7 +64,7 @@ TEST(RankAgreement, HandlesMustMatch) {
   v = ok;
   v[1].nranks = 3;
   expectBad(v, tpcommInvalidArgument, "nranks=3");
-  // Another machine is no longer refused here: comm/node_layout.h groups the ranks by host id
+  // Another machine is no longer refused here: comm/node/node_layout.h groups the ranks by host id
   // (tests/cpu/test_node_layout.cc).
   v = ok;
   v[1].timeout_ms = 100;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/rank_info.h"
+#include "comm/lifecycle/rank_info.h"
 #include "common/error.h"
 
 namespace tpcomm {

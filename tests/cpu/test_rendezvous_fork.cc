@@ -1,6 +1,6 @@
-// A child forked while rank 0 holds the rendezvous name (comm/bootstrap_hold.cc) must not keep
-// the name bound: once the parent destroys its hold, the same id serves a new rendezvous at once,
-// while the child lives on (a worker pool forked by the engine, a child that execs).
+// A child forked while rank 0 holds the rendezvous name (comm/rendezvous/bootstrap_hold.cc) must
+// not keep the name bound: once the parent destroys its hold, the same id serves a new rendezvous
+// at once, while the child lives on (a worker pool forked by the engine, a child that execs).
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "comm/bootstrap.h"
+#include "comm/rendezvous/bootstrap.h"
 #include "common/error.h"
 #include "support/rendezvous_ranks.h"
 

@@ -1,10 +1,10 @@
-// The stream-order table (src/comm/stream_order.h): which calls of one communicator wait for the
-// one before them, where inside a capture the wait is an edge, how several open captures keep
+// The stream-order table (src/comm/call/stream_order.h): which calls of one communicator wait for
+// the one before them, where inside a capture the wait is an edge, how several open captures keep
 // their own order, and that a second call on the same eager stream asks CUDA nothing. The streams
 // here are opaque handles that are only compared, never used.
 #include <gtest/gtest.h>
 
-#include "comm/stream_order.h"
+#include "comm/call/stream_order.h"
 
 namespace tpcomm {
 namespace {

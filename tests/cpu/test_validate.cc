@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "comm/config.h"
-#include "comm/validate.h"
+#include "comm/checks/validate.h"
+#include "comm/lifecycle/config.h"
 #include "common/error.h"
 
 namespace tpcomm {

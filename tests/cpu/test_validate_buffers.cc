@@ -1,6 +1,6 @@
-// Where a call's buffers live (comm/buffer_check.h): each kind of memory CUDA can report gets its
-// verdict and message, and a buffer the communicator accepted once is not asked about again (the
-// eager hot path pays a compare). CUDA's answers are played by a fake query here.
+// Where a call's buffers live (comm/checks/buffer_check.h): each kind of memory CUDA can report
+// gets its verdict and message, and a buffer the communicator accepted once is not asked about
+// again (the eager hot path pays a compare). CUDA's answers are played by a fake query here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "comm/buffer_check.h"
+#include "comm/checks/buffer_check.h"
 #include "common/error.h"
 
 namespace tpcomm {

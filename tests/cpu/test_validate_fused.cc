@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "comm/validate_fused.h"
+#include "comm/checks/validate_fused.h"
 #include "common/error.h"
 
 namespace tpcomm {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "comm/comm.h"
-#include "comm/registry.h"
+#include "comm/lifecycle/registry.h"
 #include "common/error.h"
 
 namespace tpcomm {

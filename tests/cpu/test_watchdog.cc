@@ -1,7 +1,8 @@
-// The watchdog that bounds NCCL-served calls (comm/watchdog.h), driven by fake operations: the
-// verdict on one operation, the look period, and the thread: a hung operation fires the hang
-// callback once, within the timeout and a look period, and the callback's "abort" releases it;
-// operations that finish, or never start, never fire; the thread starts lazily and stops cleanly.
+// The watchdog that bounds NCCL-served calls (comm/lifecycle/watchdog.h), driven by fake
+// operations: the verdict on one operation, the look period, and the thread: a hung operation fires
+// the hang callback once, within the timeout and a look period, and the callback's "abort" releases
+// it; operations that finish, or never start, never fire; the thread starts lazily and stops
+// cleanly.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "comm/watchdog.h"
+#include "comm/lifecycle/watchdog.h"
 
 namespace tpcomm {
 namespace {

@@ -20,7 +20,7 @@ struct FusedCase {
   bool residual_in_place = false;
   bool norm_into_input = false;
   // Bytes added to every buffer of ranks 1.. (rank 0's stay 16-byte aligned): the plan must not
-  // follow one rank's pointers, or the ranks would run different calls (comm/fused_staging.h).
+  // follow one rank's pointers, or the ranks would run different calls (comm/call/fused_staging.h).
   size_t misalign = 0;
 };
 

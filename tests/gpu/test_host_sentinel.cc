@@ -170,7 +170,8 @@ TEST(HostSentinel, LateClearIsATimeoutNotData) {
     }
     printf("[ late clear ] %s: rank 0 %s, %zu of its output vectors NaN, %zu wrong\n", name.c_str(),
            tpcommGetErrorString(async[0]), nan[0], wrong);
-    // After the check: a refused call fills rank 0's whole output with NaN (comm/poison_outputs.h).
+    // After the check: a refused call fills rank 0's whole output with NaN
+    // (comm/call/poison_outputs.h).
     if (k.words) {
       EXPECT_EQ(call(0), tpcommTimeout) << name << ": the communicator must stay aborted";
       EXPECT_NE(std::string(tpcommGetLastError()).find("rank 1"), std::string::npos)

@@ -1,8 +1,9 @@
-// The bound on NCCL-served calls (comm/nccl_watchdog.h) with a real GPU: a kernel spinning on a
-// host-mapped flag stands in for an NCCL kernel whose peer died, and the watch's "abort" sets the
-// flag. NCCL refuses two ranks on one GPU, so a real NCCL hang cannot be staged on the one lent
-// GPU; what is tested is everything around the NCCL call: the events, the watchdog thread, the
-// abort from that thread, and the communicator that then fails every call with tpcommTimeout.
+// The bound on NCCL-served calls (comm/lifecycle/nccl_watchdog.h) with a real GPU: a kernel
+// spinning on a host-mapped flag stands in for an NCCL kernel whose peer died, and the watch's
+// "abort" sets the flag. NCCL refuses two ranks on one GPU, so a real NCCL hang cannot be staged on
+// the one lent GPU; what is tested is everything around the NCCL call: the events, the watchdog
+// thread, the abort from that thread, and the communicator that then fails every call with
+// tpcommTimeout.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,7 +14,7 @@
 #include <thread>
 
 #include "comm/comm.h"
-#include "comm/nccl_watchdog.h"
+#include "comm/lifecycle/nccl_watchdog.h"
 #include "tests/gpu/harness.h"
 #include "tests/gpu/spin_kernel.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "comm/nccl_watchdog.h"
+#include "comm/lifecycle/nccl_watchdog.h"
 #include "tests/gpu/harness.h"
 #include "tests/gpu/spin_kernel.h"
 

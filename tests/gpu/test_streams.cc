@@ -1,4 +1,4 @@
-// Two streams, one communicator (src/comm/stream_order.h): calls run in the order they were
+// Two streams, one communicator (src/comm/call/stream_order.h): calls run in the order they were
 // issued whatever the stream. Each rank alternates its calls between two non-blocking streams
 // with no sync (the two ranks in different patterns), eagerly and in captures forked over two
 // streams; every output is checked bit for bit against the host's sum. Two graphs of one

@@ -7,8 +7,8 @@
 
 #include <cstdlib>
 
-#include "comm/config.h"
-#include "comm/probe_view.h"
+#include "comm/lifecycle/config.h"
+#include "comm/lifecycle/probe_view.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "kernels/fabric_probe_run.h"
@@ -172,7 +172,8 @@ void collectSetup(DoctorFacts* f) {
   p.forced_algo = e.algo;
   p.strict = e.strict != 0;
   p.tuning = f->tuning_status == TuningLoad::kLoaded ? &f->tuning : nullptr;
-  // The verdict as init would use it (comm/probe_view.h), TPCOMM_FABRIC_PROBE=off included.
+  // The verdict as init would use it (comm/lifecycle/probe_view.h), TPCOMM_FABRIC_PROBE=off
+  // included.
   f->env_fabric_probe_off = e.fabric_probe == 2;
   if (f->have_fabric && !f->env_fabric_probe_off)
     f->policy_verdict =

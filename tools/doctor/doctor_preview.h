@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/config.h"
+#include "comm/lifecycle/config.h"
 #include "kernels/algo_launch.h"
 #include "kernels/device_comm.h"
 #include "plan/planner.h"
@@ -116,7 +116,7 @@ inline PreviewWorld previewWorld(const topo::Topology& topo, const std::vector<i
   w.fabric = c.fabric;
   w.two_islands = c.two_islands;
   w.fabric_reason = c.reason;
-  // TPCOMM_TRANSPORT, by the rule comm/fabric.cc applies.
+  // TPCOMM_TRANSPORT, by the rule comm/lifecycle/fabric.cc applies.
   if (!fabricForTransport(o.transport, c.fabric, &w.fabric)) {
     w.error = "TPCOMM_TRANSPORT=p2p, but " + c.reason + ": communicator init fails";
     return w;

@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "comm/bootstrap.h"
-#include "comm/unique_id.h"
+#include "comm/rendezvous/bootstrap.h"
+#include "comm/rendezvous/unique_id.h"
 #include "common/error.h"
 
 namespace tpcomm {

@@ -1,0 +1,148 @@
+// tpcommReduceScatter and tpcommAllGather: the all-reduce's path (allreduce.cc) for the halves of
+// the two-shot: validate -> check the communicator is healthy -> ask the planner (plan/
+// half_plan.h) -> launch the planned half (or hand to NCCL, counted and logged) -> record it.
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+
+#include "comm/call/call_common.h"
+#include "comm/call/local_calls.h"
+#include "comm/call/nccl_fallback.h"
+#include "comm/call/poison_outputs.h"
+#include "comm/checks/validate.h"
+#include "comm/checks/validate_half.h"
+#include "comm/comm.h"
+#include "comm/lifecycle/registry.h"
+#include "comm/node/node_collectives.h"
+#include "common/error.h"
+#include "kernels/algo_launch.h"
+#include "plan/planner.h"
+
+namespace tpcomm {
+namespace {
+
+// The kernels take whole vectors of every rank's run where the buffers and the run length are
+// 16-byte aligned; else they move elements one by one at the edges (vec_device.cuh).
+bool halfAligned(const void* send, const void* recv, size_t bytes, int world) {
+  return aligned16(send) && aligned16(recv) &&
+         (bytes / static_cast<size_t>(world)) % kVecBytes == 0;
+}
+
+}  // namespace
+
+tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                         tpcommDataType_t dt, tpcommComm* comm, cudaStream_t s,
+                         bool check_buffers) {
+  const char* op = collOpName(coll);
+  size_t bytes = 0;
+  TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
+                                comm->world, &bytes));
+  DeviceGuard guard(comm->device);
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  TPCOMM_CHECK(checkStream(comm, s, op, &cap));
+  // Nothing moves on any rank: no launch, no record, nothing to poison.
+  if (count == 0) return checkAsync(comm, op);
+  if (check_buffers)
+    TPCOMM_CHECK(checkCallBuffers(comm, op, cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
+  // A broken communicator: the error, and NaN in recvbuff (comm/call/poison_outputs.h).
+  TPCOMM_CHECK(refuseIfBroken(comm, op, s, cap,
+                              {halfOutput(coll, recv, count, elementBytes(dt), comm->world)}));
+
+  const CallPlan& p =
+      plannedCall(comm, Call{bytes, halfAligned(send, recv, bytes, comm->world), coll});
+  const Decision& d = p.decision;
+  if (d.error != tpcommSuccess)
+    return fail(d.error, "%s: %zu bytes on rank %d: %s", op, bytes, comm->rank, d.reason.c_str());
+  const bool capturing = cap != cudaStreamCaptureStatusNone;
+  TPCOMM_CHECK(orderCall(&comm->order, s, cap, op, comm->rank));
+  if (p.variant == tpcommVariantNccl) {
+    TPCOMM_CHECK(ncclFallbackHalf(comm, coll, send, recv, count, dt, s, capturing));
+  } else {
+    const LaunchArgs a{p.variant,
+                       p.grid.blocks,
+                       p.grid.threads,
+                       p.grid.push_batch,
+                       p.grid.push_eighths,
+                       p.pdl,
+                       p.aligned,
+                       p.chunk_vecs,
+                       p.geometry,
+                       send,
+                       recv,
+                       count,
+                       dt};
+    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
+  }
+  TPCOMM_CHECK(afterCall(&comm->order, s, cap));
+  recordCall(comm,
+             CallRecord{d.algo, p.variant, d.fallback, bytes, dt,
+                        isKernelVariant(p.variant) ? p.grid.blocks : 0, &d.reason,
+                        coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"},
+             capturing);
+  return tpcommSuccess;
+}
+
+namespace {
+
+tpcommResult_t runHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                       tpcommDataType_t dt, tpcommComm_t comm, tpcommStream_t stream) {
+  TPCOMM_CHECK(checkComm(comm, collOpName(coll)));
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (comm->span) return nodeHalf(coll, send, recv, count, dt, comm, s);
+  return localHalf(coll, send, recv, count, dt, comm, s, /*check_buffers=*/true);
+}
+
+}  // namespace
+}  // namespace tpcomm
+
+using namespace tpcomm;
+
+extern "C" tpcommResult_t tpcommReduceScatter(const void* sendbuff, void* recvbuff,
+                                              size_t recvcount, tpcommDataType_t datatype,
+                                              tpcommComm_t comm, tpcommStream_t stream) {
+  return runHalf(tpcommCollReduceScatter, sendbuff, recvbuff, recvcount, datatype, comm, stream);
+}
+
+extern "C" tpcommResult_t tpcommAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                          tpcommDataType_t datatype, tpcommComm_t comm,
+                                          tpcommStream_t stream) {
+  return runHalf(tpcommCollAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
+
+extern "C" tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommColl_t collective,
+                                                      size_t count, tpcommDataType_t datatype,
+                                                      tpcommCallInfo_t* info) {
+  const char* op = "tpcommCommExplainCollective";
+  TPCOMM_CHECK(checkComm(comm, op));
+  if (!info) return fail(tpcommInvalidArgument, "%s: info is NULL", op);
+  if (collective == tpcommCollAllReduce) return tpcommCommExplain(comm, count, datatype, info);
+  if (collective != tpcommCollReduceScatter && collective != tpcommCollAllGather)
+    return fail(tpcommInvalidArgument,
+                "%s: collective %d is not a tpcommColl_t (tpcommCollAllReduce=%d, "
+                "tpcommCollReduceScatter=%d, tpcommCollAllGather=%d)",
+                op, static_cast<int>(collective), tpcommCollAllReduce, tpcommCollReduceScatter,
+                tpcommCollAllGather);
+  size_t part = 0;
+  TPCOMM_CHECK(payloadBytes(op, count, static_cast<int>(datatype), &part));
+  const int world = comm->span ? comm->span->global_world : comm->world;
+  if (part > SIZE_MAX / static_cast<size_t>(world))
+    return fail(tpcommInvalidArgument, "%s: count %zu x world %d overflows the byte size", op,
+                count, world);
+  const size_t bytes = part * static_cast<size_t>(world);
+  if (comm->span && count > 0) return nodeExplain(comm, collective, datatype, bytes, info);
+  *info = tpcommCallInfo_t{};
+  info->bytes = bytes;
+  info->datatype = static_cast<int>(datatype);
+  if (count == 0) {
+    strncpy(info->reason, "count 0: nothing moves, nothing is launched", sizeof(info->reason) - 1);
+    return tpcommSuccess;
+  }
+  // As for 16-byte aligned buffers and runs (what torch and the engines allocate).
+  const CallPlan p = planCall(factsOf(comm), Call{bytes, true, collective});
+  const Decision& d = p.decision;
+  info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;
+  info->variant = p.variant;
+  info->blocks = isKernelVariant(p.variant) ? p.grid.blocks : 0;
+  strncpy(info->reason, d.reason.c_str(), sizeof(info->reason) - 1);
+  return d.error;
+}
