@@ -2,7 +2,7 @@
 
 #include "common/byte_size.h"
 #include "common/env.h"
-#include "kernels/algo_launch.h"  // kThreadsPerBlock
+#include "kernels/runtime/algo_launch.h"  // kThreadsPerBlock
 #include "plan/knobs.h"
 
 #include <cstdio>

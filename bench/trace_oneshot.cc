@@ -1,12 +1,12 @@
 // trace-oneshot: where the time of a small one-shot call goes, from the kernel's own timeline
-// stamps (build with -DTPCOMM_KERNEL_TRACE=ON; src/kernels/trace_device.cuh). One process drives
-// `ranks` ranks (default: one per visible GPU; more than the GPUs share them round-robin, which
-// measures protocol and launch cost, not a link), captures `calls` back-to-back calls of `bytes`
-// per rank into a CUDA graph per rank, replays them, and prints per rank the median time between
-// the stamps of a call and from one call's end to the next call's start. The one-shot kernel also
-// runs host_oneshot and host_bulk (the same kernel over host memory); `fused` and `fused_block`
-// trace tpcommAllReduceAddRmsNorm instead (bf16 rows of `hidden`, bytes / (2 hidden) of them: the
-// cluster kernel as planned, or a block per row with the knob fused_cluster=0).
+// stamps (build with -DTPCOMM_KERNEL_TRACE=ON; src/kernels/device/trace_device.cuh). One process
+// drives `ranks` ranks (default: one per visible GPU; more than the GPUs share them round-robin,
+// which measures protocol and launch cost, not a link), captures `calls` back-to-back calls of
+// `bytes` per rank into a CUDA graph per rank, replays them, and prints per rank the median time
+// between the stamps of a call and from one call's end to the next call's start. The one-shot
+// kernel also runs host_oneshot and host_bulk (the same kernel over host memory); `fused` and
+// `fused_block` trace tpcommAllReduceAddRmsNorm instead (bf16 rows of `hidden`, bytes / (2 hidden)
+// of them: the cluster kernel as planned, or a block per row with the knob fused_cluster=0).
 //   trace-oneshot [bytes=1024] [calls=1000] [oneshot|host_oneshot|host_bulk|fused|fused_block]
 //                 [ranks] [hidden=7168]
 #include <cuda_runtime.h>
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/trace.h"
+#include "kernels/runtime/trace.h"
 #include "tpcomm/tpcomm.h"
 
 namespace {

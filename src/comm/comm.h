@@ -15,7 +15,7 @@
 #include "comm/lifecycle/rank_info.h"
 #include "comm/node/node_span.h"
 #include "comm/rendezvous/bootstrap.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
 #include "plan/plan_cache.h"
 #include "plan/planner.h"
 #include "transport/host_shm.h"
@@ -69,7 +69,7 @@ struct tpcommComm {
   std::unique_ptr<tpcomm::NodeSpan> span;
 
   tpcommStats_t stats{};
-  bool ptx_jit = false;        // kernels run from JIT-compiled PTX (kernels/image_check.h)
+  bool ptx_jit = false;        // kernels run from JIT-compiled PTX (kernels/runtime/image_check.h)
   uint64_t ptx_jit_calls = 0;  // tpcommCommGetPtxJitCalls
   uint64_t variant_calls[tpcommNumVariants] = {};  // tpcommCommGetVariantStats
   tpcommCallInfo_t last{};

@@ -10,10 +10,10 @@
 
 #include "common/error.h"
 #include "kernels/add_rmsnorm.h"
-#include "kernels/algo_launch.h"
-#include "kernels/rmsnorm_device.cuh"
-#include "kernels/variant_table.h"
-#include "kernels/vec_device.cuh"
+#include "kernels/device/rmsnorm_device.cuh"
+#include "kernels/device/vec_device.cuh"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/variant_table.h"
 
 namespace tpcomm {
 namespace {

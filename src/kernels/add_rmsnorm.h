@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {

@@ -8,12 +8,12 @@
 #include <cstdint>
 
 #include "common/error.h"
-#include "kernels/algo_launch.h"
-#include "kernels/fused_device.cuh"
+#include "kernels/device/fused_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/trace_device.cuh"
 #include "kernels/fused_oneshot.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/trace_device.cuh"
-#include "kernels/variant_table.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/variant_table.h"
 
 namespace tpcomm {
 namespace {

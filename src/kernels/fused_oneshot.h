@@ -10,8 +10,8 @@
 #include <cstddef>
 
 #include "kernels/add_rmsnorm.h"
-#include "kernels/algo_launch.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 

@@ -17,11 +17,11 @@
 // A thread handles the same offsets of every segment and area in every step of the call, and the
 // thread that reads an input vector writes that output vector (in-place calls are safe). Why 4
 // slots suffice: docs/PROTOCOL.md. Peer memory only (the sentinel protocol).
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/session_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/session_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

@@ -21,11 +21,11 @@
 // cover exactly what the peers' blocks b read; the thread that reads an input vector writes that
 // output vector later in the step (in-place calls are safe). Why four slots suffice, area by area:
 // docs/PROTOCOL.md, "The island over pull".
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/pull_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/pull_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

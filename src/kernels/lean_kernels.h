@@ -3,7 +3,7 @@
 // is filled.
 #pragma once
 
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 

@@ -19,14 +19,14 @@
 // touch of each line of the parameters misses the constant cache, and those misses then overlap
 // the previous kernel. The compiler may still move parameter loads behind the wait where nothing
 // before it needs them: check a change here with scripts/sass_diff.sh and with and without PDL.
-#include "kernels/algo_launch.h"
-#include "kernels/bulk_device.cuh"
-#include "kernels/kernel_set.cuh"
+#include "kernels/device/bulk_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/pull_device.cuh"
+#include "kernels/device/session_device.cuh"
+#include "kernels/device/trace_device.cuh"
 #include "kernels/lean_kernels.h"
-#include "kernels/poison_device.cuh"
-#include "kernels/pull_device.cuh"
-#include "kernels/session_device.cuh"
-#include "kernels/trace_device.cuh"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

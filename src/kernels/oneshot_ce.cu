@@ -19,11 +19,11 @@
 // one still reads; the epoch (in device memory, as for every kernel) is what makes a replayed
 // flag differ from the last replay's. Why the flag's arrival implies the data's: docs/PROTOCOL.md,
 // "Copy engines".
-#include "kernels/algo_launch.h"
-#include "kernels/ce_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/session_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/session_device.cuh"
+#include "kernels/layout/ce_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

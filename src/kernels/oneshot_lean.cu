@@ -6,13 +6,13 @@
 // griddepcontrol.wait and the pushes and between the data's arrival and the output: the step and
 // batch loops, the tail and unaligned paths, the split. That code was instruction latency on the
 // critical path of small calls (docs/BENCHMARKS.md). Sentinel protocols only (peer and host).
-#include "kernels/algo_launch.h"
-#include "kernels/kernel_set.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/session_device.cuh"
+#include "kernels/device/trace_device.cuh"
+#include "kernels/layout/oneshot_layout.h"  // ringRank
 #include "kernels/lean_kernels.h"
-#include "kernels/oneshot_layout.h"  // ringRank
-#include "kernels/poison_device.cuh"
-#include "kernels/session_device.cuh"
-#include "kernels/trace_device.cuh"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

@@ -6,11 +6,11 @@
 // kernel's step and batch loops and tail paths, as in the push lean kernel (oneshot_lean.cu).
 // The block barrier that counts the block in (arriveBlock) also orders every thread's store into
 // the outbox before thread 0's fence and flag, so publishing costs no barrier of its own.
-#include "kernels/algo_launch.h"
-#include "kernels/kernel_set.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/pull_device.cuh"
 #include "kernels/lean_kernels.h"
-#include "kernels/poison_device.cuh"
-#include "kernels/pull_device.cuh"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

@@ -8,11 +8,11 @@
 // is never rewritten while a peer still reads it). The planner takes it for single-step calls up
 // to the pull_ll_bytes knob by size alone (the same on every rank: it does not pair with the flag
 // kernels), so it takes any alignment and partial last vectors.
-#include "kernels/algo_launch.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/pull_device.cuh"
-#include "kernels/pull_ll_layout.h"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/pull_device.cuh"
+#include "kernels/layout/pull_ll_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

@@ -4,11 +4,11 @@
 // of it, one per rank (segmentedCall, chunk_layout.h, steps through every run at once). The waits
 // are the one-shot's shape (every rank pushes to and reads from every peer in each step), so the
 // slot-reuse argument of docs/PROTOCOL.md holds as it does there.
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/twoshot_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/twoshot_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

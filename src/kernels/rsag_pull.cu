@@ -11,11 +11,11 @@
 // Each step is one write, one publish, one wait and one read, the one-shot pull's shape, so the
 // slot-reuse argument of docs/PROTOCOL.md ("Pull") holds as it does there. In place as NCCL has
 // it: a rank's own run is read and written by the same thread, its peers read only its outbox.
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/twoshot_pull_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/twoshot_pull_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

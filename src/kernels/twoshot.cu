@@ -10,11 +10,11 @@
 // writes that output vector (in-place calls are safe). Arrival is carried by the data, as in the
 // one-shot kernel (proto_device.cuh); the call's session (session_device.cuh) holds the epoch
 // that rotates the slots and bounds the waits.
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/twoshot_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/twoshot_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

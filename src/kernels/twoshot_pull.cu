@@ -12,11 +12,11 @@
 // between: in-place calls are safe. Why four slots suffice: docs/PROTOCOL.md, "Pull". The phases
 // are twoshot_pull_device.cuh's, which reduce-scatter and all-gather over pull (rsag_pull.cu)
 // share.
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/kernel_set.cuh"
-#include "kernels/poison_device.cuh"
-#include "kernels/twoshot_pull_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/twoshot_pull_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/pull_ll_layout.h"  // kPullLLMaxCallBytes
+#include "kernels/layout/pull_ll_layout.h"  // kPullLLMaxCallBytes
 
 namespace tpcomm {
 namespace {

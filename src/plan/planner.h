@@ -10,9 +10,9 @@
 #include <cstddef>
 #include <string>
 
-#include "kernels/algo_launch.h"
-#include "kernels/oneshot_layout.h"
-#include "kernels/variant_table.h"
+#include "kernels/layout/oneshot_layout.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/variant_table.h"
 #include "plan/co_residency.h"
 #include "plan/grid.h"
 #include "plan/knobs.h"
@@ -39,8 +39,8 @@ struct CommFacts {
   // Where ranks share a GPU, the most blocks every rank's grid may have so that all of them are
   // resident at once (plan/co_residency.h, agreed at init); nullptr: every rank has its own GPU.
   const GridCaps* grid_caps = nullptr;
-  // Every rank's GPU launches thread-block clusters (kernels/occupancy.h, agreed at init): the
-  // fused call may spread a row over a cluster, the same on every rank.
+  // Every rank's GPU launches thread-block clusters (kernels/runtime/occupancy.h, agreed at init):
+  // the fused call may spread a row over a cluster, the same on every rank.
   bool clusters = false;
   // A communicator whose ranks span machines (comm/node/node_link.h): nodes > 1, world is then the
   // ranks of this machine, and node_contiguous whether each machine's ranks are consecutive

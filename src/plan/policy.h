@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/island_world.h"
+#include "kernels/layout/island_world.h"
 #include "topo/fabric.h"
-#include "topo/fabric_verdict.h"
+#include "topo/probe/fabric_verdict.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -35,9 +35,10 @@ struct PolicyInput {
   int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
   bool strict = false;               // a fallback to NCCL is an error
   const SizeTable* tuned = nullptr;  // a measured table (tpcomm tune) for this machine, if any
-  // The fabric probe's verdict (topo/fabric_probe.h), agreed by every rank at init: over PCIe, a
-  // write collapse takes the pull tables (SM pushes are never picked), anything else the push
-  // tables. The one input the probe gives the policy; a tuned table names its algorithms itself.
+  // The fabric probe's verdict (topo/probe/fabric_probe.h), agreed by every rank at init: over
+  // PCIe, a write collapse takes the pull tables (SM pushes are never picked), anything else the
+  // push tables. The one input the probe gives the policy; a tuned table names its algorithms
+  // itself.
   FabricVerdict fabric_verdict = FabricVerdict::kUnknown;
 };
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "topo/stream_wait.h"
+#include "topo/probe/stream_wait.h"
 
 namespace tpcomm {
 namespace topo {

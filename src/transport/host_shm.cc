@@ -21,7 +21,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/unique_fd.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
 
 namespace tpcomm {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {

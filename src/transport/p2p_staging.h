@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {

@@ -1,13 +1,13 @@
 // Call fingerprints (docs/PROTOCOL.md, "Calls that disagree"): the 16-byte record the kernels
-// exchange (kernels/call_print.h, the same code on the device) and the host's message for what
-// they report (comm/lifecycle/async_error.h).
+// exchange (kernels/runtime/call_print.h, the same code on the device) and the host's message for
+// what they report (comm/lifecycle/async_error.h).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
 #include "comm/lifecycle/async_error.h"
-#include "kernels/call_print.h"
+#include "kernels/runtime/call_print.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {

@@ -1,5 +1,5 @@
-// The chunked algorithms' call geometry (src/kernels/chunk_layout.h), walked the way the two-shot
-// and island kernels walk it: every vector of the message is handled exactly once, by one
+// The chunked algorithms' call geometry (src/kernels/layout/chunk_layout.h), walked the way the
+// two-shot and island kernels walk it: every vector of the message is handled exactly once, by one
 // (step, segment, block, thread); no offset leaves its area of the slot; a thread's offsets are
 // the same in every step (the rule the four-slot argument in docs/PROTOCOL.md rests on).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/chunk_layout.h"
+#include "kernels/layout/chunk_layout.h"
 
 namespace tpcomm {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/json.h"
-#include "kernels/image_check.h"
+#include "kernels/runtime/image_check.h"
 #include "plan/tuning_table.h"
 #include "tests/cpu/support/cli_run.h"
 #include "topo/topology_json.h"

@@ -10,7 +10,7 @@
 #include "tests/cpu/support/topo_fixture.h"
 #include "tools/doctor/doctor_findings.h"
 #include "tools/doctor/doctor_render.h"
-#include "topo/fabric_probe_json.h"
+#include "topo/probe/fabric_probe_json.h"
 
 namespace tpcomm::cli {
 namespace {

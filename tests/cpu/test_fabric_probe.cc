@@ -9,9 +9,9 @@
 
 #include "common/json.h"
 #include "support/synthetic_fabrics.h"
-#include "topo/fabric_probe.h"
-#include "topo/fabric_probe_cache.h"
-#include "topo/fabric_probe_json.h"
+#include "topo/probe/fabric_probe.h"
+#include "topo/probe/fabric_probe_cache.h"
+#include "topo/probe/fabric_probe_json.h"
 #include "topo/topology_json.h"
 
 namespace tpcomm {

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "kernels/add_rmsnorm.h"
-#include "kernels/algo_launch.h"
 #include "kernels/fused_oneshot.h"
-#include "kernels/occupancy.h"
-#include "kernels/variant_table.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/occupancy.h"
+#include "kernels/runtime/variant_table.h"
 #include "plan/fused_plan.h"
 #include "tests/cpu/support/plan_facts.h"
 

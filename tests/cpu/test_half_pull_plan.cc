@@ -11,9 +11,9 @@
 #include "comm/call/call_common.h"
 #include "comm/comm.h"
 #include "comm/lifecycle/registry.h"
-#include "kernels/algo_launch.h"
-#include "kernels/chunk_layout.h"
-#include "kernels/variant_table.h"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/variant_table.h"
 #include "plan/half_plan.h"
 #include "tests/cpu/support/plan_facts.h"
 

@@ -1,5 +1,5 @@
-// The start-up kernel-image check (src/kernels/image_check.cc) must ask about every kernel the
-// library can launch: a kernel it skipped could lack an image for the GPU and fail at its first
+// The start-up kernel-image check (src/kernels/runtime/image_check.cc) must ask about every kernel
+// the library can launch: a kernel it skipped could lack an image for the GPU and fail at its first
 // call instead of at init. Kernel entry points are host stubs, so all of this runs without a GPU.
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 
 #include "inspect/inspect.h"
 #include "kernels/add_rmsnorm.h"
-#include "kernels/algo_launch.h"
-#include "kernels/fabric_probe_kernels.h"
 #include "kernels/fused_oneshot.h"
-#include "kernels/image_check.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/fabric_probe_kernels.h"
+#include "kernels/runtime/image_check.h"
 
 namespace tpcomm {
 namespace {

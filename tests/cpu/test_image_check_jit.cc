@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/log.h"
-#include "kernels/image_check.h"
+#include "kernels/runtime/image_check.h"
 
 namespace tpcomm {
 namespace {

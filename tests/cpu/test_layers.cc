@@ -21,7 +21,7 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"comm", {"plan", "kernels", "transport", "topo", "inspect", "common"}},
       {"plan", {"kernels", "topo", "common"}},
       {"kernels", {"topo", "common"}},
-      // The transports lay out what the kernels read (kernels/device_comm.h).
+      // The transports lay out what the kernels read (kernels/layout/device_comm.h).
       {"transport", {"kernels", "topo", "common"}},
       {"topo", {"common"}},
       {"inspect", {"common"}},

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/algo_launch.h"
-#include "kernels/oneshot_layout.h"
+#include "kernels/layout/oneshot_layout.h"
+#include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 #include "tpcomm/tpcomm.h"
 

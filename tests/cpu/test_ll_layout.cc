@@ -1,11 +1,11 @@
-// The LL protocol's host-memory layout (src/kernels/ll_layout.h), the arithmetic the kernels use:
-// every half of every entry of a block has its own 16 bytes inside that block, and a warp's 32
+// The LL protocol's host-memory layout (src/kernels/layout/ll_layout.h), the arithmetic the kernels
+// use: every half of every entry of a block has its own 16 bytes inside that block, and a warp's 32
 // consecutive entries become two contiguous 512-byte runs.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "kernels/ll_layout.h"
+#include "kernels/layout/ll_layout.h"
 
 namespace tpcomm {
 namespace {

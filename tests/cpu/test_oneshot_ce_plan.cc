@@ -11,7 +11,7 @@
 #include "comm/lifecycle/config.h"
 #include "comm/lifecycle/registry.h"
 #include "common/env.h"
-#include "kernels/ce_layout.h"
+#include "kernels/layout/ce_layout.h"
 #include "plan/planner.h"
 #include "tests/cpu/support/plan_facts.h"
 

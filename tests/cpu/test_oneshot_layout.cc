@@ -1,4 +1,4 @@
-// The one-shot's call geometry (src/kernels/oneshot_layout.h), walked the way both one-shot
+// The one-shot's call geometry (src/kernels/layout/oneshot_layout.h), walked the way both one-shot
 // kernels walk it (oneshot.cu: BlockShare in the general kernel; oneshot_lean.cu: one vector per
 // thread): every vector of the message is handled exactly once; no step is longer than a region; a
 // block's offsets within a region are the same in every step (the rule the four-slot argument in
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/oneshot_layout.h"
+#include "kernels/layout/oneshot_layout.h"
 
 namespace tpcomm {
 namespace {

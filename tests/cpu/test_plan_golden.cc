@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "kernels/algo_launch.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
+#include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 
 namespace tpcomm {

@@ -1,6 +1,6 @@
 // The call planner (src/plan/planner.cc) names the variant each call runs, over worlds, sizes,
-// alignments and transports; the variant table (src/kernels/variant_table.cc) has a kernel for
-// every variant the planner can name; the knob strings (TPCOMM_KNOBS, config.launchKnobs) parse
+// alignments and transports; the variant table (src/kernels/runtime/variant_table.cc) has a kernel
+// for every variant the planner can name; the knob strings (TPCOMM_KNOBS, config.launchKnobs) parse
 // and fail as documented.
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include "comm/comm.h"
 #include "comm/lifecycle/config.h"
 #include "comm/lifecycle/registry.h"
-#include "kernels/algo_launch.h"
-#include "kernels/variant_table.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/variant_table.h"
 #include "plan/planner.h"
 #include "tests/cpu/support/plan_facts.h"
 

@@ -1,6 +1,6 @@
-// What a chunked kernel's failure branch poisons (src/kernels/poison_layout.h): from the step it
-// gave up in, exactly the output vectors chunkStep and segmentStep give that thread in that step
-// and every later one, worked out from that step alone and without a run-time division; from
+// What a chunked kernel's failure branch poisons (src/kernels/layout/poison_layout.h): from the
+// step it gave up in, exactly the output vectors chunkStep and segmentStep give that thread in that
+// step and every later one, worked out from that step alone and without a run-time division; from
 // step 0 (a kernel that found the communicator aborted), every vector of the call, once, across
 // the grid.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/poison_layout.h"
+#include "kernels/layout/poison_layout.h"
 
 namespace tpcomm {
 namespace {

@@ -58,8 +58,9 @@ TEST(PoisonOutputs, ThePoisonIsAllOnes) {
 }
 
 // The unfused path carries a failed all-reduce's NaN through the epilogue's FP8 conversion
-// (kernels/rmsnorm_device.cuh, toE4m3: saturating to +-448): NaN must stay NaN, not saturate. The
-// host conversion of cuda_fp8.h is the device instruction's emulation (cvt.rn.satfinite).
+// (kernels/device/rmsnorm_device.cuh, toE4m3: saturating to +-448): NaN must stay NaN, not
+// saturate. The host conversion of cuda_fp8.h is the device instruction's emulation
+// (cvt.rn.satfinite).
 TEST(PoisonOutputs, Fp8ConversionKeepsNaN) {
   for (float x : {NAN, -NAN}) {
     const unsigned b = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);

@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "kernels/pull_ll_layout.h"
+#include "kernels/layout/pull_ll_layout.h"
 #include "plan/co_residency.h"
 #include "plan/planner.h"
 #include "tests/cpu/support/plan_facts.h"

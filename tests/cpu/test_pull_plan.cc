@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/env.h"
-#include "kernels/chunk_layout.h"
+#include "kernels/layout/chunk_layout.h"
 #include "plan/fused_plan.h"
 #include "plan/planner.h"
 #include "tests/cpu/support/plan_facts.h"

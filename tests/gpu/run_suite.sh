@@ -156,7 +156,7 @@ if [[ $WHAT == all || $WHAT == tests || $WHAT == sanitize ]]; then
       --tool memcheck --error-exitcode 9 --report-api-errors no \
       "$BUILD/tests/gpu/tpcomm_gpu_tests" --gtest_filter='Correctness.HostSentinelAndLLAlternate'
 
-    # The chunked kernels (two-shot, island; src/kernels/chunk_layout.h): every size of the
+    # The chunked kernels (two-shot, island; src/kernels/layout/chunk_layout.h): every size of the
     # matrix through a 3-block two-shot, and the island kernels (push and pull) at world 4 (ranks
     # sharing GPUs).
     step sanitizer_chunked_memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/fabric_probe_run.h"
-#include "topo/fabric_probe.h"
+#include "kernels/runtime/fabric_probe_run.h"
+#include "topo/probe/fabric_probe.h"
 
 namespace tpcomm::topo {
 namespace {

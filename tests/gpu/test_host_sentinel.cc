@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "kernels/algo_launch.h"  // hostSentinelStepBytes
+#include "kernels/runtime/algo_launch.h"  // hostSentinelStepBytes
 #include "plan/knobs.h"
 #include "tests/gpu/harness.h"
 #include "topo/pcie_ordering.h"
@@ -26,7 +26,8 @@ namespace tpcomm::test {
 namespace {
 
 constexpr unsigned char kUnwritten = 0xCD;  // the outputs before a call
-constexpr unsigned char kNaN = 0xFF;        // what a failed call leaves (kernels/poison_device.cuh)
+constexpr unsigned char kNaN =
+    0xFF;  // what a failed call leaves (kernels/device/poison_device.cuh)
 
 // Small integers: every sum is exact in fp32 and bf16, so a result is right or wrong bit for bit.
 float valueOf(int rank, size_t i) {

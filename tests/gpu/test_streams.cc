@@ -2,9 +2,10 @@
 // issued whatever the stream. Each rank alternates its calls between two non-blocking streams
 // with no sync (the two ranks in different patterns), eagerly and in captures forked over two
 // streams; every output is checked bit for bit against the host's sum. Two graphs of one
-// communicator replayed at once are reported by the kernels (kernels/epoch_device.cuh). Without the
-// ordering, the calls on the two streams run at once, read the same epoch and fill the same slots:
-// wrong sums or timeouts. Several captures may be open at once, each ordered on its own.
+// communicator replayed at once are reported by the kernels (kernels/device/epoch_device.cuh).
+// Without the ordering, the calls on the two streams run at once, read the same epoch and fill the
+// same slots: wrong sums or timeouts. Several captures may be open at once, each ordered on its
+// own.
 #include <gtest/gtest.h>
 
 #include <chrono>

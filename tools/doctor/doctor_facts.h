@@ -11,9 +11,9 @@
 #include "tools/doctor/doctor_coverage.h"
 #include "tools/doctor/doctor_preview.h"
 #include "topo/classify.h"
-#include "topo/fabric_probe.h"
-#include "topo/fabric_probe_cache.h"
 #include "topo/pcie_ordering.h"
+#include "topo/probe/fabric_probe.h"
+#include "topo/probe/fabric_probe_cache.h"
 #include "topo/topology.h"
 
 namespace tpcomm::cli {
@@ -46,7 +46,7 @@ struct DoctorFacts {
   bool have_fabric = false;               // at least two GPUs: fabric_all is set
   topo::Classification fabric_all;        // all GPUs together
 
-  // The fabric probe of every GPU (topo/fabric_probe.h): source kNone when it did not run (no
+  // The fabric probe of every GPU (topo/probe/fabric_probe.h): source kNone when it did not run (no
   // GPU, --no-probe, a simulated topology, or it could not start: probe_why).
   topo::ProbeSource probe_source = topo::ProbeSource::kNone;
   std::string probe_why;

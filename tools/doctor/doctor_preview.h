@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "comm/lifecycle/config.h"
-#include "kernels/algo_launch.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
+#include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 #include "plan/tuning_table.h"
 #include "topo/classify.h"

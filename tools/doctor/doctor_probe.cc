@@ -3,7 +3,7 @@
 #include "common/str_format.h"
 #include "tools/doctor/doctor_render.h"
 #include "tools/doctor/doctor_table.h"
-#include "topo/fabric_probe_json.h"
+#include "topo/probe/fabric_probe_json.h"
 
 namespace tpcomm::cli {
 namespace {

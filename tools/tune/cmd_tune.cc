@@ -9,7 +9,7 @@
 
 #include "common/env.h"
 #include "common/error.h"
-#include "kernels/fabric_probe_run.h"
+#include "kernels/runtime/fabric_probe_run.h"
 #include "tools/commands.h"
 #include "tools/doctor/doctor_facts.h"
 #include "tools/doctor/doctor_preview.h"
@@ -19,8 +19,8 @@
 #include "tools/tune/tune_rules.h"
 #include "topo/classify.h"
 #include "topo/discover.h"
-#include "topo/fabric_probe_cache.h"
 #include "topo/p2p_cache.h"
+#include "topo/probe/fabric_probe_cache.h"
 
 namespace tpcomm::cli {
 namespace {

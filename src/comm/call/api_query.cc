@@ -8,7 +8,7 @@
 #include "comm/node/node_link.h"
 #include "common/error.h"
 #include "common/result_table.h"
-#include "kernels/variant_table.h"
+#include "kernels/runtime/variant_table.h"
 
 using namespace tpcomm;
 

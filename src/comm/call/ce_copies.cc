@@ -4,8 +4,8 @@
 
 #include "comm/call/ce_steps.h"
 #include "common/error.h"
-#include "kernels/ce_layout.h"
-#include "kernels/variant_table.h"
+#include "kernels/layout/ce_layout.h"
+#include "kernels/runtime/variant_table.h"
 
 namespace tpcomm {
 namespace {

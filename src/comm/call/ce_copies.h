@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "kernels/ce_layout.h"
+#include "kernels/layout/ce_layout.h"
 
 namespace tpcomm {
 

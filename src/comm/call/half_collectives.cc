@@ -15,7 +15,7 @@
 #include "comm/lifecycle/registry.h"
 #include "comm/node/node_collectives.h"
 #include "common/error.h"
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 
 namespace tpcomm {

@@ -7,7 +7,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 #include "transport/nccl_loader.h"
 
 namespace tpcomm {

@@ -1,7 +1,7 @@
 // What a call refused on a broken communicator does before it returns the error: it fills the
 // call's outputs with all ones (a NaN in fp32, fp16 and bf16, and byte by byte in FP8 e4m3), as
-// the kernels fill the outputs of a call that failed on the GPU (kernels/poison_device.cuh). An
-// engine that goes on without reading the error then computes on NaN, never on the numbers an
+// the kernels fill the outputs of a call that failed on the GPU (kernels/device/poison_device.cuh).
+// An engine that goes on without reading the error then computes on NaN, never on the numbers an
 // earlier call left there.
 #pragma once
 

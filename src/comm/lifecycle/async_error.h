@@ -1,12 +1,12 @@
-// What the kernels left in the mapped error word (kernels/device_comm.h: HostError), copied out
-// of volatile memory and put into words: a peer that never answered, one that never started the
+// What the kernels left in the mapped error word (kernels/layout/device_comm.h: HostError), copied
+// out of volatile memory and put into words: a peer that never answered, one that never started the
 // call, or one whose call disagreed with ours (its count, datatype or kind). Pure functions, so
 // the CPU tests check the messages.
 #pragma once
 
 #include <string>
 
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
 
 namespace tpcomm {
 

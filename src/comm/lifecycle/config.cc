@@ -6,8 +6,8 @@
 
 #include "common/env.h"
 #include "common/error.h"
-#include "kernels/algo_launch.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {

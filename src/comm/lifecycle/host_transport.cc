@@ -6,7 +6,7 @@
 #include "comm/comm.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 

@@ -22,9 +22,9 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "kernels/algo_launch.h"
-#include "kernels/image_check.h"
-#include "kernels/occupancy.h"
+#include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/image_check.h"
+#include "kernels/runtime/occupancy.h"
 #include "topo/pcie_ordering.h"
 
 namespace tpcomm {

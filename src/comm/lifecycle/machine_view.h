@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/device_comm.h"
-#include "kernels/occupancy.h"
+#include "kernels/layout/device_comm.h"
+#include "kernels/runtime/occupancy.h"
 #include "plan/co_residency.h"
 #include "plan/policy.h"
 #include "plan/tuning_table.h"

@@ -12,11 +12,11 @@
 #include "common/env.h"
 #include "common/log.h"
 #include "common/unique_fd.h"
-#include "kernels/fabric_probe_run.h"
+#include "kernels/runtime/fabric_probe_run.h"
 #include "topo/cache_dir.h"
 #include "topo/classify.h"
-#include "topo/fabric_probe_cache.h"
 #include "topo/p2p_cache.h"
+#include "topo/probe/fabric_probe_cache.h"
 
 namespace tpcomm {
 namespace {

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "topo/fabric.h"
-#include "topo/fabric_probe.h"
-#include "topo/fabric_verdict.h"
+#include "topo/probe/fabric_probe.h"
+#include "topo/probe/fabric_verdict.h"
 #include "topo/topology.h"
 
 namespace tpcomm {

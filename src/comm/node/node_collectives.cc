@@ -11,7 +11,7 @@
 #include "comm/checks/validate_half.h"
 #include "comm/node/node_link.h"
 #include "common/error.h"
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 
 namespace tpcomm {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "kernels/device_comm.h"
+#include "kernels/layout/device_comm.h"
 
 namespace tpcomm {
 

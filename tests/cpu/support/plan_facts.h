@@ -2,7 +2,7 @@
 // peer slots, and over host memory the host slots of a 4 MiB inbox, as init builds them.
 #pragma once
 
-#include "kernels/algo_launch.h"
+#include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 
 namespace tpcomm {

@@ -2,7 +2,7 @@
 // "PCIe fabrics"), for the verdict and policy tests.
 #pragma once
 
-#include "topo/fabric_probe.h"
+#include "topo/probe/fabric_probe.h"
 
 namespace tpcomm {
 namespace topo {

@@ -1,0 +1,90 @@
+// Device pieces of the RMSNorm epilogue shared by the kernels that end with it: a deterministic
+// block sum (the same inputs give the same bits on every rank: the order of the additions is
+// fixed by the thread layout alone) and the output conversions.
+#pragma once
+
+#include <cooperative_groups.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "kernels/runtime/algo_launch.h"  // kMaxClusterBlocks
+
+namespace tpcomm {
+
+// Shared memory of a row's block sum: one float per warp, twice (rows alternate, so that a warp a
+// row ahead never overwrites a sum a slower warp still reads).
+struct BlockSumScratch {
+  float warp[2][32];
+};
+
+// Sum of v over the block in a fixed order, and the OR of `failed` over the block, behind one
+// barrier: each warp adds its lanes by a butterfly of shuffles, lane 0 publishes the warp's sum,
+// and after the barrier every warp adds the published sums by the same butterfly. Every lane of
+// every warp ends with the same bits (each addition's two operands are the same pair in both
+// lanes that make it, and float addition commutes), so no second barrier hands a result around.
+// Every thread of the block calls it, once per row, with `parity` alternating from row to row:
+// a warp can only write a buffer again after the next row's barrier, which every warp reaches
+// only once it has read this row's sums.
+__device__ __forceinline__ float blockSumFixedOrder(float v, BlockSumScratch& s, unsigned parity,
+                                                    bool failed, bool* any_failed) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps = (blockDim.x + 31) / 32;
+  if (lane == 0) s.warp[parity][warp] = v;
+  *any_failed = __syncthreads_or(failed) != 0;
+  float w = lane < warps ? s.warp[parity][lane] : 0.f;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) w += __shfl_xor_sync(0xFFFFFFFFu, w, off);
+  return w;
+}
+
+// A row spread over a thread-block cluster (sm_90+): what each block shares with the others for
+// one row, its part of the sum of squares and whether any of its threads gave up (a timeout, an
+// abort or a mismatch; the epilogue kernel never does).
+struct SlicePartial {
+  float sumsq;
+  int failed;
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// The row's sum over the cluster's blocks in a fixed order (the same bits in every block, and on
+// every rank that splits the row alike), and whether any block gave up. Every thread of every
+// block calls it once per row with that block's block_sum (blockSumFixedOrder), alternating
+// `parity` from row to row: two buffers, so a block one row ahead never overwrites a partial that
+// another block still reads (those reads precede the next row's barrier). Lane k of each group of
+// kMaxClusterBlocks lanes reads block k's partial (all of them in flight at once, not one
+// distributed-shared-memory trip after another), then the group adds them by a butterfly, which
+// gives every lane the same bits. The caller ends with a cluster.sync() before its blocks exit, so
+// that none leaves while another reads its partials.
+__device__ __forceinline__ float clusterSumFixedOrder(cooperative_groups::cluster_group& cluster,
+                                                      SlicePartial (&mine)[2], unsigned parity,
+                                                      float block_sum, bool block_failed,
+                                                      bool* any_failed) {
+  static_assert((kMaxClusterBlocks & (kMaxClusterBlocks - 1)) == 0 && kMaxClusterBlocks <= 32,
+                "the butterfly runs over a power-of-two group of lanes");
+  if (threadIdx.x == 0) mine[parity] = SlicePartial{block_sum, block_failed ? 1 : 0};
+  cluster.sync();  // release / acquire: every block's partial is visible to every block
+  const unsigned k = threadIdx.x % kMaxClusterBlocks;
+  SlicePartial q{0.f, 0};
+  if (k < cluster.num_blocks()) q = *cluster.map_shared_rank(&mine[parity], k);
+  float total = q.sumsq;
+  int failed = q.failed;
+#pragma unroll
+  for (int off = kMaxClusterBlocks / 2; off > 0; off >>= 1) {
+    total += __shfl_xor_sync(0xFFFFFFFFu, total, off);
+    failed |= __shfl_xor_sync(0xFFFFFFFFu, failed, off);
+  }
+  *any_failed = failed != 0;
+  return total;
+}
+#endif
+
+// e4m3 with saturation to +-448 (NaN stays NaN), round to nearest even: the conversion
+// FlashInfer's and TensorRT-LLM's FP8 epilogues use.
+__device__ __forceinline__ uint8_t toE4m3(float x) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+
+}  // namespace tpcomm

@@ -1,0 +1,107 @@
+#include "kernels/runtime/variant_table.h"
+
+#include "kernels/add_rmsnorm.h"
+#include "kernels/fused_oneshot.h"
+
+namespace tpcomm {
+namespace {
+
+using C = VariantCollective;
+using X = VariantTransport;
+constexpr int kCheckerWarp = 32;
+
+// clang-format off
+constexpr VariantRow kRows[] = {
+// id                                    name                          collective         transport       pull   island kernels                   lean   extra
+{tpcommVariantNone,                    "none",                       C::kNone,          X::kNone,       false, false, nullptr,                  false, 0},
+{tpcommVariantNccl,                    "nccl",                       C::kNone,          X::kNccl,       false, false, nullptr,                  false, 0},
+{tpcommVariantP2pOneShotLean,          "p2p_oneshot_lean",           C::kAllReduce,     X::kPeer,       false, false, oneShotKernels,           true,  kCheckerWarp},
+{tpcommVariantP2pOneShot,              "p2p_oneshot",                C::kAllReduce,     X::kPeer,       false, false, oneShotKernels,           false, 0},
+{tpcommVariantP2pTwoShot,              "p2p_twoshot",                C::kAllReduce,     X::kPeer,       false, false, twoShotKernels,           false, 0},
+{tpcommVariantIsland,                  "island",                     C::kAllReduce,     X::kPeer,       false, true,  islandKernels,            false, 0},
+{tpcommVariantHostOneShotSentinelLean, "host_oneshot_sentinel_lean", C::kAllReduce,     X::kHost,       false, false, hostSentinelKernels,      true,  kCheckerWarp},
+{tpcommVariantHostOneShotSentinel,     "host_oneshot_sentinel",      C::kAllReduce,     X::kHost,       false, false, hostSentinelKernels,      false, 0},
+{tpcommVariantHostOneShotLL,           "host_oneshot_ll",            C::kAllReduce,     X::kHost,       false, false, hostOneShotKernels,       false, 0},
+{tpcommVariantHostTwoShotLL,           "host_twoshot_ll",            C::kAllReduce,     X::kHost,       false, false, hostTwoShotKernels,       false, 0},
+{tpcommVariantHostBulk,                "host_bulk",                  C::kAllReduce,     X::kHost,       false, false, hostBulkKernels,          false, 0},
+{tpcommVariantFusedP2pOneShot,         "fused_p2p_oneshot",          C::kFused,         X::kPeer,       false, false, fusedP2pKernels,          false, 0},
+{tpcommVariantFusedP2pOneShotFp8,      "fused_p2p_oneshot_fp8",      C::kFused,         X::kPeer,       false, false, fusedP2pFp8Kernels,       false, 0},
+{tpcommVariantFusedHostOneShot,        "fused_host_oneshot",         C::kFused,         X::kHost,       false, false, fusedHostKernels,         false, 0},
+{tpcommVariantFusedHostOneShotFp8,     "fused_host_oneshot_fp8",     C::kFused,         X::kHost,       false, false, fusedHostFp8Kernels,      false, 0},
+{tpcommVariantAddRmsNorm,              "add_rmsnorm",                C::kEpilogue,      X::kNone,       false, false, addRmsNormKernels,        false, 0},
+{tpcommVariantAddRmsNormFp8,           "add_rmsnorm_fp8",            C::kEpilogue,      X::kNone,       false, false, addRmsNormFp8Kernels,     false, 0},
+{tpcommVariantP2pOneShotPullLean,      "p2p_oneshot_pull_lean",      C::kAllReduce,     X::kPeer,       true,  false, pullOneShotKernels,       true,  kCheckerWarp},
+{tpcommVariantP2pOneShotPull,          "p2p_oneshot_pull",           C::kAllReduce,     X::kPeer,       true,  false, pullOneShotKernels,       false, 0},
+{tpcommVariantP2pTwoShotPull,          "p2p_twoshot_pull",           C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotKernels,       false, 0},
+{tpcommVariantP2pOneShotCe,            "p2p_oneshot_ce",             C::kAllReduce,     X::kCopyEngine, false, false, oneShotCeKernels,         false, 0},
+{tpcommVariantP2pReduceScatter,        "p2p_reduce_scatter",         C::kReduceScatter, X::kPeer,       false, false, reduceScatterKernels,     false, 0},
+{tpcommVariantP2pAllGather,            "p2p_all_gather",             C::kAllGather,     X::kPeer,       false, false, allGatherKernels,         false, 0},
+{tpcommVariantHostReduceScatter,       "host_reduce_scatter",        C::kReduceScatter, X::kHost,       false, false, hostReduceScatterKernels, false, 0},
+{tpcommVariantHostAllGather,           "host_all_gather",            C::kAllGather,     X::kHost,       false, false, hostAllGatherKernels,     false, 0},
+{tpcommVariantIslandPull,              "island_pull",                C::kAllReduce,     X::kPeer,       true,  true,  islandPullKernels,        false, 0},
+{tpcommVariantP2pReduceScatterPull,    "p2p_reduce_scatter_pull",    C::kReduceScatter, X::kPeer,       true,  false, pullReduceScatterKernels, false, 0},
+{tpcommVariantP2pAllGatherPull,        "p2p_all_gather_pull",        C::kAllGather,     X::kPeer,       true,  false, pullAllGatherKernels,     false, 0},
+{tpcommVariantP2pOneShotPullLL,        "p2p_oneshot_pull_ll",        C::kAllReduce,     X::kPeer,       true,  false, pullLLOneShotKernels,     false, kCheckerWarp},
+};
+// clang-format on
+
+constexpr int kNumRows = static_cast<int>(sizeof(kRows) / sizeof(kRows[0]));
+
+// Row i is value i, and every value has a row: the header's enum and this table cannot drift.
+constexpr bool rowsInEnumOrder() {
+  for (int i = 0; i < kNumRows; ++i)
+    if (static_cast<int>(kRows[i].id) != i) return false;
+  return true;
+}
+static_assert(kNumRows == tpcommNumVariants, "a tpcommVariant_t value without a registry row");
+static_assert(rowsInEnumOrder(), "the registry's rows must follow tpcommVariant_t's values");
+
+}  // namespace
+
+const VariantRow* variantRows(int* rows) {
+  *rows = kNumRows;
+  return kRows;
+}
+
+const VariantRow* variantRow(int variant) {
+  return variant >= 0 && variant < kNumRows ? &kRows[variant] : nullptr;
+}
+
+bool isKernelVariant(tpcommVariant_t variant) {
+  const VariantRow* r = variantRow(variant);
+  return r && r->kernels;
+}
+
+bool isFusedVariant(tpcommVariant_t variant) {
+  const VariantRow* r = variantRow(variant);
+  return r && r->collective == VariantCollective::kFused;
+}
+
+namespace {
+
+// The row, where the variant runs a kernel and the datatype index is in range.
+const VariantRow* kernelRow(tpcommVariant_t variant, int dtype_index) {
+  const VariantRow* r = variantRow(variant);
+  return r && r->kernels && dtype_index >= 0 && dtype_index < kNumDtypes ? r : nullptr;
+}
+
+}  // namespace
+
+const void* variantKernel(tpcommVariant_t variant, int world, int dtype_index) {
+  const VariantRow* r = kernelRow(variant, dtype_index);
+  if (!r) return nullptr;
+  const KernelSet set = r->kernels(world);
+  return r->lean_entries ? set.lean[dtype_index] : set.fn[dtype_index];
+}
+
+const void* variantOnePassKernel(tpcommVariant_t variant, int world, int dtype_index) {
+  const VariantRow* r = kernelRow(variant, dtype_index);
+  return r ? r->kernels(world).one_pass[dtype_index] : nullptr;
+}
+
+const void* variantClusterKernel(tpcommVariant_t variant, int world, int dtype_index) {
+  const VariantRow* r = kernelRow(variant, dtype_index);
+  return r ? r->kernels(world).cluster[dtype_index] : nullptr;
+}
+
+}  // namespace tpcomm
