@@ -4,10 +4,12 @@
 // or (kReasonRetry: rank 0 dropped this connection, not this rank) send us to connect again until
 // the deadline. When our own side fails (the HMAC), rank 0 is told why in a Reason of ours.
 #include <poll.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +139,35 @@ tpcommResult_t sendFrame(int fd, int rank, int root_pid, const std::string& byte
   return fail(r, "%s", send_error.c_str());
 }
 
+// Whether process `pid` is alive: not gone, not a zombie.
+bool processAlive(int pid) {
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM)) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // no /proc here: kill() said it exists
+  const size_t paren = line.rfind(')');        // "pid (comm) state ...": comm may hold anything
+  return paren == std::string::npos || paren + 2 >= line.size() ||
+         (line[paren + 2] != 'Z' && line[paren + 2] != 'X');
+}
+
+// A connection closed before rank 0 said a word (no challenge, no Reason), by a listener that
+// still lives: a copy of a name its rendezvous let go, held by a child forked from it until that
+// child closes it (bootstrap_hold.cc, name_holder.cc), with this connection in its queue. The
+// next rank 0 is on its way: connect again. A listener that died (a crashed rank 0) ends the wait
+// at once, as the closed connection says.
+bool closedUnanswered(int fd, int listener_pid, Clock::time_point deadline, Dropped* dropped) {
+  if (waitFd(fd, POLLIN, deadline, "waiting for rank 0's challenge") != tpcommSuccess) return false;
+  char b;
+  const ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (!(r == 0 || (r < 0 && errno == ECONNRESET)) || !processAlive(listener_pid)) return false;
+  dropped->again = true;
+  ++dropped->count;
+  dropped->why = "the listener (pid " + std::to_string(listener_pid) +
+                 ") closed the connection unanswered: a copy of a released name, held by a "
+                 "child forked from it";
+  return true;
+}
+
 // One connection: the handshake and the all-gather.
 tpcommResult_t attempt(const UniqueIdData& id, const std::string& name, int rank, int nranks,
                        const void* mine, size_t len, void* all, int timeout_ms,
@@ -150,6 +181,7 @@ tpcommResult_t attempt(const UniqueIdData& id, const std::string& name, int rank
                 "us: refusing it",
                 rank, name.c_str(), static_cast<unsigned>(cred.uid), static_cast<int>(cred.pid));
   const int root = static_cast<int>(cred.pid);
+  if (closedUnanswered(c.fd, root, deadline, dropped)) return tpcommRemoteError;
 
   Challenge ch{};
   TPCOMM_CHECK(readHeader(c.fd, rank, root, MsgType::kChallenge, sizeof(ch), deadline,
