@@ -19,6 +19,7 @@
 
 #include "bench/timing.h"
 #include "kernels/add_rmsnorm.h"
+#include "plan/fused_plan.h"
 #include "support/host_data.h"
 #include "tpcomm/tpcomm.h"
 
@@ -130,9 +131,11 @@ std::string enqueuePair(Run& run, size_t t) {
     a.hidden = o.hidden;
     a.dtype = tpcommBfloat16;
     a.eps = 1e-6f;
-    a.clusters = false;  // as the library's unfused path runs it by default (epilogue_cluster=0)
+    // No clusters, as the library's unfused path runs it by default (epilogue_cluster=0).
+    const tpcomm::AddRmsNormLaunch g = tpcomm::addRmsNormGrid(
+        tpcomm::epilogueVariant(o.fp8), t, o.hidden, 2, /*clusters=*/false, /*max_blocks=*/0);
     cudaSetDevice(run.devlist[r]);
-    if (tpcomm::launchAddRmsNorm(a, run.ranks[r].stream) != tpcommSuccess)
+    if (tpcomm::launchAddRmsNorm(a, g, run.ranks[r].stream) != tpcommSuccess)
       return tpcommGetLastError();
   }
   return "";

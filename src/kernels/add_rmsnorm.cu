@@ -176,32 +176,38 @@ int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool cluste
   return static_cast<int>(cs);
 }
 
-tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s) {
+AddRmsNormLaunch addRmsNormGrid(decltype(AddRmsNormLaunch::variant) variant, size_t rows,
+                                size_t hidden, size_t elem_bytes, bool clusters, int max_blocks) {
+  AddRmsNormLaunch g;
+  g.variant = variant;
+  const size_t nvec = (hidden * elem_bytes + kVecBytes - 1) / kVecBytes;
+  g.cluster = addRmsNormCluster(rows, hidden, elem_bytes, clusters);
+  const size_t cs = static_cast<size_t>(g.cluster);
+  const size_t slice = (nvec + cs - 1) / cs;
+  g.threads = static_cast<int>(std::min<size_t>(kMaxThreads, (slice + 31) / 32 * 32));
+  const size_t cap = static_cast<size_t>(max_blocks > 0 ? max_blocks : kMaxGrid) / cs;
+  g.blocks = static_cast<int>(std::max<size_t>(1, std::min(rows, cap)) * cs);
+  return g;
+}
+
+tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch& g,
+                                cudaStream_t s) {
   if (a.rows == 0 || a.hidden == 0) return tpcommSuccess;
-  const size_t esize = a.dtype == tpcommFloat32 ? 4 : 2;
-  const size_t elems = kVecBytes / esize;
+  const size_t esize = dtypeSize(a.dtype);
   // Whole rows of 16-byte vectors in 16-byte aligned buffers take one load per vector; anything
   // else goes element by element (loadVec / storeVec).
   const bool aligned = (a.hidden * esize) % kVecBytes == 0 && aligned16(a.ar) &&
                        aligned16(a.residual_in) && aligned16(a.residual_out) &&
                        aligned16(a.gamma) && (a.quant_scale != nullptr || aligned16(a.norm_out));
-  const size_t nvec = (a.hidden + elems - 1) / elems;
-  const int cs = addRmsNormCluster(a.rows, a.hidden, esize, a.clusters);
-  const size_t slice = (nvec + cs - 1) / cs;
-  const int threads = static_cast<int>(std::min<size_t>(kMaxThreads, (slice + 31) / 32 * 32));
-  const size_t cap = static_cast<size_t>(a.max_blocks > 0 ? a.max_blocks : kMaxGrid) / cs;
-  const int blocks = static_cast<int>(std::max<size_t>(1, std::min(a.rows, cap)) * cs);
-  const tpcommVariant_t v =
-      a.quant_scale != nullptr ? tpcommVariantAddRmsNormFp8 : tpcommVariantAddRmsNorm;
-  const void* fn = cs > 1 ? variantClusterKernel(v, 2, dtypeIndex(a.dtype))
-                          : variantKernel(v, 2, dtypeIndex(a.dtype));
+  const void* fn = g.cluster > 1 ? variantClusterKernel(g.variant, 2, dtypeIndex(a.dtype))
+                                 : variantKernel(g.variant, 2, dtypeIndex(a.dtype));
   if (!fn)
-    return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for datatype %d",
-                static_cast<int>(a.dtype));
+    return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for variant %d, datatype %d",
+                static_cast<int>(g.variant), static_cast<int>(a.dtype));
   AddRmsNormArgs args = a;
   bool al = aligned;
   void* params[] = {&args, &al};
-  return launchKernel(fn, blocks, threads, false, params, s, cs);
+  return launchKernel(fn, g.blocks, g.threads, false, params, s, g.cluster);
 }
 
 }  // namespace tpcomm

@@ -30,10 +30,15 @@ struct AddRmsNormArgs {
   tpcommDataType_t dtype;
   float eps;
   bool gemma;
-  int max_blocks;  // grid cap (0: one block per row up to the device's resident limit)
-  // The GPU launches thread-block clusters (sm_90+; for a communicator: every rank's, so that
-  // every rank splits a row alike): short runs of long rows then take a cluster per row.
-  bool clusters;
+};
+
+// The epilogue kernel's launch, as planned (plan/fused_plan.cc: CallPlan::epilogue): which kernel
+// (add_rmsnorm or add_rmsnorm_fp8, as quant_scale says) and its grid.
+struct AddRmsNormLaunch {
+  tpcommVariant_t variant = tpcommVariantNone;
+  int blocks = 0;
+  int threads = 0;
+  int cluster = 1;  // blocks per row: above 1, a thread-block cluster per row
 };
 
 // The epilogue kernels by dtype index (variant_table.cc, the registry: add_rmsnorm[_fp8]); the same
@@ -43,9 +48,17 @@ KernelSet addRmsNormFp8Kernels(int world);
 
 // Blocks per row: a power of two up to kMaxClusterBlocks, each with about 2 KiB of the row, while
 // rows x blocks stays within 128 (more rows fill the GPU themselves); 1 without clusters.
+// clusters: the GPU launches thread-block clusters (sm_90+; for a communicator: every rank's, so
+// that every rank splits a row alike).
 int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool clusters);
 
-// Launches the kernel on `s`; the caller has validated the arguments.
-tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, cudaStream_t s);
+// The grid of `variant` (add_rmsnorm[_fp8]) for rows of `hidden` elements: addRmsNormCluster's
+// blocks per row, a thread per vector of a block's slice, and a block (or cluster) per row up to
+// max_blocks (0: up to 1024 blocks; the blocks loop over the rows beyond).
+AddRmsNormLaunch addRmsNormGrid(tpcommVariant_t variant, size_t rows, size_t hidden,
+                                size_t elem_bytes, bool clusters, int max_blocks);
+
+// Launches the kernel on `s` as `g` says; the caller has validated the arguments.
+tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch& g, cudaStream_t s);
 
 }  // namespace tpcomm

@@ -199,7 +199,7 @@ tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cud
                 cluster      ? "cluster "
                 : f.one_pass ? "one-pass "
                              : "",
-                tpcommVariantName(f.variant));
+                variantRow(f.variant) ? variantRow(f.variant)->name : "?");
   // The cluster kernels carry code only in the sm_90+ images; the planner asks for them only where
   // every rank's GPU launches clusters (CommFacts::clusters), and this says so if it ever did not.
   // The cluster kernel takes one row per cluster (fused_cluster.cu).

@@ -148,10 +148,15 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
              ", then the add+RMSNorm "
              "kernel (" +
              (why_not.empty() ? "nothing to reduce" : why_not) + ")";
-  // The epilogue kernel splits rows by the same facts at its launch (comm/call/fused_allreduce.cc).
-  const int epilogue =
-      addRmsNormCluster(call.rows, call.hidden, es, f.clusters && f.knobs.epilogue_cluster);
-  if (epilogue > 1) e.reason += strFormat("; rows over clusters of %d", epilogue);
+  // The epilogue kernel's grid: rows over clusters where every rank's GPU launches them (so every
+  // rank splits a row alike) and the knob allows.
+  const AddRmsNormLaunch g =
+      addRmsNormGrid(e.variant, call.rows, call.hidden, es, f.clusters && f.knobs.epilogue_cluster,
+                     f.knobs.max_blocks);
+  e.blocks = g.blocks;
+  e.threads = g.threads;
+  e.cluster = g.cluster;
+  if (g.cluster > 1) e.reason += strFormat("; rows over clusters of %d", g.cluster);
   return p;
 }
 

@@ -79,6 +79,7 @@ CallPlan halfRules(const CommFacts& f, const Call& call) {
   p.grid = planGrid(d.algo, call.bytes, p.chunk_vecs * kVecBytes, f.world, f.knobs, residentCap(f));
   if (p.grid.co_resident_capped)
     d.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + d.reason;
+  p.threads = launchedThreads(p.variant, p.grid.threads);
   p.pdl = f.knobs.pdl;
   p.aligned = call.aligned;
   return p;

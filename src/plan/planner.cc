@@ -205,7 +205,18 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
              leanFits(p.geometry, p.grid.blocks, p.grid.threads, call)) {
     p.variant = lean;
   }
+  p.threads = launchedThreads(p.variant, p.grid.threads);
   return p;
+}
+
+// The lean kernels (and the pull LL one, built the same way) get one warp more than their vectors
+// need: its last thread checks the peers' call fingerprints (oneshot_lean.cu) while the others
+// wait for data, so the check adds no round trip to a thread that also reduces.
+int launchedThreads(tpcommVariant_t variant, int grid_threads) {
+  const VariantRow* r = variantRow(variant);
+  const int extra = r ? r->extra_threads : 0;
+  return extra > 0 && grid_threads + extra <= kThreadsPerBlock ? grid_threads + extra
+                                                               : grid_threads;
 }
 
 Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8) {

@@ -77,10 +77,10 @@ Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8);
 // the epilogue kernel that follows the all-reduce planned in CallPlan.
 struct EpiloguePlan {
   tpcommVariant_t variant = tpcommVariantNone;  // None when the all-reduce's plan failed
-  int blocks = 0;                               // fused variants: the grid
+  int blocks = 0;                               // the grid (the fused kernel's, or the epilogue's)
   int threads = 0;
-  // Fused variants: blocks per row; above 1, thread-block clusters of that many blocks each own a
-  // row (blocks = clusters * cluster), a slice of it per block (kernels/fused_cluster.cu).
+  // Blocks per row; above 1, thread-block clusters of that many blocks each own a row (blocks =
+  // clusters * cluster), a slice of it per block (kernels/fused_cluster.cu, add_rmsnorm.cu).
   int cluster = 1;
   // Fused variants with a block per row whose rows fit the registers: the one-pass kernel.
   bool one_pass = false;
@@ -103,6 +103,9 @@ struct CallPlan {
   tpcommVariant_t variant = tpcommVariantNone;  // None when decision.error is set
   // The rest only for variants that run a tpcomm kernel:
   GridPlan grid;
+  // Threads as launched: grid.threads, and the row's extra warp (VariantRow::extra_threads: the
+  // lean kernels' fingerprint checker) where the block has room for it.
+  int threads = 0;
   bool pdl = false;
   bool aligned = true;     // Call::aligned (the kernels take it as DeviceComm::aligned)
   size_t chunk_vecs = 0;   // vectors per step at most (host LL one-shot: 0, a whole slot region)

@@ -6,6 +6,9 @@
 
 namespace tpcomm {
 
+// The threads `variant`'s kernel launches with for a grid of `grid_threads` (CallPlan::threads).
+int launchedThreads(tpcommVariant_t variant, int grid_threads);
+
 // All-reduce (plan/planner.cc): the policy's algorithm, then its kernel (lean, LL or general),
 // grid and one-shot geometry.
 CallPlan allReduceRules(const CommFacts& f, const Call& call);

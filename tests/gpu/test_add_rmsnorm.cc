@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/add_rmsnorm.h"
+#include "plan/fused_plan.h"
 #include "tests/gpu/harness.h"
 #include "tests/support/rmsnorm_reference.h"
 
@@ -68,8 +69,9 @@ void runCase(const RmsNormCase& c, Alias alias, size_t skew, bool clusters = fal
   a.dtype = c.dtype;
   a.eps = c.eps;
   a.gemma = c.gemma;
-  a.clusters = clusters;
-  ASSERT_EQ(launchAddRmsNorm(a, nullptr), tpcommSuccess) << tpcommGetLastError();
+  const AddRmsNormLaunch g =
+      addRmsNormGrid(epilogueVariant(c.scale > 0), c.rows, c.hidden, es, clusters, 0);
+  ASSERT_EQ(launchAddRmsNorm(a, g, nullptr), tpcommSuccess) << tpcommGetLastError();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   std::vector<uint8_t> got_res(n * es), got_norm(n * out_es);

@@ -58,10 +58,7 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
     TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s,
                                        cap != cudaStreamCaptureStatusNone));
   } else {
-    const LaunchArgs a{
-        p.variant, p.grid.blocks, p.grid.threads, p.grid.push_batch, p.grid.push_eighths,
-        p.pdl,     p.aligned,     p.chunk_vecs,   p.geometry,        sendbuff,
-        recvbuff,  count,         datatype};
+    const LaunchArgs a = launchArgsOf(p, sendbuff, recvbuff, count, datatype);
     TPCOMM_CHECK(p.variant == tpcommVariantP2pOneShotCe
                      ? launchOneShotCe(comm->dev, a, &comm->ce_steps, s)
                      : launchAllReduceKernel(comm->dev, a, s));

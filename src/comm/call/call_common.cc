@@ -57,6 +57,23 @@ CommFacts spanFactsOf(const tpcommComm* c) {
   return f;
 }
 
+LaunchArgs launchArgsOf(const CallPlan& p, const void* send, void* recv, size_t count,
+                        tpcommDataType_t dt) {
+  return LaunchArgs{p.variant,
+                    p.grid.blocks,
+                    p.threads,
+                    p.grid.push_batch,
+                    p.grid.push_eighths,
+                    p.pdl,
+                    p.aligned,
+                    p.chunk_vecs,
+                    p.geometry,
+                    send,
+                    recv,
+                    count,
+                    dt};
+}
+
 const CallPlan& plannedCall(tpcommComm* c, const Call& call, bool spanning) {
   return c->plans.get(call, spanning, [&] { return spanning ? spanFactsOf(c) : factsOf(c); });
 }

@@ -30,6 +30,11 @@ tpcommResult_t checkAsync(const tpcommComm* c, const char* op);
 CommFacts factsOf(const tpcommComm* c);
 CommFacts spanFactsOf(const tpcommComm* c);
 
+// The launch of a planned kernel call (the plan's grid, threads as launched, geometry) on these
+// buffers.
+LaunchArgs launchArgsOf(const CallPlan& p, const void* send, void* recv, size_t count,
+                        tpcommDataType_t dt);
+
 // The plan of `call` (comm->plans: made once per repeated call). spanning: the call of a
 // communicator spanning machines, planned as legs (planCall's node rules).
 const CallPlan& plannedCall(tpcommComm* c, const Call& call, bool spanning = false);

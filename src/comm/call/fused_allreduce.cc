@@ -48,9 +48,7 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Epi
   a.dtype = dt;
   a.eps = prm.eps;
   a.gemma = prm.weightOffset == 1;
-  a.max_blocks = comm->knobs.max_blocks;
-  a.clusters = comm->clusters && comm->knobs.epilogue_cluster;
-  return launchAddRmsNorm(a, s);
+  return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, e.blocks, e.threads, e.cluster}, s);
 }
 
 }  // namespace

@@ -58,20 +58,7 @@ tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t
   if (p.variant == tpcommVariantNccl) {
     TPCOMM_CHECK(ncclFallbackHalf(comm, coll, send, recv, count, dt, s, capturing));
   } else {
-    const LaunchArgs a{p.variant,
-                       p.grid.blocks,
-                       p.grid.threads,
-                       p.grid.push_batch,
-                       p.grid.push_eighths,
-                       p.pdl,
-                       p.aligned,
-                       p.chunk_vecs,
-                       p.geometry,
-                       send,
-                       recv,
-                       count,
-                       dt};
-    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, a, s));
+    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, launchArgsOf(p, send, recv, count, dt), s));
   }
   TPCOMM_CHECK(afterCall(&comm->order, s, cap));
   recordCall(comm,

@@ -109,7 +109,7 @@ size_t dtypeSize(tpcommDataType_t dt);
 struct LaunchArgs {
   tpcommVariant_t variant;  // which kernel (a row of the variant table)
   int blocks;
-  int threads;
+  int threads;           // as launched (CallPlan::threads)
   int push_batch;        // vectors per thread per push round (1..4)
   int push_eighths;      // split one-shot: eighths of a block that push (1..7)
   bool pdl;              // programmatic dependent launch attribute (sm_90+)

@@ -94,10 +94,10 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   const int di = dtypeIndex(a.dtype);
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
   const void* fn = variantKernel(a.variant, c.world, di);
+  const VariantRow* row = variantRow(a.variant);  // non-null where variantKernel found a kernel
   if (!fn)
     return fail(tpcommInternalError, "launch: no kernel for variant %s at world %d",
-                tpcommVariantName(a.variant), c.world);
-  const VariantRow* row = variantRow(a.variant);  // non-null: variantKernel found its kernel
+                row ? row->name : "?", c.world);
   if (row->island && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");
 
@@ -113,14 +113,8 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   size_t count = a.count;
   size_t chunk = a.chunk_vecs;
   void* args[] = {&dc, &send, &recv, &count, &chunk};
-  // The lean kernels (and the pull LL one, built the same way) get one warp more than their
-  // vectors need (the row's extra_threads): its last thread checks the peers' call fingerprints
-  // (oneshot_lean.cu) while the others wait for data, so the check adds no round trip to a
-  // thread that also reduces.
-  const int extra = row->extra_threads;
-  const int threads =
-      extra > 0 && a.threads + extra <= kThreadsPerBlock ? a.threads + extra : a.threads;
-  return launchKernel(fn, a.blocks, threads, a.pdl, args, s);
+  // The threads as planned (CallPlan::threads: the lean kernels' checker warp included).
+  return launchKernel(fn, a.blocks, a.threads, a.pdl, args, s);
 }
 
 tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,

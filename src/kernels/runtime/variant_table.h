@@ -38,7 +38,7 @@ struct VariantRow {
   bool island;                      // the two-island hierarchical schedule (world 4 on)
   KernelSet (*kernels)(int world);  // nullptr: no tpcomm kernel (none, NCCL)
   bool lean_entries;                // the launch takes the set's lean entries, else the general
-  int extra_threads;                // threads the launch adds to the plan's: the lean kernels'
+  int extra_threads;                // threads the plan adds to the grid's: the lean kernels'
                                     // fingerprint checker warp (oneshot_lean.cu)
 };
 

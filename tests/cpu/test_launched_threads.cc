@@ -1,0 +1,101 @@
+// The plan's threads are the launched threads (issue 34: the launch decides nothing): for every
+// kernel row the planner gives, the launch arguments carry CallPlan::threads as they are, and
+// those threads are the grid's plus the row's extra warp (the lean and pull LL kernels' checker)
+// where the block has room, never above the kernels' launch bound, with a data thread for every
+// vector of a one-step call. The fused call's epilogue kernel is planned the same way.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "comm/call/call_common.h"
+#include "kernels/add_rmsnorm.h"
+#include "plan/fused_plan.h"
+#include "support/plan_facts.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
+
+void expectLaunchedAsPlanned(const CallPlan& p, const std::string& what) {
+  const VariantRow* row = variantRow(p.variant);
+  ASSERT_NE(row, nullptr) << what;
+  const LaunchArgs a = launchArgsOf(p, nullptr, nullptr, 0, tpcommBfloat16);
+  EXPECT_EQ(a.threads, p.threads) << what;
+  EXPECT_EQ(a.blocks, p.grid.blocks) << what;
+  EXPECT_LE(p.threads, kThreadsPerBlock) << what;
+  const int extra = row->extra_threads;
+  const bool room = p.grid.threads + extra <= kThreadsPerBlock;
+  EXPECT_EQ(p.threads, p.grid.threads + (room ? extra : 0)) << what;
+  if (row->lean_entries || extra > 0) {  // one step: a vector per data thread
+    EXPECT_LE(p.geometry.per, static_cast<size_t>(p.grid.threads)) << what;
+  }
+}
+
+TEST(LaunchedThreads, EveryRowLaunchesThePlansThreads) {
+  std::set<int> seen;
+  const Fabric fabrics[] = {Fabric::kNvlink, Fabric::kPcie, Fabric::kHost};
+  const size_t sizes[] = {16,         1 * kKiB, 4 * kKiB, 14 * kKiB, 64 * kKiB,
+                          256 * kKiB, 1 * kMiB, 8 * kMiB, 64 * kMiB};
+  for (int world : {2, 4, 8})
+    for (Fabric fabric : fabrics)
+      for (int algo = -1; algo < tpcommNumAlgos; ++algo)
+        for (bool islands : {false, true})
+          for (size_t bytes : sizes)
+            for (tpcommColl_t coll :
+                 {tpcommCollAllReduce, tpcommCollReduceScatter, tpcommCollAllGather}) {
+              CommFacts f = factsFor(world, fabric, algo);
+              f.two_islands = islands && world >= 4;
+              for (bool aligned : {true, false}) {  // unaligned: the general kernels
+                const CallPlan p = planCall(f, Call{bytes, aligned, coll});
+                if (p.decision.error != tpcommSuccess || !isKernelVariant(p.variant)) continue;
+                seen.insert(p.variant);
+                expectLaunchedAsPlanned(p, std::string(tpcommVariantName(p.variant)) + " world " +
+                                               std::to_string(world) + " " + std::to_string(bytes) +
+                                               " B");
+              }
+            }
+  // The sweep reaches every row that serves these collectives with a kernel.
+  int rows = 0;
+  const VariantRow* all = variantRows(&rows);
+  for (int i = 0; i < rows; ++i) {
+    const VariantRow& r = all[i];
+    if (!r.kernels || r.collective == VariantCollective::kEpilogue ||
+        isFusedVariant(static_cast<tpcommVariant_t>(i)))
+      continue;
+    EXPECT_TRUE(seen.count(i)) << "no planned call reaches " << r.name;
+  }
+}
+
+TEST(LaunchedThreads, TheEpilogueKernelLaunchesThePlannedGrid) {
+  for (int world : {2, 8})
+    for (bool clusters : {false, true})
+      for (size_t rows : {1, 16, 300, 5000})
+        for (size_t hidden : {1000, 4096, 7168, 16384}) {
+          CommFacts f = factsFor(world, Fabric::kNvlink, tpcommAlgoNccl);  // always unfused
+          f.clusters = clusters;
+          f.knobs.epilogue_cluster = true;
+          const Call call = fusedCall(rows, hidden, tpcommBfloat16, hidden == 4096);
+          const EpiloguePlan& e = planCall(f, call).epilogue;
+          const std::string what =
+              std::to_string(rows) + "x" + std::to_string(hidden) + (clusters ? " clusters" : "");
+          ASSERT_EQ(e.variant, epilogueVariant(call.fp8)) << what;
+          EXPECT_EQ(e.cluster, addRmsNormCluster(rows, hidden, 2, clusters)) << what;
+          EXPECT_LE(e.threads, 512) << what;
+          EXPECT_EQ(e.threads % 32, 0) << what;
+          // A thread per vector of the block's slice of a row, at most the bound.
+          const size_t slice = (hidden * 2 / 16 + e.cluster - 1) / e.cluster;
+          EXPECT_EQ(static_cast<size_t>(e.threads), std::min<size_t>(512, (slice + 31) / 32 * 32))
+              << what;
+          EXPECT_EQ(e.blocks % e.cluster, 0) << what;
+          EXPECT_LE(static_cast<size_t>(e.blocks / e.cluster), rows) << what;
+          if (clusters && e.cluster > 1) {
+            EXPECT_NE(e.reason.find("clusters of"), std::string::npos) << e.reason;
+          }
+        }
+}
+
+}  // namespace
+}  // namespace tpcomm
