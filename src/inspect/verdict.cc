@@ -150,6 +150,57 @@ const char* verdictName(VerdictKind kind) {
   }
 }
 
+namespace {
+
+// What the containers of `section` say for one device: those that hold kernels (used), those
+// of them with no image the device loads (failed), the first that cannot be decided and why
+// (unknown), and the cubins and PTX the driver would load.
+struct Survey {
+  std::vector<const FatbinContainer*> used, failed;
+  std::string unknown;
+  bool any = false;  // the section has a container at all
+  std::set<std::string> cubins, ptxs;
+  size_t jit_containers = 0;
+};
+
+Survey survey(const FileReport& report, const char* section, int cc_major, int cc_minor) {
+  Survey s;
+  for (const FatbinContainer& c : report.containers) {
+    if (c.section != section) continue;
+    s.any = true;
+    const FatbinEntry* unread = nullptr;
+    const Holds holds = holdsKernels(c, &unread);
+    if (holds == Holds::kNone) continue;
+    s.used.push_back(&c);
+    const Choice ch = choose(c, cc_major, cc_minor);
+    // The image the driver would load must itself have been read and be sound, or nothing can
+    // be said: one never opened (past the decompression budget, an unknown codec) may be junk.
+    const FatbinEntry* pick = ch.cubin ? ch.cubin : ch.ptx;
+    if (pick && pick->contents == ImageContents::kCorrupt) {
+      if (s.unknown.empty())
+        s.unknown = "the " + at(*pick, c) + " it would load is " + pick->problem;
+    } else if (pick && pick->contents == ImageContents::kNotOpened) {
+      if (s.unknown.empty())
+        s.unknown = "the " + at(*pick, c) + " it would load could not be checked: " + pick->problem;
+    } else if (ch.cubin) {
+      s.cubins.insert(targetName(*ch.cubin));
+    } else if (ch.ptx) {
+      s.ptxs.insert(targetName(*ch.ptx));
+      ++s.jit_containers;
+    } else if (holds == Holds::kKernels) {
+      s.failed.push_back(&c);
+    } else if (s.unknown.empty()) {
+      s.unknown = "container " + std::to_string(&c - report.containers.data() + 1) + " (" +
+                  c.section + ") has only " + describeImages(c) +
+                  ", and whether it holds kernels is not known: " + at(*unread, c) + ": " +
+                  unread->problem;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
 Verdict verdictFor(const FileReport& report, int cc_major, int cc_minor) {
   const std::string cc = ccName(cc_major, cc_minor);
   Verdict v;
@@ -165,69 +216,35 @@ Verdict verdictFor(const FileReport& report, int cc_major, int cc_minor) {
     if (c.section == ".nv_fatbin") has_loadable = true;
   const char* section = has_loadable ? ".nv_fatbin" : "__nv_relfatbin";
 
-  std::vector<const FatbinContainer*> used, failed;
-  std::string unknown;  // why the first undecidable container is so
-  bool any = false;
-  std::set<std::string> cubins, ptxs;
-  size_t jit_containers = 0;
-  for (const FatbinContainer& c : report.containers) {
-    if (c.section != section) continue;
-    any = true;
-    const FatbinEntry* unread = nullptr;
-    const Holds holds = holdsKernels(c, &unread);
-    if (holds == Holds::kNone) continue;
-    used.push_back(&c);
-    const Choice ch = choose(c, cc_major, cc_minor);
-    // The image the driver would load must itself have been read and be sound, or nothing can
-    // be said: one never opened (past the decompression budget, an unknown codec) may be junk.
-    const FatbinEntry* pick = ch.cubin ? ch.cubin : ch.ptx;
-    if (pick && pick->contents == ImageContents::kCorrupt) {
-      if (unknown.empty()) unknown = "the " + at(*pick, c) + " it would load is " + pick->problem;
-    } else if (pick && pick->contents == ImageContents::kNotOpened) {
-      if (unknown.empty())
-        unknown = "the " + at(*pick, c) + " it would load could not be checked: " + pick->problem;
-    } else if (ch.cubin) {
-      cubins.insert(targetName(*ch.cubin));
-    } else if (ch.ptx) {
-      ptxs.insert(targetName(*ch.ptx));
-      ++jit_containers;
-    } else if (holds == Holds::kKernels) {
-      failed.push_back(&c);
-    } else if (unknown.empty()) {
-      unknown = "container " + std::to_string(&c - report.containers.data() + 1) + " (" +
-                c.section + ") has only " + describeImages(c) +
-                ", and whether it holds kernels is not known: " + at(*unread, c) + ": " +
-                unread->problem;
-    }
-  }
-  if (!failed.empty()) {  // a definite failure outweighs what is unknown elsewhere
+  const Survey s = survey(report, section, cc_major, cc_minor);
+  if (!s.failed.empty()) {  // a definite failure outweighs what is unknown elsewhere
     v.kind = VerdictKind::kNoImage;
-    v.detail = noImageDetail(report, used.size(), failed, cc);
+    v.detail = noImageDetail(report, s.used.size(), s.failed, cc);
     return v;
   }
-  if (!unknown.empty()) {
+  if (!s.unknown.empty()) {
     v.kind = VerdictKind::kUnknown;
-    v.detail = "unknown for " + cc + ": " + unknown;
+    v.detail = "unknown for " + cc + ": " + s.unknown;
     return v;
   }
-  if (used.empty()) {
+  if (s.used.empty()) {
     v.kind = VerdictKind::kNoDeviceCode;
-    v.detail = any ? "device code holds no kernels: nothing to run on the GPU"
-                   : "no device code: nothing to run on the GPU";
+    v.detail = s.any ? "device code holds no kernels: nothing to run on the GPU"
+                     : "no device code: nothing to run on the GPU";
     return v;
   }
   const std::string where = has_loadable ? "" : " (relocatable device code, __nv_relfatbin)";
-  if (ptxs.empty()) {
+  if (s.ptxs.empty()) {
     v.kind = VerdictKind::kNative;
-    v.detail = joinNames(cubins) + (cubins.size() > 1 ? " cubins" : " cubin") + where;
+    v.detail = joinNames(s.cubins) + (s.cubins.size() > 1 ? " cubins" : " cubin") + where;
     return v;
   }
   v.kind = VerdictKind::kPtxJit;
-  v.detail = "PTX " + joinNames(ptxs) + " JIT (compiled by the driver at first launch; no " +
-             "features beyond " + joinNames(ptxs) + ")";
-  if (jit_containers < used.size())
-    v.detail += "; " + std::to_string(used.size() - jit_containers) + " of " +
-                std::to_string(used.size()) + " containers run " + joinNames(cubins) +
+  v.detail = "PTX " + joinNames(s.ptxs) + " JIT (compiled by the driver at first launch; no " +
+             "features beyond " + joinNames(s.ptxs) + ")";
+  if (s.jit_containers < s.used.size())
+    v.detail += "; " + std::to_string(s.used.size() - s.jit_containers) + " of " +
+                std::to_string(s.used.size()) + " containers run " + joinNames(s.cubins) +
                 " cubins natively";
   v.detail += where;
   return v;

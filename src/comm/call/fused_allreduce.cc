@@ -51,6 +51,33 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Epi
   return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, e.blocks, e.threads, e.cluster}, s);
 }
 
+// The fused kernel, on this rank's buffers or on aligned stand-ins for them (staged in and out
+// around it where a buffer is not 16-byte aligned: comm/call/fused_staging.h).
+tpcommResult_t runFused(tpcommComm* comm, const FusedCallBuffers& b, const EpiloguePlan& e,
+                        size_t bytes, size_t norm_bytes, cudaStream_t s) {
+  const tpcommRmsNormParams_t& prm = *b.params;
+  const tpcommDataType_t dt = static_cast<tpcommDataType_t>(b.datatype);
+  const FusedBuffers user{b.input, b.residual_in, b.residual_out, b.norm_out, b.gamma};
+  const size_t gamma_bytes = b.hidden * elementBytes(b.datatype);
+  const StagingLayout staging = stagingLayout(user, bytes, norm_bytes, gamma_bytes);
+  FusedBuffers k;
+  TPCOMM_CHECK(stageFusedInputs(comm, staging, user, bytes, gamma_bytes, s, &k));
+  FusedLaunch f{};
+  f.p = FusedParams{k.input,  k.residual_in,  k.residual_out,  k.norm_out,
+                    k.gamma,  prm.quantScale, b.tokens,        b.hidden,
+                    e.region, prm.eps,        prm.weightOffset};
+  f.dtype = dt;
+  f.variant = e.variant;
+  f.blocks = e.blocks;
+  f.threads = e.threads;
+  f.pdl = e.pdl;
+  f.cluster = e.cluster;
+  f.one_pass = e.one_pass;
+  f.cc_major = comm->cc_major;
+  TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
+  return unstageFusedOutputs(staging, user, k, bytes, norm_bytes, s);
+}
+
 }  // namespace
 }  // namespace tpcomm
 
@@ -100,33 +127,7 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   // Across machines the fused kernels would sum one machine only: the hierarchical all-reduce
   // (tpcommAllReduce) then the epilogue kernel.
   if (isFusedVariant(e.variant) && !comm->span) {
-    const FusedBuffers user{input, residualIn, residualOut, normOut, gamma};
-    const size_t norm_bytes = outs.norm.bytes, gamma_bytes = hidden * elementBytes(datatype);
-    const StagingLayout staging = stagingLayout(user, bytes, norm_bytes, gamma_bytes);
-    FusedBuffers k;
-    TPCOMM_CHECK(stageFusedInputs(comm, staging, user, bytes, gamma_bytes, s, &k));
-    FusedLaunch f{};
-    f.p = FusedParams{k.input,
-                      k.residual_in,
-                      k.residual_out,
-                      k.norm_out,
-                      k.gamma,
-                      params->quantScale,
-                      tokens,
-                      hidden,
-                      e.region,
-                      params->eps,
-                      params->weightOffset};
-    f.dtype = datatype;
-    f.variant = e.variant;
-    f.blocks = e.blocks;
-    f.threads = e.threads;
-    f.pdl = e.pdl;
-    f.cluster = e.cluster;
-    f.one_pass = e.one_pass;
-    f.cc_major = comm->cc_major;
-    TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
-    TPCOMM_CHECK(unstageFusedOutputs(staging, user, k, bytes, norm_bytes, s));
+    TPCOMM_CHECK(runFused(comm, b, e, bytes, outs.norm.bytes, s));
     TPCOMM_CHECK(afterCall(&comm->order, s, cap));
     recordCall(comm,
                CallRecord{d.algo, e.variant, d.fallback, bytes, datatype, e.blocks, &e.reason,
