@@ -140,9 +140,8 @@ typedef struct {
   void* ncclComm;       /* with tpcommNcclGiven: the caller's ncclComm_t (not destroyed) */
   int maxBlocks;        /* 0: default (by message size); else an upper bound on the grid */
   /* version 2: */
-  int initTimeoutMs;       /* how long tpcommCommInitRank waits for every rank to meet, ms; 0:
-                            * TPCOMM_INIT_TIMEOUT_MS (default 60000). In what was version 1's tail
-                            * padding, so read only when version >= 2 */
+  int initTimeoutMs;       /* ms tpcommCommInitRank waits for every rank; 0: TPCOMM_INIT_TIMEOUT_MS
+                            * (60000). In version 1's tail padding: read only from version 2 */
   const char* launchKnobs; /* NULL: TPCOMM_KNOBS; else "name=value,..." applied on top of it */
 } tpcommConfig_t;
 
@@ -330,14 +329,11 @@ TPCOMM_API tpcommResult_t tpcommGroupEnd(void);
 /* Room in tpcommStats_t::calls for algorithms to come: adding one does not change the struct. */
 #define TPCOMM_STATS_MAX_ALGOS 16
 
+/* calls[a]: calls of tpcommAlgo_t a < tpcommNumAlgos, counted when enqueued (a captured call
+ * once, at capture); the rest are 0. A reduce-scatter or all-gather counts under the algorithm
+ * whose half it runs (twoshot, host_twoshot) or nccl; the variant stats tell them apart. */
 typedef struct {
-  uint64_t calls[TPCOMM_STATS_MAX_ALGOS]; /* [a] per tpcommAlgo_t a < tpcommNumAlgos, counted
-                                             when enqueued (a captured call counts once at
-                                             capture, not at each replay); the rest are 0.
-                                             A reduce-scatter or all-gather counts under the
-                                             algorithm whose half it runs (twoshot,
-                                             host_twoshot) or nccl; the variant stats tell it
-                                             apart */
+  uint64_t calls[TPCOMM_STATS_MAX_ALGOS];
   uint64_t fallbacks; /* calls served by NCCL although a tpcomm algorithm was wanted */
   uint64_t captured;  /* calls enqueued while the stream was capturing a graph */
   uint64_t bytes;     /* payload bytes over all calls */
@@ -354,17 +350,15 @@ typedef struct {
 } tpcommCallInfo_t;
 
 TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats);
-/* Calls whose kernels ran from PTX that the driver JIT-compiled, because this build has no SASS
- * for the communicator's GPU (0 on a GPU it covers; init says so once at WARN, docs/ARCH.md).
- * A query of its own: tpcommStats_t carries no size, so it cannot grow without an ABI break. */
+/* Calls whose kernels ran from driver-JIT-compiled PTX: no SASS for the GPU in this build (0 on a
+ * GPU it covers; init warns once, docs/ARCH.md). Its own query: tpcommStats_t cannot grow. */
 TPCOMM_API tpcommResult_t tpcommCommGetPtxJitCalls(tpcommComm_t comm, uint64_t* calls);
 TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
-/* Calls per tpcommVariant_t, counted as tpcommStats_t::calls are, into calls[0..n-1]: entry v for
- * variant v < tpcommNumVariants, 0 past it (so a caller may pass more room than this library has
- * variants). */
+/* Calls per tpcommVariant_t (counted as tpcommStats_t::calls are) into calls[0..n-1]: entry v for
+ * variant v < tpcommNumVariants, 0 past it (n may exceed the variants this library has). */
 TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
-TPCOMM_API const char* tpcommAlgoName(
-    int algo); /* "oneshot", "twoshot", "nccl", ...; NULL if unknown */
+/* "oneshot", "twoshot", "nccl", ...; NULL if unknown. */
+TPCOMM_API const char* tpcommAlgoName(int algo);
 /* "p2p_oneshot_lean", "host_oneshot_ll", "nccl", ...; NULL if unknown. */
 TPCOMM_API const char* tpcommVariantName(int variant);
 
@@ -390,8 +384,8 @@ TPCOMM_API tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommC
                                                       size_t count, tpcommDataType_t datatype,
                                                       tpcommCallInfo_t* info);
 
-/* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes (16-byte aligned
- * buffers assumed): the variant (a fused one, or tpcommVariantAddRmsNorm[Fp8] after the
+/* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes (the plan depends
+ * on nothing else): the variant (a fused one, or tpcommVariantAddRmsNorm[Fp8] after the
  * all-reduce's own variant, named in the reason), the grid and why. params may be NULL (no FP8).
  * Shapes are checked as tpcommAllReduceAddRmsNorm checks them (hidden 1..65536, size fits). */
 TPCOMM_API tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t tokens,
