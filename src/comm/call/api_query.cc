@@ -12,6 +12,20 @@
 
 using namespace tpcomm;
 
+namespace {
+
+// A query of one value: the communicator checked, `out` not NULL (an error naming `name`), then
+// *out = get(comm).
+template <typename T, typename Get>
+tpcommResult_t queryOf(tpcommComm_t comm, const char* op, const char* name, T* out, Get get) {
+  TPCOMM_CHECK(checkComm(comm, op));
+  if (!out) return fail(tpcommInvalidArgument, "%s: %s is NULL", op, name);
+  *out = get(comm);
+  return tpcommSuccess;
+}
+
+}  // namespace
+
 extern "C" {
 
 tpcommResult_t tpcommGetVersion(int* version) {
@@ -66,24 +80,18 @@ const char* tpcommVariantName(int variant) {
 }
 
 tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommCommCount"));
-  if (!nranks) return fail(tpcommInvalidArgument, "tpcommCommCount: nranks is NULL");
-  *nranks = comm->span ? comm->span->global_world : comm->world;
-  return tpcommSuccess;
+  return queryOf(comm, "tpcommCommCount", "nranks", nranks,
+                 [](tpcommComm_t c) { return c->span ? c->span->global_world : c->world; });
 }
 
 tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommCommUserRank"));
-  if (!rank) return fail(tpcommInvalidArgument, "tpcommCommUserRank: rank is NULL");
-  *rank = comm->span ? comm->span->global_rank : comm->rank;
-  return tpcommSuccess;
+  return queryOf(comm, "tpcommCommUserRank", "rank", rank,
+                 [](tpcommComm_t c) { return c->span ? c->span->global_rank : c->rank; });
 }
 
 tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommCommCuDevice"));
-  if (!device) return fail(tpcommInvalidArgument, "tpcommCommCuDevice: device is NULL");
-  *device = comm->device;
-  return tpcommSuccess;
+  return queryOf(comm, "tpcommCommCuDevice", "device", device,
+                 [](tpcommComm_t c) { return c->device; });
 }
 
 tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError) {
@@ -111,24 +119,18 @@ static_assert(offsetof(tpcommCallInfo_t, variant) == 4 && offsetof(tpcommCallInf
               "tpcommCallInfo_t's layout changed (an ABI change)");
 
 tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetStats"));
-  if (!stats) return fail(tpcommInvalidArgument, "tpcommCommGetStats: stats is NULL");
-  *stats = comm->stats;
-  return tpcommSuccess;
+  return queryOf(comm, "tpcommCommGetStats", "stats", stats,
+                 [](tpcommComm_t c) { return c->stats; });
 }
 
 tpcommResult_t tpcommCommGetPtxJitCalls(tpcommComm_t comm, uint64_t* calls) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetPtxJitCalls"));
-  if (!calls) return fail(tpcommInvalidArgument, "tpcommCommGetPtxJitCalls: calls is NULL");
-  *calls = comm->ptx_jit_calls;
-  return tpcommSuccess;
+  return queryOf(comm, "tpcommCommGetPtxJitCalls", "calls", calls,
+                 [](tpcommComm_t c) { return c->ptx_jit_calls; });
 }
 
 tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info) {
-  TPCOMM_CHECK(checkComm(comm, "tpcommCommGetLastCall"));
-  if (!info) return fail(tpcommInvalidArgument, "tpcommCommGetLastCall: info is NULL");
-  *info = comm->last;
-  return tpcommSuccess;
+  return queryOf(comm, "tpcommCommGetLastCall", "info", info,
+                 [](tpcommComm_t c) { return c->last; });
 }
 
 tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n) {

@@ -36,18 +36,17 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Epi
                 kOp, e.reason.c_str());
   const tpcommDataType_t dt = static_cast<tpcommDataType_t>(b.datatype);
   TPCOMM_CHECK(tpcommAllReduce(b.input, sums, b.tokens * b.hidden, dt, tpcommSum, comm, stream));
-  AddRmsNormArgs a{};
-  a.ar = sums;
-  a.residual_in = b.residual_in;
-  a.residual_out = b.residual_out;
-  a.norm_out = b.norm_out;
-  a.gamma = b.gamma;
-  a.quant_scale = prm.quantScale;
-  a.rows = b.tokens;
-  a.hidden = b.hidden;
-  a.dtype = dt;
-  a.eps = prm.eps;
-  a.gemma = prm.weightOffset == 1;
+  const AddRmsNormArgs a{sums,
+                         b.residual_in,
+                         b.residual_out,
+                         b.norm_out,
+                         b.gamma,
+                         prm.quantScale,
+                         b.tokens,
+                         b.hidden,
+                         dt,
+                         prm.eps,
+                         prm.weightOffset == 1};
   return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, e.blocks, e.threads, e.cluster}, s);
 }
 
@@ -62,18 +61,17 @@ tpcommResult_t runFused(tpcommComm* comm, const FusedCallBuffers& b, const Epilo
   const StagingLayout staging = stagingLayout(user, bytes, norm_bytes, gamma_bytes);
   FusedBuffers k;
   TPCOMM_CHECK(stageFusedInputs(comm, staging, user, bytes, gamma_bytes, s, &k));
-  FusedLaunch f{};
-  f.p = FusedParams{k.input,  k.residual_in,  k.residual_out,  k.norm_out,
-                    k.gamma,  prm.quantScale, b.tokens,        b.hidden,
-                    e.region, prm.eps,        prm.weightOffset};
-  f.dtype = dt;
-  f.variant = e.variant;
-  f.blocks = e.blocks;
-  f.threads = e.threads;
-  f.pdl = e.pdl;
-  f.cluster = e.cluster;
-  f.one_pass = e.one_pass;
-  f.cc_major = comm->cc_major;
+  const FusedLaunch f{
+      FusedParams{k.input, k.residual_in, k.residual_out, k.norm_out, k.gamma, prm.quantScale,
+                  b.tokens, b.hidden, e.region, prm.eps, prm.weightOffset},
+      dt,
+      e.variant,
+      e.blocks,
+      e.threads,
+      e.pdl,
+      e.cluster,
+      e.one_pass,
+      comm->cc_major};
   TPCOMM_CHECK(launchFusedOneShot(comm->dev, f, s));
   return unstageFusedOutputs(staging, user, k, bytes, norm_bytes, s);
 }
