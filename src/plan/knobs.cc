@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/layout/pull_ll_layout.h"  // kPullLLMaxCallBytes
+#include "kernels/runtime/variant_table.h"
 
 namespace tpcomm {
 namespace {
@@ -35,11 +36,34 @@ constexpr Field kFields[] = {
     {"node_variant", &LaunchKnobs::node_variant, nullptr},
 };
 
+// variant=<name>: a row of the variant table by its name, or auto.
+std::string parseVariant(const std::string& value, LaunchKnobs* k) {
+  if (value == "auto") {
+    k->variant = -1;
+    return "";
+  }
+  int rows = 0;
+  const VariantRow* all = variantRows(&rows);
+  std::string known = "auto";
+  for (int i = 0; i < rows; ++i) {
+    if (all[i].collective == VariantCollective::kNone &&
+        all[i].transport == VariantTransport::kNone)
+      continue;  // "none": nothing to run
+    if (value == all[i].name) {
+      k->variant = i;
+      return "";
+    }
+    known += std::string(", ") + all[i].name;
+  }
+  return "variant=" + value + ": not a variant (known: " + known + ")";
+}
+
 std::string parseOne(const std::string& item, LaunchKnobs* k) {
   const size_t eq = item.find('=');
   if (eq == std::string::npos) return "\"" + item + "\" is not name=value";
   const std::string name = item.substr(0, eq);
   const std::string value = item.substr(eq + 1);
+  if (name == "variant") return parseVariant(value, k);
   for (const Field& f : kFields) {
     if (name != f.name) continue;
     errno = 0;
@@ -57,6 +81,7 @@ std::string parseOne(const std::string& item, LaunchKnobs* k) {
   }
   std::string known;
   for (const Field& f : kFields) known += std::string(known.empty() ? "" : ", ") + f.name;
+  known += ", variant";
   return "unknown knob \"" + name + "\" (known: " + known + ")";
 }
 
@@ -101,6 +126,8 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
        "0 (off), 1 (on) or 2 (auto: by the driver's PCIe Relaxed Ordering)"},
       {"node_variant", k.node_variant, k.node_variant >= 0 && k.node_variant <= 2,
        "0 (by size), 1 (small) or 2 (large)"},
+      {"variant", k.variant, k.variant == -1 || (k.variant > 0 && k.variant < tpcommNumVariants),
+       "-1 (auto) or a tpcommVariant_t other than none"},
   };
   for (const Check& c : checks)
     if (!c.ok)

@@ -55,6 +55,11 @@ struct LaunchKnobs {
   // A guess, not measured on a real cluster (docs/MULTINODE.md).
   int node_small_bytes = 65536;
   int node_variant = 0;  // 0: by node_small_bytes; 1: small where allowed; 2: large
+  // variant=<name>: the calls of that variant's collective run it (a row of the variant table,
+  // kernels/runtime/variant_table.h; "auto" or -1: the planner's choice), or fail with
+  // tpcommUnsupported where it cannot take the call (plan/forced_variant.cc). For tests and
+  // measurements, as NCCL_SYM_KERNEL is NCCL's.
+  int variant = -1;
 };
 
 // Why a set of knobs cannot be used ("" if it can), naming the first field out of range.

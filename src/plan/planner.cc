@@ -231,6 +231,8 @@ Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8) {
 
 CallPlan planCall(const CommFacts& f, const Call& call) {
   if (f.nodes > 1) return nodeRules(f, call);
+  if (f.knobs.variant >= 0 && variantServes(f.knobs.variant, call))
+    return forcedVariantRules(f, call);
   if (call.rows > 0) return fusedRules(f, call);
   if (call.collective != tpcommCollAllReduce) return halfRules(f, call);
   return allReduceRules(f, call);

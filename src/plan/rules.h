@@ -21,6 +21,11 @@ CallPlan halfRules(const CommFacts& f, const Call& call);
 // CallPlan::epilogue the fused one-shot that takes the whole call or the epilogue kernel after it.
 CallPlan fusedRules(const CommFacts& f, const Call& call);
 
+// TPCOMM_KNOBS=variant=<name> (plan/forced_variant.cc): whether the row serves this kind of
+// call, and the plan that runs it (tpcommUnsupported, naming it, where none can).
+bool variantServes(int variant, const Call& call);
+CallPlan forcedVariantRules(const CommFacts& f, const Call& call);
+
 // A communicator spanning machines (plan/node_plan.cc): the legs' shape and text in
 // CallPlan::node, the first intra-node leg's plan in the rest.
 CallPlan nodeRules(const CommFacts& f, const Call& call);

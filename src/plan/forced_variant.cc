@@ -1,0 +1,103 @@
+// TPCOMM_KNOBS=variant=<name> (plan/knobs.h): the calls of the variant's collective run that row
+// of the variant table. No table maps a row to the algorithm and options that give it: the rules
+// themselves are asked, with the communicator's knobs first, then with each algorithm forced and
+// each option of a single-step call (lean, host sentinel, pull LL) allowed or not, and the first
+// plan of that row is the answer. What no rule gives is refused, with the planner's own choice
+// named, so a forced test or measurement never runs something else without a word.
+#include <string>
+
+#include "kernels/layout/pull_ll_layout.h"
+#include "plan/rules.h"
+
+namespace tpcomm {
+namespace {
+
+// The variant a plan runs for this call: a fused call's is its epilogue's (the fused kernel, or
+// the epilogue kernel after the all-reduce).
+int plannedVariant(const CallPlan& p, const Call& call) {
+  return call.rows > 0 ? p.epilogue.variant : p.variant;
+}
+
+// The options of a single-step call, each combination once (0: the communicator's knobs): bit 0
+// flips lean, bit 1 the host sentinel; option / 4 sets pull LL as is, off, or up to an LL slot's
+// most.
+constexpr int kOptions = 12;
+LaunchKnobs withOption(LaunchKnobs k, int option) {
+  if (option & 1) k.lean = !k.lean;
+  if (option & 2) k.host_sentinel = !k.host_sentinel;
+  if (option / 4 == 1) k.pull_ll_bytes = 0;
+  if (option / 4 == 2) k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
+  return k;
+}
+
+// A forced algorithm plans whatever it is told: the transport it needs exists only where init set
+// it up (the host segment, the copy engines' landing slots).
+bool transportReady(const CommFacts& f, int variant) {
+  const VariantTransport t = variantRow(variant)->transport;
+  return (t != VariantTransport::kHost || f.host_transport) &&
+         (t != VariantTransport::kCopyEngine || f.ce_staging);
+}
+
+bool runs(const CallPlan& p, const Call& call, int want) {
+  return p.decision.error == tpcommSuccess && plannedVariant(p, call) == want;
+}
+
+}  // namespace
+
+bool variantServes(int variant, const Call& call) {
+  const VariantRow* r = variantRow(variant);
+  if (!r) return false;
+  const bool fused = call.rows > 0;
+  switch (r->collective) {
+    case VariantCollective::kNone:  // nccl: every collective but the fused call
+      return r->transport == VariantTransport::kNccl && !fused;
+    case VariantCollective::kAllReduce:
+      return !fused && call.collective == tpcommCollAllReduce;
+    case VariantCollective::kFused:
+    case VariantCollective::kEpilogue:
+      return fused;
+    case VariantCollective::kReduceScatter:
+      return !fused && call.collective == tpcommCollReduceScatter;
+    case VariantCollective::kAllGather:
+      return !fused && call.collective == tpcommCollAllGather;
+  }
+  return false;
+}
+
+CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
+  const int want = f.knobs.variant;
+  const char* name = variantRow(want)->name;
+  CommFacts g = f;
+  g.knobs.variant = -1;
+  const CallPlan natural = planCall(g, call);
+  CallPlan p = natural;
+  const bool ready = transportReady(f, want);
+  bool found = ready && runs(natural, call, want);
+  for (int algo = tpcommAlgoOneShot; ready && !found && algo < tpcommNumAlgos; ++algo)
+    for (int option = 0; !found && option < kOptions; ++option) {
+      g.forced_algo = algo;
+      g.knobs = withOption(f.knobs, option);
+      g.knobs.variant = -1;
+      p = planCall(g, call);
+      found = runs(p, call, want);
+    }
+  std::string& reason = call.rows > 0 ? p.epilogue.reason : p.decision.reason;
+  if (found) {
+    reason = "variant=" + std::string(name) + " (forced); " + reason;
+    return p;
+  }
+  CallPlan refused;
+  refused.decision.error = tpcommUnsupported;
+  const int chosen = plannedVariant(natural, call);
+  refused.decision.reason =
+      "variant=" + std::string(name) + " (forced) cannot take this call of " +
+      std::to_string(call.bytes) + " bytes on this communicator (its transport is not set up, or " +
+      "the call does not fit it); the planner would run " +
+      (natural.decision.error == tpcommSuccess && variantRow(chosen) ? variantRow(chosen)->name
+                                                                     : "nothing") +
+      " here";
+  refused.epilogue.reason = refused.decision.reason;
+  return refused;
+}
+
+}  // namespace tpcomm

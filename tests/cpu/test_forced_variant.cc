@@ -1,0 +1,131 @@
+// TPCOMM_KNOBS=variant=<name> (plan/forced_variant.cc): the calls of that variant's collective run
+// it wherever a rule can give it, other collectives keep the planner's choice, and a call it
+// cannot take is refused with both names, never run as something else.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "plan/knobs.h"
+#include "support/plan_facts.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr size_t kKiB = 1024;
+
+CommFacts forcing(const char* name, int world = 2, Fabric fabric = Fabric::kNvlink) {
+  CommFacts f = factsFor(world, fabric);
+  const std::string why = parseLaunchKnobs(std::string("variant=") + name, &f.knobs);
+  EXPECT_EQ(why, "") << name;
+  return f;
+}
+
+std::string nameOf(int v) {
+  const char* n = tpcommVariantName(v);
+  return n ? n : "?";
+}
+
+TEST(ForcedVariant, TheKnobTakesANameOrAuto) {
+  LaunchKnobs k;
+  EXPECT_EQ(parseLaunchKnobs("variant=p2p_twoshot", &k), "");
+  EXPECT_EQ(nameOf(k.variant), "p2p_twoshot");
+  EXPECT_EQ(launchKnobsError(k, 512), "");
+  EXPECT_EQ(parseLaunchKnobs("variant=auto", &k), "");
+  EXPECT_EQ(k.variant, -1);
+  const std::string bad = parseLaunchKnobs("variant=p2p_tweeshot", &k);
+  EXPECT_NE(bad.find("variant=p2p_tweeshot: not a variant (known: auto, nccl, p2p_oneshot_lean"),
+            std::string::npos)
+      << bad;
+  EXPECT_NE(parseLaunchKnobs("variant=none", &k), "");  // nothing to run
+  EXPECT_NE(parseLaunchKnobs("variant=3", &k), "");     // names, not numbers
+  EXPECT_NE(parseLaunchKnobs("nonsense=1", &k).find(", variant)"), std::string::npos);
+  k.variant = 0;
+  EXPECT_NE(launchKnobsError(k, 512).find("variant=0 is out of range"), std::string::npos);
+}
+
+TEST(ForcedVariant, TheCallsOfItsCollectiveRunIt) {
+  // 4 KiB over NVLink: the planner's choice is the lean one-shot.
+  EXPECT_EQ(nameOf(planCall(factsFor(2, Fabric::kNvlink), Call{4 * kKiB, true}).variant),
+            "p2p_oneshot_lean");
+  for (const char* name : {"p2p_oneshot", "p2p_twoshot", "p2p_oneshot_pull", "p2p_oneshot_pull_ll",
+                           "p2p_oneshot_pull_lean", "p2p_twoshot_pull", "nccl"}) {
+    const CallPlan p = planCall(forcing(name), Call{4 * kKiB, true});
+    ASSERT_EQ(p.decision.error, tpcommSuccess) << name << ": " << p.decision.reason;
+    EXPECT_EQ(nameOf(p.variant), name);
+    EXPECT_EQ(p.decision.reason.rfind("variant=" + std::string(name) + " (forced); ", 0), 0u)
+        << p.decision.reason;
+  }
+  // LL beyond pull_ll_bytes (16 KiB by default), up to what an LL slot holds.
+  EXPECT_EQ(nameOf(planCall(forcing("p2p_oneshot_pull_ll"), Call{32 * kKiB, true}).variant),
+            "p2p_oneshot_pull_ll");
+  // Other collectives keep the planner's choice.
+  const Call rs{64 * kKiB, true, tpcommCollReduceScatter};
+  EXPECT_EQ(planCall(forcing("p2p_oneshot"), rs).variant,
+            planCall(factsFor(2, Fabric::kNvlink), rs).variant);
+  EXPECT_EQ(nameOf(planCall(forcing("p2p_reduce_scatter_pull"), rs).variant),
+            "p2p_reduce_scatter_pull");
+}
+
+TEST(ForcedVariant, ACallItCannotTakeIsRefusedNamingBoth) {
+  // The lean kernel needs aligned whole vectors; the host variants a host transport.
+  CallPlan p = planCall(forcing("p2p_oneshot_lean"), Call{4 * kKiB, false});
+  EXPECT_EQ(p.decision.error, tpcommUnsupported);
+  EXPECT_NE(p.decision.reason.find("variant=p2p_oneshot_lean (forced) cannot take this call of "
+                                   "4096 bytes"),
+            std::string::npos)
+      << p.decision.reason;
+  EXPECT_NE(p.decision.reason.find("the planner would run p2p_oneshot here"), std::string::npos)
+      << p.decision.reason;
+  p = planCall(forcing("host_oneshot_ll"), Call{4 * kKiB, true});
+  EXPECT_EQ(p.decision.error, tpcommUnsupported) << nameOf(p.variant);
+  // The copy engines' landing slots exist only where the algorithm was forced at init.
+  EXPECT_EQ(planCall(forcing("p2p_oneshot_ce"), Call{64 * kKiB, true}).decision.error,
+            tpcommUnsupported);
+  CommFacts ce = factsFor(2, Fabric::kNvlink, tpcommAlgoOneShotCe);
+  ce.forced_algo = -1;
+  ASSERT_EQ(parseLaunchKnobs("variant=p2p_oneshot_ce", &ce.knobs), "");
+  EXPECT_EQ(nameOf(planCall(ce, Call{64 * kKiB, true}).variant), "p2p_oneshot_ce");
+}
+
+TEST(ForcedVariant, TheFusedCallRunsAForcedFusedOrEpilogueRow) {
+  const Call fused = fusedCall(1, 7168, tpcommBfloat16, false);
+  EXPECT_EQ(nameOf(planCall(factsFor(2, Fabric::kNvlink), fused).epilogue.variant),
+            "fused_p2p_oneshot");
+  const CallPlan p = planCall(forcing("add_rmsnorm"), fused);
+  ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+  EXPECT_EQ(nameOf(p.epilogue.variant), "add_rmsnorm");
+  EXPECT_EQ(p.epilogue.reason.rfind("variant=add_rmsnorm (forced); unfused: ", 0), 0u)
+      << p.epilogue.reason;
+  // An FP8 row for a call without FP8 output: refused.
+  EXPECT_EQ(planCall(forcing("fused_p2p_oneshot_fp8"), fused).decision.error, tpcommUnsupported);
+}
+
+// Every row the planner gives somewhere can be forced there, and the plan is the row's.
+TEST(ForcedVariant, EveryReachableRowCanBeForced) {
+  std::set<std::string> forced;
+  for (int world : {2, 8})
+    for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie, Fabric::kHost})
+      for (int algo = -1; algo < tpcommNumAlgos; ++algo)
+        for (size_t bytes : {4 * kKiB, 64 * kKiB, size_t{1} << 20})
+          for (tpcommColl_t coll :
+               {tpcommCollAllReduce, tpcommCollReduceScatter, tpcommCollAllGather}) {
+            CommFacts f = factsFor(world, fabric, algo);
+            f.two_islands = world == 8;
+            const CallPlan natural = planCall(f, Call{bytes, true, coll});
+            if (natural.decision.error != tpcommSuccess || !isKernelVariant(natural.variant))
+              continue;
+            CommFacts g = factsFor(world, fabric);  // auto: the search finds the algorithm
+            g.two_islands = f.two_islands;
+            g.ce_staging = f.ce_staging;
+            g.knobs.variant = natural.variant;
+            const CallPlan p = planCall(g, Call{bytes, true, coll});
+            EXPECT_EQ(p.variant, natural.variant) << nameOf(natural.variant) << " world " << world
+                                                  << " " << bytes << " B: " << p.decision.reason;
+            forced.insert(nameOf(natural.variant));
+          }
+  EXPECT_GE(forced.size(), 18u);
+}
+
+}  // namespace
+}  // namespace tpcomm
