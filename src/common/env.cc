@@ -32,12 +32,13 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_NCCL_LIBRARY", "libnccl.so.2", "path of the NCCL library to dlopen"},
     {"TPCOMM_MAX_BLOCKS", "0", "upper bound on the grid of every kernel (0: by message size)"},
     {"TPCOMM_TRANSPORT", "auto", "auto | p2p | host: force the peer-memory or host-memory path"},
-    {"TPCOMM_PDL", "1", "0: no programmatic dependent launch (sm_90+ only)"},
+    {"TPCOMM_PDL", "1",
+     "0: no programmatic dependent launch (sm_90+ only): the pdl knob's default"},
     {"TPCOMM_KNOBS", "",
      "launch knobs, name=value[,...]: block_bytes, host_block_bytes, bulk_block_bytes, "
      "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
      "host_sentinel, pull_ll_bytes, fused_cluster, epilogue_cluster, host_fence, pdl, "
-     "node_small_bytes, node_variant "
+     "node_small_bytes, variant "
      "(src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_HOST_ID", "",
      "this machine's identity for communicators that span machines (docs/MULTINODE.md); empty: "

@@ -33,7 +33,6 @@ constexpr Field kFields[] = {
     {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},
     {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},
-    {"node_variant", &LaunchKnobs::node_variant, nullptr},
 };
 
 // variant=<name>: a row of the variant table by its name, or auto.
@@ -64,6 +63,10 @@ std::string parseOne(const std::string& item, LaunchKnobs* k) {
   const std::string name = item.substr(0, eq);
   const std::string value = item.substr(eq + 1);
   if (name == "variant") return parseVariant(value, k);
+  if (name == "node_variant")
+    return "node_variant is gone: node_small_bytes says it alone (node_small_bytes=0: every "
+           "all-reduce across machines takes the large shape; =1073741824: the small one, up to "
+           "1 GiB)";
   for (const Field& f : kFields) {
     if (name != f.name) continue;
     errno = 0;
@@ -124,8 +127,6 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
        "0 (off) to 65536 (an LL slot)"},
       {"host_fence", k.host_fence, k.host_fence >= 0 && k.host_fence <= 2,
        "0 (off), 1 (on) or 2 (auto: by the driver's PCIe Relaxed Ordering)"},
-      {"node_variant", k.node_variant, k.node_variant >= 0 && k.node_variant <= 2,
-       "0 (by size), 1 (small) or 2 (large)"},
       {"variant", k.variant, k.variant == -1 || (k.variant > 0 && k.variant < tpcommNumVariants),
        "-1 (auto) or a tpcommVariant_t other than none"},
   };

@@ -23,7 +23,7 @@ struct LaunchKnobs {
   int max_blocks = 0;                // 0: kDefaultMaxBlocks (TPCOMM_MAX_BLOCKS, config.maxBlocks)
   int max_threads = 512;             // threads per block at most (the kernels' launch bound)
   int push_batch = 0;    // vectors a thread loads before storing them (1..4; 0: by size)
-  bool pdl = true;       // programmatic dependent launch, sm_90+ (and TPCOMM_PDL: both must allow)
+  bool pdl = true;       // programmatic dependent launch, sm_90+ (TPCOMM_PDL gives the default)
   int push_eighths = 2;  // multi-step one-shot: eighths of a block's threads that push (1..7)
   bool lean = true;      // single-step one-shot calls that fit it take the lean kernel
   bool host_sentinel = true;  // host_oneshot calls of one sentinel step take that protocol, not LL
@@ -50,11 +50,11 @@ struct LaunchKnobs {
   // Relaxed Ordering: topo/pcie_ordering.h), since the fence sits on the path between
   // back-to-back calls (docs/BENCHMARKS.md, "host_fence").
   int host_fence = kHostFenceAuto;
-  // Communicators that span machines (plan/node_plan.h): calls up to this many bytes take the
-  // small variant (intra-node all-reduce, then NCCL on the whole message) where it is allowed.
-  // A guess, not measured on a real cluster (docs/MULTINODE.md).
+  // Communicators that span machines (plan/node_plan.h): all-reduces up to this many bytes take
+  // the small shape (intra-node all-reduce, then NCCL on the whole message) where it is allowed;
+  // 0: none does (every one large), 1073741824 (the most): every one up to 1 GiB. A guess, not
+  // measured on a real cluster (docs/MULTINODE.md). It replaces node_variant (1 small, 2 large).
   int node_small_bytes = 65536;
-  int node_variant = 0;  // 0: by node_small_bytes; 1: small where allowed; 2: large
   // variant=<name>: the calls of that variant's collective run it (a row of the variant table,
   // kernels/runtime/variant_table.h; "auto" or -1: the planner's choice), or fail with
   // tpcommUnsupported where it cannot take the call (plan/forced_variant.cc). For tests and

@@ -21,25 +21,20 @@ NodePlan nodeShape(const NodePlanArgs& a) {
     p.why = "hierarchical";
     return p;
   }
-  const bool fits = a.bytes <= static_cast<size_t>(a.small_bytes);
+  const bool fits = a.small_bytes > 0 && a.bytes <= static_cast<size_t>(a.small_bytes);
   // With two machines every local index's NCCL sum is a + b, the same bits in either order; with
   // more, the NCCL communicators of the local indices may sum in different orders (NCCL promises
   // no order), and the ranks of one machine would disagree in the last bit.
   const bool allowed = a.nodes == 2;
-  if (a.forced == 2 || (a.forced == 0 && !fits) || !allowed) {
+  if (!fits || !allowed) {
     p.shape = NodeShape::kLarge;
-    if (a.forced == 2)
-      snprintf(why, sizeof(why), "large: forced");
-    else if (!allowed && (a.forced == 1 || fits))
-      snprintf(why, sizeof(why), "large: small needs 2 nodes, not %d", a.nodes);
-    else
+    if (!fits)
       snprintf(why, sizeof(why), "large: %zu B > node_small_bytes %d", a.bytes, a.small_bytes);
+    else
+      snprintf(why, sizeof(why), "large: small needs 2 nodes, not %d", a.nodes);
   } else {
     p.shape = NodeShape::kSmall;
-    if (a.forced == 1)
-      snprintf(why, sizeof(why), "small: forced");
-    else
-      snprintf(why, sizeof(why), "small: %zu B <= node_small_bytes %d", a.bytes, a.small_bytes);
+    snprintf(why, sizeof(why), "small: %zu B <= node_small_bytes %d", a.bytes, a.small_bytes);
   }
   p.why = why;
   return p;
@@ -97,7 +92,6 @@ CallPlan nodeRules(const CommFacts& f, const Call& call) {
   a.local_ranks = f.world;
   a.contiguous = f.node_contiguous;
   a.small_bytes = f.knobs.node_small_bytes;
-  a.forced = f.knobs.node_variant;
   const NodePlan np = nodeShape(a);
   CallPlan p;
   if (np.error != tpcommSuccess) {

@@ -27,8 +27,7 @@ struct NodePlanArgs {
   int nodes = 2;
   int local_ranks = 1;
   bool contiguous = true;   // comm/node/node_layout.h
-  int small_bytes = 65536;  // LaunchKnobs::node_small_bytes
-  int forced = 0;           // LaunchKnobs::node_variant
+  int small_bytes = 65536;  // LaunchKnobs::node_small_bytes (0: never small)
 };
 
 struct NodePlan {

@@ -32,18 +32,20 @@ TEST(NodePlan, SmallNeedsTwoMachinesEvenWhenForced) {
   NodePlanArgs a = ar(1024, 3);
   EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
   EXPECT_EQ(nodeShape(a).why, "large: small needs 2 nodes, not 3");
-  a.forced = 1;
+  a.small_bytes = 1 << 30;  // small for every call, where allowed
   EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
 }
 
+// node_small_bytes alone forces either shape: 0 none small, its most every call up to 1 GiB.
 TEST(NodePlan, TheKnobForcesEitherVariant) {
   NodePlanArgs a = ar(1 << 20);
-  a.forced = 1;
+  a.small_bytes = 1 << 30;
   EXPECT_EQ(nodeShape(a).shape, NodeShape::kSmall);
-  EXPECT_EQ(nodeShape(a).why, "small: forced");
+  EXPECT_EQ(nodeShape(a).why, "small: 1048576 B <= node_small_bytes 1073741824");
   a = ar(16);
-  a.forced = 2;
+  a.small_bytes = 0;
   EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(a).why, "large: 16 B > node_small_bytes 0");
   a = ar(16);
   a.small_bytes = 8;
   EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
@@ -51,12 +53,15 @@ TEST(NodePlan, TheKnobForcesEitherVariant) {
 
 TEST(NodePlan, TheKnobsParseAndAreRangeChecked) {
   LaunchKnobs k;
-  EXPECT_EQ(parseLaunchKnobs("node_small_bytes=4096,node_variant=2", &k), "");
+  EXPECT_EQ(parseLaunchKnobs("node_small_bytes=4096", &k), "");
   EXPECT_EQ(k.node_small_bytes, 4096);
-  EXPECT_EQ(k.node_variant, 2);
   EXPECT_EQ(launchKnobsError(k, 512), "");
-  k.node_variant = 3;
-  EXPECT_NE(launchKnobsError(k, 512).find("node_variant=3 is out of range"), std::string::npos);
+  EXPECT_EQ(parseLaunchKnobs("node_small_bytes=0", &k), "");
+  EXPECT_NE(parseLaunchKnobs("node_small_bytes=-1", &k), "");
+  // The knob it replaced says what to use instead.
+  const std::string gone = parseLaunchKnobs("node_variant=2", &k);
+  EXPECT_NE(gone.find("node_variant is gone: node_small_bytes says it alone"), std::string::npos)
+      << gone;
 }
 
 TEST(NodePlan, HalvesNeedConsecutiveRanksPerMachine) {

@@ -413,21 +413,21 @@ void expectAgreed(const ChildRun& run) {
 
 TEST(MultiNode, LargeVariantMatchesTheReferenceOnEveryRank) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const ChildRun run = runMachines("mn-large", {"TPCOMM_KNOBS=node_variant=2"});
+  const ChildRun run = runMachines("mn-large", {"TPCOMM_KNOBS=node_small_bytes=0"});
   SKIP_IF_REFUSED(run);
   expectAgreed(run);
 }
 
 TEST(MultiNode, SmallVariantMatchesTheReferenceOnEveryRank) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const ChildRun run = runMachines("mn-small", {"TPCOMM_KNOBS=node_variant=1"});
+  const ChildRun run = runMachines("mn-small", {"TPCOMM_KNOBS=node_small_bytes=1073741824"});
   SKIP_IF_REFUSED(run);
   expectAgreed(run);
 }
 
 TEST(MultiNode, AMachineThatDiesIsATimeoutOnTheOther) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  const ChildRun run = runMachines("mn-deadnode", {"TPCOMM_KNOBS=node_variant=2"});
+  const ChildRun run = runMachines("mn-deadnode", {"TPCOMM_KNOBS=node_small_bytes=0"});
   SKIP_IF_REFUSED(run);
   ASSERT_FALSE(run.timed_out);
   for (int r = 0; r < kLocal; ++r) {

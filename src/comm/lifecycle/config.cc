@@ -20,9 +20,9 @@ tpcommResult_t applyKnobs(const char* where, const std::string& spec, LaunchKnob
   return tpcommSuccess;
 }
 
-// The settings from the environment alone; fails on any bad variable.
-tpcommResult_t settingsFromEnv(Settings* s) {
-  const Env& e = env();
+}  // namespace
+
+tpcommResult_t settingsFromEnv(const Env& e, Settings* s) {
   if (!e.errors.empty()) {
     std::string all;
     for (const std::string& err : e.errors) all += (all.empty() ? "" : "; ") + err;
@@ -36,9 +36,11 @@ tpcommResult_t settingsFromEnv(Settings* s) {
   s->nccl_mode = e.nccl_mode;
   s->max_blocks = e.max_blocks;
   s->transport = e.transport;
-  s->pdl = e.pdl != 0;
+  s->knobs.pdl = e.pdl != 0;  // TPCOMM_PDL: the pdl knob's default, TPCOMM_KNOBS on top
   return applyKnobs("TPCOMM_KNOBS", e.knobs, &s->knobs);
 }
+
+namespace {
 
 // Whether the caller's struct is one this library can read.
 tpcommResult_t checkConfigStruct(const tpcommConfig_t& config) {
@@ -123,7 +125,7 @@ std::string applyLaunchKnobs(const std::string& spec, LaunchKnobs* k) {
 
 tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out) {
   Settings s;
-  TPCOMM_CHECK(settingsFromEnv(&s));
+  TPCOMM_CHECK(settingsFromEnv(env(), &s));
   if (config) TPCOMM_CHECK(applyConfig(*config, &s));
   s.slot_bytes = s.slot_bytes / 256 * 256;  // keeps every region 16-byte aligned at any world size
   // Host inboxes are a quarter of the device slots: the host path is latency-bound (LL packets)

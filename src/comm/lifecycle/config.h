@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 
+#include "common/env.h"
 #include "plan/knobs.h"
 #include "tpcomm/tpcomm.h"
 
@@ -23,14 +24,18 @@ struct Settings {
   void* nccl_comm = nullptr;
   int max_blocks = 0;
   int transport = 0;  // 0 auto, 1 p2p, 2 host
-  bool pdl = true;
-  LaunchKnobs knobs;  // TPCOMM_KNOBS, then config.launchKnobs on top (max_blocks, pdl: above)
+  LaunchKnobs knobs;  // TPCOMM_KNOBS, then config.launchKnobs on top (max_blocks above; TPCOMM_PDL
+                      // gives pdl's default)
 };
 
 // Applies a knob string (TPCOMM_KNOBS or config.launchKnobs) to *k and checks the result against
 // the kernels' bounds: "" when it can be used, else why. Init runs it (a failure is
 // tpcommInvalidArgument), and `tpcomm doctor` runs it on TPCOMM_KNOBS.
 std::string applyLaunchKnobs(const std::string& spec, LaunchKnobs* k);
+
+// The settings from the environment alone (env(), or a table in tests); fails on any bad
+// variable. TPCOMM_PDL gives the pdl knob's default, TPCOMM_KNOBS applies on top.
+tpcommResult_t settingsFromEnv(const Env& e, Settings* s);
 
 // Validates config (NULL allowed) and the environment; a bad field is tpcommInvalidArgument.
 tpcommResult_t resolveSettings(const tpcommConfig_t* config, Settings* out);

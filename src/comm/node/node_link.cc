@@ -93,7 +93,7 @@ std::string legWhat(const char* leg, size_t bytes, const tpcommComm* c) {
 }
 
 LinkInfo linkInfoOf(const tpcommComm* c) {
-  return makeLinkInfo(*c->span, c->knobs.node_small_bytes, c->knobs.node_variant);
+  return makeLinkInfo(*c->span, c->knobs.node_small_bytes);
 }
 
 }  // namespace

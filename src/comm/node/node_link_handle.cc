@@ -8,7 +8,7 @@ namespace tpcomm {
 namespace {
 
 constexpr uint32_t kLinkMagic = 0x7c0a11d0u;
-constexpr uint32_t kLinkVersion = 1;
+constexpr uint32_t kLinkVersion = 2;  // 2: node_variant gone
 constexpr const char* kOp = "tpcommCommNodeLinkEnd";
 
 tpcommResult_t checkOne(const NodeSpan& sp, const LinkInfo& h, const LinkInfo& mine, int r) {
@@ -30,17 +30,17 @@ tpcommResult_t checkOne(const NodeSpan& sp, const LinkInfo& h, const LinkInfo& m
                 "the first exchange says %d, %d, %d, %d (handles of another communicator?)",
                 kOp, r, h.nranks, h.node, h.local, h.offers_id, sp.global_world, l.node_of[r],
                 l.local_of[r], leads ? 1 : 0);
-  if (h.small_bytes != mine.small_bytes || h.variant != mine.variant)
+  if (h.small_bytes != mine.small_bytes)
     return fail(tpcommRemoteError,
-                "%s: rank %d's knobs node_small_bytes=%d node_variant=%d differ from this rank's "
-                "(%d, %d): every rank must use the same TPCOMM_KNOBS / config.launchKnobs",
-                kOp, r, h.small_bytes, h.variant, mine.small_bytes, mine.variant);
+                "%s: rank %d's knob node_small_bytes=%d differs from this rank's (%d): every rank "
+                "must use the same TPCOMM_KNOBS / config.launchKnobs",
+                kOp, r, h.small_bytes, mine.small_bytes);
   return tpcommSuccess;
 }
 
 }  // namespace
 
-LinkInfo makeLinkInfo(const NodeSpan& sp, int small_bytes, int variant) {
+LinkInfo makeLinkInfo(const NodeSpan& sp, int small_bytes) {
   LinkInfo i{};
   i.magic = kLinkMagic;
   i.version = kLinkVersion;
@@ -50,7 +50,6 @@ LinkInfo makeLinkInfo(const NodeSpan& sp, int small_bytes, int variant) {
   i.local = sp.layout.local;
   i.offers_id = sp.offers_id ? 1 : 0;
   i.small_bytes = small_bytes;
-  i.variant = variant;
   memcpy(i.nccl_id, sp.nccl_id, sizeof(i.nccl_id));
   return i;
 }

@@ -19,14 +19,13 @@ struct LinkInfo {
   int32_t node;
   int32_t local;
   int32_t offers_id;    // the leader of its local index: nccl_id holds an NCCL unique id
-  int32_t small_bytes;  // the knobs that choose a call's shape: every rank must agree
-  int32_t variant;
+  int32_t small_bytes;  // the knob that chooses a call's shape: every rank must agree
   char nccl_id[128];
 };
 static_assert(sizeof(LinkInfo) <= TPCOMM_RANK_HANDLE_BYTES, "LinkInfo exceeds the handle size");
 
 // This rank's link handle contents (sp.nccl_id when it offers one).
-LinkInfo makeLinkInfo(const NodeSpan& sp, int small_bytes, int variant);
+LinkInfo makeLinkInfo(const NodeSpan& sp, int small_bytes);
 void packLinkInfo(const LinkInfo& info, tpcommRankHandle* h);
 // Every rank's handle: made by this library's Begin, in rank order, of this layout (its node,
 // local index and whether it leads), with this rank's knobs; and this rank's own unchanged.
