@@ -143,21 +143,27 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
     if (capped) e.reason += "; " + coResidentNote(e.blocks, *f.grid_caps);
     return p;
   }
-  e.variant = epilogueVariant(call.fp8);
-  e.reason = "unfused: " + std::string(tpcommVariantName(p.variant)) +
-             ", then the add+RMSNorm "
-             "kernel (" +
-             (why_not.empty() ? "nothing to reduce" : why_not) + ")";
+  epilogueAfter(f, call,
+                "unfused: " + std::string(tpcommVariantName(p.variant)) +
+                    ", then the add+RMSNorm kernel (" +
+                    (why_not.empty() ? "nothing to reduce" : why_not) + ")",
+                &e);
+  return p;
+}
+
+void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why, EpiloguePlan* e) {
+  *e = EpiloguePlan{};
+  e->variant = epilogueVariant(call.fp8);
+  e->reason = why;
   // The epilogue kernel's grid: rows over clusters where every rank's GPU launches them (so every
   // rank splits a row alike) and the knob allows.
   const AddRmsNormLaunch g =
-      addRmsNormGrid(e.variant, call.rows, call.hidden, es, f.clusters && f.knobs.epilogue_cluster,
-                     f.knobs.max_blocks);
-  e.blocks = g.blocks;
-  e.threads = g.threads;
-  e.cluster = g.cluster;
-  if (g.cluster > 1) e.reason += strFormat("; rows over clusters of %d", g.cluster);
-  return p;
+      addRmsNormGrid(e->variant, call.rows, call.hidden, dtypeSize(call.dtype),
+                     f.clusters && f.knobs.epilogue_cluster, f.knobs.max_blocks);
+  e->blocks = g.blocks;
+  e->threads = g.threads;
+  e->cluster = g.cluster;
+  if (g.cluster > 1) e->reason += strFormat("; rows over clusters of %d", g.cluster);
 }
 
 }  // namespace tpcomm

@@ -85,6 +85,16 @@ LegBytes legBytes(const NodePlanArgs& a, const NodePlan& p, size_t count, size_t
 }  // namespace
 
 CallPlan nodeRules(const CommFacts& f, const Call& call) {
+  if (call.rows > 0) {
+    Call ar{call.bytes, true, tpcommCollAllReduce};
+    ar.dtype = call.dtype;
+    CallPlan p = nodeRules(f, ar);
+    CommFacts local = f;
+    local.nodes = 1;
+    epilogueAfter(local, call, "across machines: the hierarchical all-reduce, then add_rmsnorm",
+                  &p.epilogue);
+    return p;
+  }
   NodePlanArgs a;
   a.coll = call.collective;
   a.bytes = call.bytes;

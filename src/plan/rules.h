@@ -26,8 +26,13 @@ CallPlan fusedRules(const CommFacts& f, const Call& call);
 bool variantServes(int variant, const Call& call);
 CallPlan forcedVariantRules(const CommFacts& f, const Call& call);
 
+// The epilogue kernel after an all-reduce (plan/fused_plan.cc): its variant, grid and `why`.
+void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why, EpiloguePlan* e);
+
 // A communicator spanning machines (plan/node_plan.cc): the legs' shape and text in
-// CallPlan::node, the first intra-node leg's plan in the rest.
+// CallPlan::node, the first intra-node leg's plan in the rest. A fused call there runs the
+// hierarchical all-reduce (its plan) and then the epilogue kernel (CallPlan::epilogue): the fused
+// kernels would sum one machine only.
 CallPlan nodeRules(const CommFacts& f, const Call& call);
 
 }  // namespace tpcomm

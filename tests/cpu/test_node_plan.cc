@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "plan/fused_plan.h"
 #include "plan/knobs.h"
 #include "plan/node_plan.h"
 #include "plan/planner.h"
@@ -163,6 +164,25 @@ TEST(NodePlan, ThePlannerGivesAHalfItsMachinesSegments) {
   EXPECT_EQ(q.decision.error, tpcommUnsupported);
   EXPECT_EQ(q.node.error, tpcommUnsupported);
   EXPECT_NE(q.node.text.find("consecutive global ranks"), std::string::npos) << q.node.text;
+}
+
+// A fused call across machines is never fused (its kernels would sum one machine only): the
+// hierarchical all-reduce's plan, then the epilogue kernel with its planned grid.
+TEST(NodePlan, AFusedCallAcrossMachinesRunsTheEpilogueKernel) {
+  for (bool fp8 : {false, true}) {
+    const Call fused = fusedCall(4, 7168, tpcommBfloat16, fp8);
+    ASSERT_TRUE(
+        isFusedVariant(planCall(factsFor(2, Fabric::kNvlink), fused).epilogue.variant));  // one
+    const CallPlan p = planCall(spanning(2), fused);
+    ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+    EXPECT_EQ(p.epilogue.variant, epilogueVariant(fp8));
+    EXPECT_EQ(p.epilogue.reason, "across machines: the hierarchical all-reduce, then add_rmsnorm");
+    EXPECT_GT(p.epilogue.blocks, 0);
+    EXPECT_GT(p.epilogue.threads, 0);
+    Call ar = call(tpcommCollAllReduce, fused.bytes);
+    EXPECT_EQ(p.node.text, planCall(spanning(2), ar).node.text);
+    EXPECT_EQ(p.variant, planCall(spanning(2), ar).variant);
+  }
 }
 
 }  // namespace

@@ -114,7 +114,8 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   // Planned from what every rank shares (the shapes: a Call holds no pointer fact); a rank whose
   // buffers are not all aligned stages them below (comm/call/fused_staging.h).
   const CallPlan& p =
-      plannedCall(comm, fusedCall(tokens, hidden, datatype, params->quantScale != nullptr));
+      plannedCall(comm, fusedCall(tokens, hidden, datatype, params->quantScale != nullptr),
+                  /*spanning=*/comm->span != nullptr);
   const EpiloguePlan& e = p.epilogue;
   const Decision& d = p.decision;
   if (d.error != tpcommSuccess)
@@ -122,9 +123,9 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   // The unfused pair then finds this stream in tpcommAllReduce's order, and its epilogue kernel
   // follows it on the same stream.
   TPCOMM_CHECK(orderCall(&comm->order, s, cap, kOp, comm->rank));
-  // Across machines the fused kernels would sum one machine only: the hierarchical all-reduce
-  // (tpcommAllReduce) then the epilogue kernel.
-  if (isFusedVariant(e.variant) && !comm->span) {
+  // Across machines the plan is never fused (its kernels would sum one machine only): the
+  // hierarchical all-reduce (tpcommAllReduce), then the epilogue kernel.
+  if (isFusedVariant(e.variant)) {
     TPCOMM_CHECK(runFused(comm, b, e, bytes, outs.norm.bytes, s));
     TPCOMM_CHECK(afterCall(&comm->order, s, cap));
     recordCall(comm,
@@ -140,17 +141,7 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
     TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
     return unfused;
   }
-  static const std::string kAcross =
-      "across machines: the hierarchical all-reduce, then add_rmsnorm";
-  const bool across = comm->span != nullptr;
-  CallRecord r{d.algo,
-               across ? epilogueVariant(params->quantScale != nullptr) : e.variant,
-               d.fallback,
-               bytes,
-               datatype,
-               0,
-               across ? &kAcross : &e.reason,
-               "allreduce+rmsnorm"};
+  CallRecord r{d.algo, e.variant, d.fallback, bytes, datatype, 0, &e.reason, "allreduce+rmsnorm"};
   r.epilogue = true;
   recordCall(comm, r, cap != cudaStreamCaptureStatusNone);
   return tpcommSuccess;
