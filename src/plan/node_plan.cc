@@ -95,13 +95,8 @@ CallPlan nodeRules(const CommFacts& f, const Call& call) {
                   &p.epilogue);
     return p;
   }
-  NodePlanArgs a;
-  a.coll = call.collective;
-  a.bytes = call.bytes;
-  a.nodes = f.nodes;
-  a.local_ranks = f.world;
-  a.contiguous = f.node_contiguous;
-  a.small_bytes = f.knobs.node_small_bytes;
+  const NodePlanArgs a{call.collective, call.bytes,        f.nodes,
+                       f.world,         f.node_contiguous, f.knobs.node_small_bytes};
   const NodePlan np = nodeShape(a);
   CallPlan p;
   if (np.error != tpcommSuccess) {

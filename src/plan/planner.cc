@@ -121,17 +121,8 @@ bool autoIsland(bool islands_found, Fabric fabric) {
 
 PolicyInput policyInputOf(const CommFacts& f, size_t bytes) {
   PolicyInput in;
-  in.world = f.world;
+  static_cast<PolicyFacts&>(in) = f;
   in.bytes = bytes;
-  in.fabric = f.fabric;
-  in.two_islands = f.two_islands;
-  in.nccl_available = f.nccl_available;
-  in.host_transport = f.host_transport;
-  in.ce_staging = f.ce_staging;
-  in.forced_algo = f.forced_algo;
-  in.strict = f.strict;
-  in.tuned = f.tuned;
-  in.fabric_verdict = f.fabric_verdict;
   return in;
 }
 

@@ -22,18 +22,10 @@
 
 namespace tpcomm {
 
-// What a communicator knows once created (comm/lifecycle/init.cc, comm/lifecycle/fabric.cc).
-struct CommFacts {
-  int world = 2;
-  Fabric fabric = Fabric::kNvlink;
-  bool two_islands = false;          // auto may pick island (PolicyInput::two_islands)
-  bool nccl_available = false;       // an NCCL communicator exists
-  bool host_transport = false;       // the host shared-memory transport is set up
-  bool ce_staging = false;           // the copy engines' landing slots exist (needsCeStaging)
-  int forced_algo = -1;              // -1 auto, else tpcommAlgo_t (TPCOMM_ALGO / config.algo)
-  bool strict = false;               // a fallback to NCCL is an error
-  const SizeTable* tuned = nullptr;  // this machine's table (`tpcomm tune`), if agreed
-  FabricVerdict fabric_verdict = FabricVerdict::kUnknown;  // the fabric probe's, agreed at init
+// What a communicator knows once created (comm/lifecycle/init.cc, comm/lifecycle/fabric.cc): what
+// the policy reads (PolicyFacts: world, fabric, islands, NCCL, host transport, CE slots, forced
+// algorithm, strict, tuning table, the fabric probe's verdict), and what the rules read besides.
+struct CommFacts : PolicyFacts {
   SlotCapacity slots;  // what one step of each slot layout holds
   LaunchKnobs knobs;   // TPCOMM_KNOBS / config.launchKnobs, max_blocks, pdl
   // Where ranks share a GPU, the most blocks every rank's grid may have so that all of them are

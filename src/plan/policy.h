@@ -23,9 +23,10 @@ struct SizeRule {
 };
 using SizeTable = std::vector<SizeRule>;
 
-struct PolicyInput {
+// What the policy reads of a communicator: CommFacts (plan/planner.h) is these and more, so the
+// planner hands them over as they are.
+struct PolicyFacts {
   int world = 2;
-  size_t bytes = 0;
   Fabric fabric = Fabric::kNvlink;
   bool two_islands = false;          // PCIe box with two sockets / switch islands of equal size:
                                      // auto may pick island (forcing it needs only islandWorld)
@@ -40,6 +41,11 @@ struct PolicyInput {
   // push tables. The one input the probe gives the policy; a tuned table names its algorithms
   // itself.
   FabricVerdict fabric_verdict = FabricVerdict::kUnknown;
+};
+
+// A call's bytes on a communicator with those facts.
+struct PolicyInput : PolicyFacts {
+  size_t bytes = 0;
 };
 
 struct Decision {
