@@ -102,6 +102,23 @@ std::string parseLaunchKnobs(const std::string& spec, LaunchKnobs* k) {
   return "";
 }
 
+std::string planKnobsText(const LaunchKnobs& k) {
+  const LaunchKnobs d;
+  std::string out;
+  const auto add = [&out](const std::string& item) { out += (out.empty() ? "" : ",") + item; };
+  for (const Field& f : kFields) {
+    if (f.flag == &LaunchKnobs::pdl) continue;
+    if (f.flag && k.*f.flag != d.*f.flag) add(std::string(f.name) + "=" + (k.*f.flag ? "1" : "0"));
+    if (f.number && k.*f.number != d.*f.number)
+      add(std::string(f.name) + "=" + std::to_string(k.*f.number));
+  }
+  if (k.variant != d.variant) {
+    const VariantRow* r = variantRow(k.variant);
+    add(std::string("variant=") + (r ? r->name : std::to_string(k.variant).c_str()));
+  }
+  return out;
+}
+
 std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
   struct Check {
     const char* name;

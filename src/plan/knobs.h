@@ -62,6 +62,11 @@ struct LaunchKnobs {
   int variant = -1;
 };
 
+// The knobs that shape a call's plan, where they differ from the defaults, as "name=value,..."
+// ("" for the defaults): what every rank of a communicator must agree on (comm/lifecycle/
+// rank_info.cc). pdl is left out: it only marks a rank's own launches.
+std::string planKnobsText(const LaunchKnobs& k);
+
 // Why a set of knobs cannot be used ("" if it can), naming the first field out of range.
 // threads_bound: the kernels' launch bound (kThreadsPerBlock).
 std::string launchKnobsError(const LaunchKnobs& k, int threads_bound);

@@ -10,6 +10,7 @@
 #include "comm/lifecycle/machine_view.h"
 #include "comm/lifecycle/rank_info.h"
 #include "common/error.h"
+#include "plan/knobs.h"
 
 namespace tpcomm {
 namespace {
@@ -69,6 +70,14 @@ TEST(RankAgreement, HandlesMustMatch) {
   v = ok;
   v[1].timeout_ms = 100;
   expectBad(v, tpcommRemoteError, "timeoutMs");
+  // Launch knobs shape every plan: ranks with different ones would run different kernels.
+  v = ok;
+  snprintf(v[1].knobs, sizeof(v[1].knobs), "block_bytes=4096");
+  expectBad(v, tpcommRemoteError,
+            "rank 1's launch knobs differ from rank 0's (\"block_bytes=4096\" / \"\"");
+  v = ok;
+  memset(v[0].knobs, 'x', sizeof(v[0].knobs));  // no NUL: a corrupt handle
+  expectBad(v, tpcommInvalidArgument, "knobs is not NUL-terminated");
   v = ok;
   v[1].algo = tpcommAlgoTwoShot;
   expectBad(v, tpcommRemoteError, "algo");
@@ -157,6 +166,24 @@ TEST(RankAgreement, IslandsFromEveryView) {
   v = twoSocketRanks({0, 1, 0, 1}, /*cross_path=*/5);
   ASSERT_TRUE(agreeIslands(v.data(), 4, &islands));
   EXPECT_EQ(islands, (std::vector<int>{0, 1, 0, 1}));
+}
+
+// What the handle carries: the knobs that shape plans, where not the defaults; pdl (a rank's own
+// launches) is not among them.
+TEST(RankAgreement, TheKnobsTextNamesWhatDiffersFromTheDefaults) {
+  LaunchKnobs k;
+  EXPECT_EQ(planKnobsText(k), "");
+  ASSERT_EQ(parseLaunchKnobs("pdl=0,block_bytes=4096,lean=0,variant=p2p_twoshot", &k), "");
+  EXPECT_EQ(planKnobsText(k), "block_bytes=4096,lean=0,variant=p2p_twoshot");
+  LaunchKnobs all;
+  ASSERT_EQ(parseLaunchKnobs("block_bytes=17,host_block_bytes=17,bulk_block_bytes=17,"
+                             "oneshot_step_bytes=17,bulk_step_bytes=17,max_threads=64,push_batch=3,"
+                             "push_eighths=3,lean=0,host_sentinel=0,pull_ll_bytes=17,"
+                             "fused_cluster=0,epilogue_cluster=1,host_fence=1,"
+                             "node_small_bytes=1073741824,variant=p2p_reduce_scatter_pull",
+                             &all),
+            "");
+  EXPECT_LT(planKnobsText(all).size(), sizeof(RankInfo{}.knobs));  // every knob fits
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "comm/lifecycle/host_id.h"
 #include "common/error.h"
@@ -47,6 +48,13 @@ tpcommResult_t fillIdentity(int rank, int nranks, int device, const Settings& s,
   out->algo = s.algo;
   out->strict = s.strict ? 1 : 0;
   out->nccl_mode = s.nccl_mode;
+  const std::string knobs = planKnobsText(s.knobs);
+  if (knobs.size() >= sizeof(out->knobs))
+    return fail(tpcommInvalidArgument,
+                "launch knobs: %zu characters of them differ from the defaults, more than a rank "
+                "handle carries (%zu): %s",
+                knobs.size(), sizeof(out->knobs) - 1, knobs.c_str());
+  snprintf(out->knobs, sizeof(out->knobs), "%s", knobs.c_str());
   return tpcommSuccess;
 }
 
@@ -86,6 +94,12 @@ tpcommResult_t unpackHandles(const tpcommRankHandle* all, int nranks, RankInfo* 
           static_cast<unsigned long long>(z.slot_bytes), i.timeout_ms, z.timeout_ms, i.max_blocks,
           z.max_blocks, i.transport, z.transport, i.algo, z.algo, i.strict, z.strict, i.nccl_mode,
           z.nccl_mode);
+    if (strcmp(i.knobs, z.knobs) != 0)
+      return fail(tpcommRemoteError,
+                  "rank %d's launch knobs differ from rank 0's (\"%s\" / \"%s\", as they differ "
+                  "from the defaults): every rank must use the same TPCOMM_KNOBS and "
+                  "config.launchKnobs, or the ranks would plan different kernels",
+                  r, i.knobs, z.knobs);
   }
   return tpcommSuccess;
 }

@@ -14,7 +14,7 @@
 namespace tpcomm {
 
 constexpr uint32_t kInfoMagic = 0x7c0a4a4eu;
-constexpr uint32_t kInfoVersion = 3;  // 2: MachineView carries the GPU's occupancy; 3: host_id
+constexpr uint32_t kInfoVersion = 4;  // 2: MachineView's occupancy; 3: host_id; 4: knobs
 
 struct RankInfo {
   uint32_t magic;
@@ -41,7 +41,10 @@ struct RankInfo {
   int32_t nccl_wanted;  // rank 0 only: an NCCL unique id follows
   char nccl_id[128];
   char host_shm[64];  // host transport: the shared-memory name (unused when empty)
-  MachineView view;   // what this rank sees (fabric and tuning are agreed from every view)
+  // The launch knobs that shape plans, where not the defaults (planKnobsText): every rank plans
+  // every call alike only with the same ones.
+  char knobs[512];
+  MachineView view;  // what this rank sees (fabric and tuning are agreed from every view)
 };
 static_assert(sizeof(RankInfo) <= TPCOMM_RANK_HANDLE_BYTES, "RankInfo exceeds the handle size");
 

@@ -43,6 +43,7 @@ tpcommResult_t checkHandleFields(const RankInfo& i, int r) {
   TPCOMM_STRING(pci_bus_id);
   TPCOMM_STRING(pci_bus_id_norm);
   TPCOMM_STRING(host_shm);
+  TPCOMM_STRING(knobs);
   if (i.host_shm[0] != '\0' && (i.host_shm[0] != '/' || strchr(i.host_shm + 1, '/')))
     return fail(tpcommInvalidArgument,
                 "rank handle %d: host_shm is not a shared-memory name (\"/name\", one slash)", r);
