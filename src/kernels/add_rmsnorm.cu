@@ -176,10 +176,9 @@ int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool cluste
   return static_cast<int>(cs);
 }
 
-AddRmsNormLaunch addRmsNormGrid(decltype(AddRmsNormLaunch::variant) variant, size_t rows,
-                                size_t hidden, size_t elem_bytes, bool clusters, int max_blocks) {
-  AddRmsNormLaunch g;
-  g.variant = variant;
+AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, bool clusters,
+                              int max_blocks) {
+  AddRmsNormGrid g;
   const size_t nvec = (hidden * elem_bytes + kVecBytes - 1) / kVecBytes;
   g.cluster = addRmsNormCluster(rows, hidden, elem_bytes, clusters);
   const size_t cs = static_cast<size_t>(g.cluster);
@@ -190,8 +189,9 @@ AddRmsNormLaunch addRmsNormGrid(decltype(AddRmsNormLaunch::variant) variant, siz
   return g;
 }
 
-tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch& g,
+tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch& l,
                                 cudaStream_t s) {
+  const AddRmsNormGrid& g = l.grid;
   if (a.rows == 0 || a.hidden == 0) return tpcommSuccess;
   const size_t esize = dtypeSize(a.dtype);
   // Whole rows of 16-byte vectors in 16-byte aligned buffers take one load per vector; anything
@@ -199,11 +199,11 @@ tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch&
   const bool aligned = (a.hidden * esize) % kVecBytes == 0 && aligned16(a.ar) &&
                        aligned16(a.residual_in) && aligned16(a.residual_out) &&
                        aligned16(a.gamma) && (a.quant_scale != nullptr || aligned16(a.norm_out));
-  const void* fn = g.cluster > 1 ? variantClusterKernel(g.variant, 2, dtypeIndex(a.dtype))
-                                 : variantKernel(g.variant, 2, dtypeIndex(a.dtype));
+  const void* fn = g.cluster > 1 ? variantClusterKernel(l.variant, 2, dtypeIndex(a.dtype))
+                                 : variantKernel(l.variant, 2, dtypeIndex(a.dtype));
   if (!fn)
     return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for variant %d, datatype %d",
-                static_cast<int>(g.variant), static_cast<int>(a.dtype));
+                static_cast<int>(l.variant), static_cast<int>(a.dtype));
   AddRmsNormArgs args = a;
   bool al = aligned;
   void* params[] = {&args, &al};

@@ -32,13 +32,18 @@ struct AddRmsNormArgs {
   bool gemma;
 };
 
+// The epilogue kernel's grid.
+struct AddRmsNormGrid {
+  int blocks = 0;
+  int threads = 0;
+  int cluster = 1;  // blocks per row: above 1, a thread-block cluster per row
+};
+
 // The epilogue kernel's launch, as planned (plan/fused_plan.cc: CallPlan::epilogue): which kernel
 // (add_rmsnorm or add_rmsnorm_fp8, as quant_scale says) and its grid.
 struct AddRmsNormLaunch {
   tpcommVariant_t variant = tpcommVariantNone;
-  int blocks = 0;
-  int threads = 0;
-  int cluster = 1;  // blocks per row: above 1, a thread-block cluster per row
+  AddRmsNormGrid grid;
 };
 
 // The epilogue kernels by dtype index (variant_table.cc, the registry: add_rmsnorm[_fp8]); the same
@@ -52,11 +57,11 @@ KernelSet addRmsNormFp8Kernels(int world);
 // that every rank splits a row alike).
 int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool clusters);
 
-// The grid of `variant` (add_rmsnorm[_fp8]) for rows of `hidden` elements: addRmsNormCluster's
-// blocks per row, a thread per vector of a block's slice, and a block (or cluster) per row up to
-// max_blocks (0: up to 1024 blocks; the blocks loop over the rows beyond).
-AddRmsNormLaunch addRmsNormGrid(tpcommVariant_t variant, size_t rows, size_t hidden,
-                                size_t elem_bytes, bool clusters, int max_blocks);
+// The grid for rows of `hidden` elements: addRmsNormCluster's blocks per row, a thread per vector
+// of a block's slice, and a block (or cluster) per row up to max_blocks (0: up to 4096 blocks; the
+// blocks loop over the rows beyond).
+AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, bool clusters,
+                              int max_blocks);
 
 // Launches the kernel on `s` as `g` says; the caller has validated the arguments.
 tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch& g, cudaStream_t s);

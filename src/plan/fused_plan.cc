@@ -157,8 +157,8 @@ void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why,
   e->reason = why;
   // The epilogue kernel's grid: rows over clusters where every rank's GPU launches them (so every
   // rank splits a row alike) and the knob allows.
-  const AddRmsNormLaunch g =
-      addRmsNormGrid(e->variant, call.rows, call.hidden, dtypeSize(call.dtype),
+  const AddRmsNormGrid g =
+      addRmsNormGrid(call.rows, call.hidden, dtypeSize(call.dtype),
                      f.clusters && f.knobs.epilogue_cluster, f.knobs.max_blocks);
   e->blocks = g.blocks;
   e->threads = g.threads;

@@ -117,17 +117,20 @@ CallPlan nodeRules(const CommFacts& f, const Call& call) {
     leg.bytes = b.first;
     leg.dtype = call.dtype;
     const CallPlan first = planCall(local, leg);
-    leg.collective = tpcommCollAllGather;
-    leg.bytes = b.last ? b.last : b.first;
-    const tpcommVariant_t last = planCall(local, leg).variant;
+    // The large shape's last leg is an all-gather of its own; the other shapes name the first.
+    tpcommVariant_t last = first.variant;
+    if (np.shape == NodeShape::kLarge) {
+      leg.collective = tpcommCollAllGather;
+      leg.bytes = b.last;
+      last = planCall(local, leg).variant;
+    }
     if (f.world > 1) {
       p = first;
     } else {  // one rank a machine: NCCL is the only leg
       p.decision.algo = tpcommAlgoNccl;
       p.variant = tpcommVariantNccl;
     }
-    p.node.text =
-        nodeLegsText(a, np, first.variant, np.shape == NodeShape::kLarge ? last : first.variant);
+    p.node.text = nodeLegsText(a, np, first.variant, last);
   }
   p.node.shape = np.shape;
   p.node.error = np.error;

@@ -69,8 +69,8 @@ void runCase(const RmsNormCase& c, Alias alias, size_t skew, bool clusters = fal
   a.dtype = c.dtype;
   a.eps = c.eps;
   a.gemma = c.gemma;
-  const AddRmsNormLaunch g =
-      addRmsNormGrid(epilogueVariant(c.scale > 0), c.rows, c.hidden, es, clusters, 0);
+  const AddRmsNormLaunch g{epilogueVariant(c.scale > 0),
+                           addRmsNormGrid(c.rows, c.hidden, es, clusters, 0)};
   ASSERT_EQ(launchAddRmsNorm(a, g, nullptr), tpcommSuccess) << tpcommGetLastError();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 

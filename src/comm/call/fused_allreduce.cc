@@ -14,7 +14,6 @@
 #include "common/error.h"
 #include "kernels/add_rmsnorm.h"
 #include "kernels/fused_oneshot.h"
-#include "plan/fused_plan.h"
 
 namespace tpcomm {
 namespace {
@@ -47,7 +46,7 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Epi
                          dt,
                          prm.eps,
                          prm.weightOffset == 1};
-  return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, e.blocks, e.threads, e.cluster}, s);
+  return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, {e.blocks, e.threads, e.cluster}}, s);
 }
 
 // The fused kernel, on this rank's buffers or on aligned stand-ins for them (staged in and out
@@ -157,12 +156,12 @@ extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t 
   TPCOMM_CHECK(fusedPayloadBytes("tpcommCommExplainAddRmsNorm", tokens, hidden,
                                  static_cast<int>(datatype), &bytes));
   const bool fp8 = params && params->quantScale;
-  const CallPlan p = planCall(factsOf(comm), fusedCall(tokens, hidden, datatype, fp8));
+  const CallPlan p = planCall(spanFactsOf(comm), fusedCall(tokens, hidden, datatype, fp8));
   const EpiloguePlan& e = p.epilogue;
   if (comm->span) {
-    // The hierarchical all-reduce's legs, then the epilogue kernel.
+    // The hierarchical all-reduce's legs (their Explain), then the planned epilogue kernel.
     const tpcommResult_t r = tpcommCommExplain(comm, tokens * hidden, datatype, info);
-    info->variant = epilogueVariant(fp8);
+    info->variant = e.variant;
     return r;
   }
   *info = tpcommCallInfo_t{};
