@@ -109,9 +109,12 @@ typedef enum {
   tpcommVariantIslandPull = 25,           /* island over peer memory, pull (every leg by loads) */
   tpcommVariantP2pReduceScatterPull = 26, /* reduce-scatter over peer memory, pull (twoshot_pull) */
   tpcommVariantP2pAllGatherPull = 27,     /* all-gather over peer memory, pull (twoshot_pull) */
-  /* one-shot pull, one step, LL entries (the flag in the data): oneshot_pull's small calls */
-  tpcommVariantP2pOneShotPullLL = 28,
-  tpcommNumVariants = 29
+  tpcommVariantP2pOneShotPullLL = 28,     /* one-shot pull, one step, LL entries */
+  tpcommVariantFusedP2pOneShotPullLL = 29,    /* fused over the one-shot pull's LL entries */
+  tpcommVariantFusedP2pOneShotPullLLFp8 = 30, /* the same with FP8 e4m3 output */
+  tpcommVariantFusedP2pOneShotPull = 31,      /* fused over the one-shot pull, a flag per block */
+  tpcommVariantFusedP2pOneShotPullFp8 = 32,   /* the same with FP8 e4m3 output */
+  tpcommNumVariants = 33
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -264,24 +267,21 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);
 
-/* The layer epilogue tensor-parallel models run after the all-reduce, fused into it (the
- * semantics of FlashInfer's trtllm_allreduce_fusion, so an engine can swap it in). Per row of
- * `hidden` elements of the `tokens` rows, in order:
- *   ar          = sum over ranks of input        (fp32, rank order: the same bits on every rank)
- *   residualOut = T(ar + residualIn)             (one rounding to the datatype T)
- *   norm        = residualOut * rsqrt(mean_fp32(residualOut^2) + eps) * w,
+/* The layer epilogue tensor-parallel models run after the all-reduce, fused into it, with the
+ * semantics and the bits of FlashInfer's trtllm_allreduce_fusion (so an engine can swap it in).
+ * Per row of `hidden` elements of the `tokens` rows, on every path (fused or not, any variant):
+ *   ar          = T(sum over ranks of input)     (fp32, rank order, then rounded to T)
+ *   residualOut = T(ar + residualIn)             (fp32 add, rounded to T)
+ *   norm        = T(residualOut * rsqrt(mean_fp32(residualOut^2) + eps) * w),
  *                 w = gamma, or 1 + gamma when params->weightOffset is 1 (Gemma)
- *   normOut     = T(norm), or, when params->quantScale is set, e4m3(norm / *quantScale) bytes
- *                 (saturating; the scale is read from device memory at run time: graph-safe;
- *                 compute capability 8.9 or newer)
- * In place: residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16
- * and bf16; hidden 1..65536; tokens 0 does nothing. The fused one-shot kernels (whole rows of
- * 16-byte vectors, the whole call in one step of the one-shot) add the fp32 sums to the residual;
- * other calls run the all-reduce, which rounds the sums to T, then the epilogue kernel
- * (tpcommCommExplainAddRmsNorm and tpcommCommGetLastCall say which ran). The choice follows the
- * shapes and the communicator only, never one rank's pointers: a rank whose buffers are not all
- * 16-byte aligned runs the same kernel on aligned copies of them (device copies on its stream, in
- * a scratch area the communicator keeps), so the ranks never disagree over alignment. */
+ *   normOut     = norm, or with params->quantScale e4m3(norm * (1 / *quantScale)) bytes
+ * (saturating; the scale is read on the device at run time: graph-safe; sm_89 or newer) In place:
+ * residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16 and bf16;
+ * hidden 1..65536; tokens 0 does nothing. A fused one-shot kernel takes whole rows of 16-byte
+ * vectors in one step of the all-reduce's transport (push, pull or host memory); other calls run
+ * the all-reduce, then the epilogue kernel (Explain and GetLastCall say which). The choice follows
+ * the shapes and the communicator, never one rank's pointers: a rank whose buffers are not 16-byte
+ * aligned runs the same kernel on aligned copies, so the ranks never disagree. */
 #define TPCOMM_RMSNORM_PARAMS_VERSION 1u
 typedef struct {
   unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */

@@ -121,8 +121,9 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
         uint8_t b[E];
 #pragma unroll
         for (int i = 0; i < E; ++i)
-          b[i] = toE4m3(bitsToFloat<T>(laneBits<T>(y, i)) * rs *
-                        weightOf<T>(laneBits<T>(g, i), a.gemma) * inv_scale);
+          b[i] = normE4m3<T>(
+              bitsToFloat<T>(laneBits<T>(y, i)) * rs * weightOf<T>(laneBits<T>(g, i), a.gemma),
+              inv_scale);
         storeE4m3<E>(static_cast<uint8_t*>(a.norm_out) + off, v * E, H, b);
       } else {
         uint4 n = make_uint4(0, 0, 0, 0);

@@ -61,10 +61,20 @@ constexpr int fusedVecsPerThread(int world_class) {
   return world_class <= 4 ? 2 : 1;
 }
 
-// The kernel sets of the fused variants (variant_table.cc): over peer memory and over host
-// memory, with the activation dtype's output or FP8 e4m3.
+// Vectors of a row each thread of the pull fused kernels holds (fused_pull.cu): rows of at most
+// kThreadsPerBlock times this (8192 bf16 elements) fuse over pull, at every world class (at 8
+// ranks the peers' loads go one vector at a time, so the registers hold).
+constexpr int kFusedPullVecs = 2;
+
+// The kernel sets of the fused variants (variant_table.cc): over peer memory (push; pull with
+// the flag in the data, LL; pull with a flag per block), and over host memory, with the
+// activation dtype's output or FP8 e4m3.
 KernelSet fusedP2pKernels(int world);
 KernelSet fusedP2pFp8Kernels(int world);
+KernelSet fusedPullLLKernels(int world);
+KernelSet fusedPullLLFp8Kernels(int world);
+KernelSet fusedPullKernels(int world);
+KernelSet fusedPullFp8Kernels(int world);
 KernelSet fusedHostKernels(int world);
 KernelSet fusedHostFp8Kernels(int world);
 // The cluster-per-row kernels over peer memory (fused_cluster.cu), in the `cluster` entries of

@@ -12,12 +12,12 @@ namespace {
 
 constexpr int kFusedThreads = 512;  // kThreadsPerBlock: a row's vectors, 32 threads at least
 
-// The all-reduce variants whose transport the fused kernels share: pushes over peer memory, and
-// host memory.
-bool overPeerMemory(tpcommVariant_t v) {
+// The all-reduce variants whose transport the fused kernels share: pushes or pulls over peer
+// memory, and host memory.
+bool overPeerMemory(tpcommVariant_t v, bool pull) {
   const VariantRow* r = variantRow(v);
   return r && r->collective == VariantCollective::kAllReduce &&
-         r->transport == VariantTransport::kPeer && !r->pull;
+         r->transport == VariantTransport::kPeer && r->pull == pull;
 }
 bool overHostMemory(tpcommVariant_t v) {
   const VariantRow* r = variantRow(v);
@@ -69,6 +69,105 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
   return ClusterChoice{cs, threads, nullptr};
 }
 
+// The fused kernel's wire: the all-reduce's transport and protocol, one step of it.
+enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kHost };
+
+struct WireChoice {
+  FusedWire wire = FusedWire::kNone;
+  size_t cap = 0;         // the most bytes one step of the wire holds
+  const char* what = "";  // for the reason
+};
+
+// The fused one-shot that shares the all-reduce's transport: over peer memory, pushes where the
+// all-reduce pushes (its one-shot, two-shot or island), pulls where it pulls (the fabric probe's
+// write-collapse verdict: a push would be slow there), with the LL entries where the all-reduce
+// takes them, else a flag per block; or host memory with the host sentinel.
+WireChoice wireOf(const CommFacts& f, const CallPlan& ar) {
+  if (overHostMemory(ar.variant) && f.host_transport && f.knobs.host_sentinel)
+    return {FusedWire::kHost, f.slots.host_sentinel_step_bytes, "host memory"};
+  if (overPeerMemory(ar.variant, /*pull=*/false))
+    return {FusedWire::kPush, f.slots.oneshot_step_bytes, "peer memory"};
+  if (overPeerMemory(ar.variant, /*pull=*/true))
+    return ar.variant == tpcommVariantP2pOneShotPullLL
+               ? WireChoice{FusedWire::kPullLL, f.slots.pull_ll_step_bytes,
+                            "peer memory by pulls, LL entries"}
+               : WireChoice{FusedWire::kPullFlag, f.slots.pull_step_bytes,
+                            "peer memory by pulls, a flag per block"};
+  return {};
+}
+
+tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
+  switch (w) {
+    case FusedWire::kHost:
+      return fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot;
+    case FusedWire::kPush:
+      return fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot;
+    case FusedWire::kPullLL:
+      return fp8 ? tpcommVariantFusedP2pOneShotPullLLFp8 : tpcommVariantFusedP2pOneShotPullLL;
+    case FusedWire::kPullFlag:
+      return fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull;
+    case FusedWire::kNone:
+      break;
+  }
+  return tpcommVariantNone;
+}
+
+// Why the fused kernel cannot take the call over wire w (empty: it can).
+std::string whyNotFused(const CallPlan& ar, const WireChoice& w, const Call& call, size_t bytes) {
+  const size_t es = dtypeSize(call.dtype), hv = call.hidden * es / kVecBytes;
+  if (w.wire == FusedWire::kNone)
+    return "the all-reduce goes to " + std::string(tpcommVariantName(ar.variant));
+  if ((call.hidden * es) % kVecBytes != 0) return "rows are not whole 16-byte vectors";
+  if (bytes > w.cap)
+    return strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, w.cap);
+  // The pull kernels have the one-pass path only (fused_pull.cu).
+  const bool pull = w.wire == FusedWire::kPullLL || w.wire == FusedWire::kPullFlag;
+  if (pull && hv > static_cast<size_t>(kFusedThreads) * kFusedPullVecs)
+    return strFormat("rows of %zu vectors exceed the pull kernel's registers (%d)", hv,
+                     kFusedThreads * kFusedPullVecs);
+  return "";
+}
+
+// The fused kernel's grid over wire w: a cluster or a block per row (peer-memory pushes may use
+// clusters), capped where ranks share a GPU, and the reason.
+void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t bytes,
+               EpiloguePlan* e) {
+  const size_t es = dtypeSize(call.dtype), hv = call.hidden * es / kVecBytes;
+  const size_t max_blocks =
+      static_cast<size_t>(f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks);
+  // Clusters over pushes only: the host and pull paths' reads cross the fabric, one at a time.
+  const ClusterChoice cc = w.wire == FusedWire::kPush
+                               ? chooseCluster(f, call.rows, call.hidden * es, hv, max_blocks)
+                               : ClusterChoice{};
+  e->cluster = cc.cluster;
+  e->threads = cc.cluster > 1 ? cc.threads
+                              : static_cast<int>(std::min<size_t>(
+                                    kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
+  // A cluster per row, as many as the rows and the grid budget allow (the clusters loop over the
+  // rows beyond).
+  const size_t per = static_cast<size_t>(e->cluster);
+  size_t units = std::max<size_t>(1, std::min(call.rows, std::max<size_t>(1, max_blocks / per)));
+  // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
+  // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
+  const int fit = residentCap(f);
+  const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
+  if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
+  e->blocks = static_cast<int>(units * per);
+  const bool pull = w.wire == FusedWire::kPullLL || w.wire == FusedWire::kPullFlag;
+  const int vecs = pull ? kFusedPullVecs : fusedVecsPerThread(worldClass(f.world));
+  e->one_pass = e->cluster == 1 && hv <= static_cast<size_t>(e->threads) * vecs;
+  e->region = w.cap / kVecBytes;
+  e->pdl = f.knobs.pdl;
+  // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
+  e->reason = std::string("fused one-shot over ") + w.what +
+              strFormat(" (%zu bytes, one step of %zu)", bytes, w.cap);
+  if (e->cluster > 1)
+    e->reason += strFormat("; rows over clusters of %d", e->cluster);
+  else if (cc.why_not && w.wire == FusedWire::kPush)
+    e->reason += strFormat("; a block per row (%s)", cc.why_not);
+  if (capped) e->reason += "; " + coResidentNote(e->blocks, *f.grid_caps);
+}
+
 }  // namespace
 
 tpcommVariant_t epilogueVariant(bool fp8) {
@@ -77,11 +176,10 @@ tpcommVariant_t epilogueVariant(bool fp8) {
 
 // The plan of the all-reduce of the same bytes (what the unfused path runs first), as for aligned
 // buffers: no pointer enters a fused plan (a rank whose buffers are not aligned gives the fused
-// kernel aligned stand-ins, comm/call/fused_staging.h). Its epilogue: the fused one-shot, or the
-// epilogue kernel after it.
+// kernel aligned stand-ins, comm/call/fused_staging.h). Its epilogue: the fused one-shot over the
+// all-reduce's wire, or the epilogue kernel after the all-reduce.
 CallPlan fusedRules(const CommFacts& f, const Call& call) {
-  const size_t es = dtypeSize(call.dtype);
-  const size_t bytes = call.rows * call.hidden * es;
+  const size_t bytes = call.rows * call.hidden * dtypeSize(call.dtype);
   Call ar;
   ar.bytes = bytes;
   CallPlan p = allReduceRules(f, ar);
@@ -90,57 +188,11 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
     e.reason = p.decision.reason;
     return p;
   }
-  // The fused kernels are one-shots: the transport the all-reduce would use, the whole call in
-  // one step (every rank then holds whole rows), rows of whole 16-byte vectors.
-  const bool host = overHostMemory(p.variant) && f.host_transport && f.knobs.host_sentinel;
-  const bool peer = overPeerMemory(p.variant);
-  const size_t cap = host   ? f.slots.host_sentinel_step_bytes
-                     : peer ? f.slots.oneshot_step_bytes
-                            : 0;
-  const bool whole = (call.hidden * es) % kVecBytes == 0;
-  std::string why_not;
-  if (!host && !peer)
-    why_not = "the all-reduce goes to " + std::string(tpcommVariantName(p.variant));
-  else if (!whole)
-    why_not = "rows are not whole 16-byte vectors";
-  else if (bytes > cap)
-    why_not = strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, cap);
+  const WireChoice w = wireOf(f, p);
+  const std::string why_not = whyNotFused(p, w, call, bytes);
   if (why_not.empty() && bytes > 0) {
-    e.variant = host ? (call.fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot)
-                     : (call.fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot);
-    const size_t hv = call.hidden * es / kVecBytes;
-    const size_t max_blocks =
-        static_cast<size_t>(f.knobs.max_blocks > 0 ? f.knobs.max_blocks : kDefaultMaxBlocks);
-    // Clusters over peer memory only: the host path's reads cross PCIe, one protocol at a time.
-    const ClusterChoice cc =
-        host ? ClusterChoice{} : chooseCluster(f, call.rows, call.hidden * es, hv, max_blocks);
-    e.cluster = cc.cluster;
-    e.threads = cc.cluster > 1 ? cc.threads
-                               : static_cast<int>(std::min<size_t>(
-                                     kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
-    // A cluster per row, as many as the rows and the grid budget allow (the clusters loop over
-    // the rows beyond).
-    const size_t per = static_cast<size_t>(e.cluster);
-    size_t units = std::max<size_t>(1, std::min(call.rows, std::max<size_t>(1, max_blocks / per)));
-    // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
-    // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
-    const int fit = residentCap(f);
-    const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
-    if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
-    e.blocks = static_cast<int>(units * per);
-    e.one_pass =
-        e.cluster == 1 && hv <= static_cast<size_t>(e.threads) *
-                                    static_cast<size_t>(fusedVecsPerThread(worldClass(f.world)));
-    e.region = cap / kVecBytes;
-    e.pdl = f.knobs.pdl;
-    // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
-    e.reason = std::string("fused one-shot over ") + (host ? "host" : "peer") +
-               strFormat(" memory (%zu bytes, one step of %zu)", bytes, cap);
-    if (e.cluster > 1)
-      e.reason += strFormat("; rows over clusters of %d", e.cluster);
-    else if (cc.why_not)
-      e.reason += strFormat("; a block per row (%s)", cc.why_not);
-    if (capped) e.reason += "; " + coResidentNote(e.blocks, *f.grid_caps);
+    e.variant = fusedVariant(w.wire, call.fp8);
+    fusedGrid(f, w, call, bytes, &e);
     return p;
   }
   epilogueAfter(f, call,

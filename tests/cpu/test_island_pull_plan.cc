@@ -244,15 +244,17 @@ TEST(IslandPullPlan, ExplainNamesTheVariantAndWhy) {
   unregisterComm(&c);
 }
 
-// No fused island_pull kernel: the fused call runs the all-reduce, then the epilogue kernel.
-TEST(IslandPullPlan, TheFusedCallRunsUnfusedAndSaysWhy) {
+// No fused island_pull kernel yet: the fused call runs the flag pull one-shot within one step
+// (never a push: test_fused_pull_plan.cc), and the all-reduce then the epilogue beyond.
+TEST(IslandPullPlan, TheFusedCallPullsWithinAStepElseRunsUnfused) {
   const CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoIslandPull);
   const CallPlan plan = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
-  const EpiloguePlan& p = plan.epilogue;
   EXPECT_EQ(plan.variant, tpcommVariantIslandPull);
-  EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm);
-  EXPECT_TRUE(contains(p.reason, "unfused: island_pull")) << p.reason;
-  EXPECT_TRUE(contains(p.reason, "the all-reduce goes to island_pull")) << p.reason;
+  EXPECT_EQ(plan.epilogue.variant, tpcommVariantFusedP2pOneShotPull) << plan.epilogue.reason;
+  const CallPlan big = planCall(f, fusedCall(1024, 7168, tpcommBfloat16, false));
+  EXPECT_EQ(big.epilogue.variant, tpcommVariantAddRmsNorm);
+  EXPECT_TRUE(contains(big.epilogue.reason, "unfused: island_pull")) << big.epilogue.reason;
+  EXPECT_TRUE(contains(big.epilogue.reason, "exceed one step")) << big.epilogue.reason;
 }
 
 // Reduce-scatter and all-gather where the all-reduce would take island_pull run the pull halves,

@@ -207,15 +207,15 @@ TEST(PullPlan, DoctorPreviewNamesThePullVariant) {
           << fabricName(w.fabric) << " " << r.bytes << ": " << r.decision.reason;
 }
 
-// The fused kernels push: with a pull all-reduce the call runs unfused, and says so.
-TEST(PullPlan, FusedCallsOverPullRunUnfused) {
+// With a pull all-reduce the fused call pulls too (fused_pull.cu), over the same wire, and says so.
+TEST(PullPlan, FusedCallsOverPullFuseOverPull) {
   CommFacts f = factsFor(8, Fabric::kPcie);
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
   const CallPlan plan = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
   const EpiloguePlan& p = plan.epilogue;
   EXPECT_EQ(plan.variant, tpcommVariantP2pOneShotPullLL);  // 14 KiB: LL entries
-  EXPECT_EQ(p.variant, tpcommVariantAddRmsNorm);
-  EXPECT_TRUE(contains(p.reason, "unfused: p2p_oneshot_pull_ll")) << p.reason;
+  EXPECT_EQ(p.variant, tpcommVariantFusedP2pOneShotPullLL);
+  EXPECT_TRUE(contains(p.reason, "by pulls, LL entries")) << p.reason;
 }
 
 }  // namespace

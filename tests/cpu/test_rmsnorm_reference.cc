@@ -74,14 +74,23 @@ TEST(RmsNormReference, OneRowByHand) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(ge.norm[i], (i + 1) * rs * (1 + g[i]), 1e-12);
 }
 
-TEST(RmsNormReference, ResidualRoundsTheFp32SumOnce) {
-  // 256 + 1.5 in bf16 (8 significant bits, a spacing of 2 there): the fp32 sum 257.5 rounds to 258.
+TEST(RmsNormReference, ResidualRoundsTheSumThenTheAdd) {
+  // FlashInfer's definition, every path's: T(T(ar) + residual). In bf16 (8 significant bits, a
+  // spacing of 2 at 256) the sum 257 rounds to 256 (a tie, to even), and 256 + 0.8984375 to 256;
+  // rounding once, T(257 + 0.8984375), would give 258.
   const RmsNormCase c{tpcommBfloat16, 1, 1, 1e-6f, false, 0.f};
   std::vector<uint8_t> res(2), gamma(2);
-  fromDouble(c.dtype, 1.5, res.data());
+  fromDouble(c.dtype, 0.9, res.data());
+  ASSERT_EQ(toDouble(c.dtype, res.data()), 0.8984375);
   fromDouble(c.dtype, 1.0, gamma.data());
-  const RmsNormExpected e = rmsNormReference(c, {256.f}, res, gamma);
-  EXPECT_EQ(toDouble(c.dtype, e.residual_out.data()), 258.0);
+  EXPECT_EQ(toDouble(c.dtype, rmsNormReference(c, {257.f}, res, gamma).residual_out.data()), 256.0);
+  // An fp32 sum rounds to itself: one rounding, of the add.
+  const RmsNormCase f{tpcommFloat32, 1, 1, 1e-6f, false, 0.f};
+  std::vector<uint8_t> res32(4), gamma32(4);
+  fromDouble(f.dtype, 0.25, res32.data());
+  fromDouble(f.dtype, 1.0, gamma32.data());
+  EXPECT_EQ(toDouble(f.dtype, rmsNormReference(f, {1.5f}, res32, gamma32).residual_out.data()),
+            1.75);
 }
 
 }  // namespace

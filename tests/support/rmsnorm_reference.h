@@ -1,6 +1,7 @@
 // The independent host reference of the add + RMSNorm (+ FP8 e4m3) epilogue (add_rmsnorm.h):
-// residual_out emulated exactly (an fp32 add of the two values, rounded once to T: the kernels'
-// definition), the norm in fp64 from the rounded residual, and an e4m3 encoder written from the
+// residual_out emulated exactly (the all-reduce's fp32 sum rounded to T, an fp32 add of that and
+// the residual, rounded to T: every path's definition, FlashInfer's), the norm in fp64 from the
+// rounded residual, and an e4m3 encoder written from the
 // format's definition (1 sign, 4 exponent bits biased by 7, 3 mantissa bits; no infinities,
 // S.1111.111 is NaN, 448 the largest finite; round to nearest even, saturate), not from CUDA's
 // headers.
@@ -67,7 +68,7 @@ struct RmsNormExpected {
   std::vector<double> norm;           // fp64, before the output conversion (and before / scale)
 };
 
-// ar: the all-reduced values as fp32 (what the kernel adds to the residual, before rounding).
+// ar: the all-reduced values as fp32, before their rounding to T (which this applies).
 inline RmsNormExpected rmsNormReference(const RmsNormCase& c, const std::vector<float>& ar,
                                         const std::vector<uint8_t>& residual_in,
                                         const std::vector<uint8_t>& gamma) {
@@ -79,7 +80,10 @@ inline RmsNormExpected rmsNormReference(const RmsNormCase& c, const std::vector<
     double sumsq = 0;
     for (size_t h = 0; h < c.hidden; ++h) {
       const size_t i = r * c.hidden + h;
-      const float s = ar[i] + static_cast<float>(toDouble(c.dtype, residual_in.data() + i * es));
+      uint8_t ar_t[4];  // the all-reduce's output: its sum rounded to T
+      fromDouble(c.dtype, ar[i], ar_t);
+      const float s = static_cast<float>(toDouble(c.dtype, ar_t)) +
+                      static_cast<float>(toDouble(c.dtype, residual_in.data() + i * es));
       fromDouble(c.dtype, s, out.residual_out.data() + i * es);
       const double q = toDouble(c.dtype, out.residual_out.data() + i * es);
       sumsq += q * q;

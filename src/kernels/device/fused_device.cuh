@@ -62,7 +62,8 @@ __device__ __forceinline__ float lane(const uint4& v, int i) {
   return bitsToFloat<T>(laneBits<T>(v, i));
 }
 
-// The norm of one vector y of residual_out (gamma g), stored as T or as e4m3 bytes.
+// The norm of one vector y of residual_out (gamma g), stored as T or as e4m3 bytes: the e4m3
+// byte of the norm rounded to T, times 1 / scale (normE4m3, rmsnorm_device.cuh).
 template <typename T, bool kQuant>
 __device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const uint4& y,
                                           const uint4& g, float rs, float inv_scale) {
@@ -72,7 +73,7 @@ __device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const 
 #pragma unroll
     for (int i = 0; i < E; ++i) {
       const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
-      const uint32_t b = toE4m3(lane<T>(y, i) * rs * w * inv_scale);
+      const uint32_t b = normE4m3<T>(lane<T>(y, i) * rs * w, inv_scale);
       if (i < 4)
         lo |= b << (8 * i);
       else
@@ -119,14 +120,17 @@ __device__ __noinline__ void poisonFused(const FusedParams& p, size_t row, size_
   }
 }
 
-// y = T(sum + r), its squares added to sumsq.
+// y = T(T(sum) + r), its squares added to sumsq: the all-reduce's result rounded to T first, as
+// the unfused path (the all-reduce's output, then the epilogue kernel) and FlashInfer's fusion
+// compute it, so that every path gives the same bits (tpcomm.h, tpcommAllReduceAddRmsNorm).
 template <typename T>
 __device__ __forceinline__ uint4 addResidual(const Acc<T>& acc, const uint4& r, float& sumsq) {
   constexpr int E = VecTraits<T>::kElems;
   uint4 y = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int i = 0; i < E; ++i) {
-    const uint32_t b = floatToBits<T>(acc.f[i] + lane<T>(r, i));
+    const float ar = bitsToFloat<T>(floatToBits<T>(acc.f[i]));
+    const uint32_t b = floatToBits<T>(ar + lane<T>(r, i));
     setLaneBits<T>(y, i, b);
     const float q = bitsToFloat<T>(b);
     sumsq += q * q;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/device/vec_device.cuh"
 #include "kernels/runtime/algo_launch.h"  // kMaxClusterBlocks
 
 namespace tpcomm {
@@ -85,6 +86,14 @@ __device__ __forceinline__ float clusterSumFixedOrder(cooperative_groups::cluste
 // FlashInfer's and TensorRT-LLM's FP8 epilogues use.
 __device__ __forceinline__ uint8_t toE4m3(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+
+// The FP8 output of one norm element (every path: the fused kernels, the epilogue kernel): the
+// norm rounded to the activation dtype T first, then times 1 / scale, then e4m3, as FlashInfer's
+// (TensorRT-LLM's) fusion quantizes, so an engine swapping tpcomm in gets the bits it had.
+template <typename T>
+__device__ __forceinline__ uint8_t normE4m3(float norm, float inv_scale) {
+  return toE4m3(bitsToFloat<T>(floatToBits<T>(norm)) * inv_scale);
 }
 
 }  // namespace tpcomm

@@ -42,6 +42,10 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantP2pReduceScatterPull,    "p2p_reduce_scatter_pull",    C::kReduceScatter, X::kPeer,       true,  false, pullReduceScatterKernels, false, 0},
 {tpcommVariantP2pAllGatherPull,        "p2p_all_gather_pull",        C::kAllGather,     X::kPeer,       true,  false, pullAllGatherKernels,     false, 0},
 {tpcommVariantP2pOneShotPullLL,        "p2p_oneshot_pull_ll",        C::kAllReduce,     X::kPeer,       true,  false, pullLLOneShotKernels,     false, kCheckerWarp},
+{tpcommVariantFusedP2pOneShotPullLL,   "fused_p2p_oneshot_pull_ll",  C::kFused,         X::kPeer,       true,  false, fusedPullLLKernels,       false, 0},
+{tpcommVariantFusedP2pOneShotPullLLFp8,"fused_p2p_oneshot_pull_ll_fp8",C::kFused,        X::kPeer,       true,  false, fusedPullLLFp8Kernels,    false, 0},
+{tpcommVariantFusedP2pOneShotPull,     "fused_p2p_oneshot_pull",     C::kFused,         X::kPeer,       true,  false, fusedPullKernels,         false, 0},
+{tpcommVariantFusedP2pOneShotPullFp8,  "fused_p2p_oneshot_pull_fp8", C::kFused,         X::kPeer,       true,  false, fusedPullFp8Kernels,      false, 0},
 };
 // clang-format on
 

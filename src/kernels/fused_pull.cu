@@ -1,0 +1,255 @@
+// The fused all-reduce + add + RMSNorm (+ FP8) one-shot over the pull protocol (fused_oneshot.h):
+// what the fabric probe chooses where the switches collapse posted peer writes (docs/TOPOLOGY.md,
+// "Push or pull over PCIe"), so that the fused call keeps its one kernel there. Block b owns rows
+// b, b + grid, ...: it writes their vectors into this rank's own outbox with local stores, then
+// for each row reads every peer's vectors over the fabric with loads, sums every rank's in rank
+// order in fp32 (the bits of every all-reduce variant), and runs the epilogue of the push kernel
+// (fused_device.cuh) on the sums. Two wires, as the all-reduce has:
+//   kLL   the flag in the data (oneshot_pull_ll.cu's LL entries in the LL area): no fence, no flag,
+//         a reader polls the entries themselves; calls of at most kPullLLMaxCallBytes.
+//   flag  the data plain in the outbox slot, then one flag per block (the flag pull's publish and
+//         await, pull_device.cuh): a fence and one more round trip, but every byte moved once.
+// The slot rotation, the epoch and why an outbox slot is never rewritten while a peer still reads
+// it are the pull one-shot's (docs/PROTOCOL.md, "Pull" and "Pull with the flag in the data"). One
+// step, rows that fit the registers (the one-pass path only: the planner checks, fused_plan.cc).
+#include <cstdint>
+
+#include "kernels/device/fused_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/pull_device.cuh"
+#include "kernels/fused_oneshot.h"
+#include "kernels/layout/pull_ll_layout.h"
+#include "kernels/runtime/algo_launch.h"
+
+namespace tpcomm {
+namespace {
+
+// The per-vector state a reader holds for one peer: the two LL halves, or the plain vector.
+template <bool kLL>
+struct PeerVec {
+  uint4 a, b;
+};
+template <>
+struct PeerVec<false> {
+  uint4 a;
+};
+
+// My vector v into my own outbox slot: LL halves (each a 16-byte store, so a {data, flag} pair
+// lands whole: oneshot_pull_ll.cu), or the plain vector.
+template <bool kLL>
+__device__ __forceinline__ void put(char* slot, size_t v, const uint4& x, uint32_t flag) {
+  if constexpr (kLL) {
+    storeVolatile16(reinterpret_cast<uint4*>(slot + pullLLHalfOffset(v, 0)),
+                    make_uint4(x.x, flag, x.y, flag));
+    storeVolatile16(reinterpret_cast<uint4*>(slot + pullLLHalfOffset(v, 1)),
+                    make_uint4(x.z, flag, x.w, flag));
+  } else {
+    storeVec16(reinterpret_cast<uint4*>(slot) + v, x);
+  }
+}
+
+template <bool kLL>
+__device__ __forceinline__ PeerVec<kLL> fetch(const char* slot, size_t v) {
+  if constexpr (kLL) {
+    return PeerVec<true>{
+        loadVolatile(reinterpret_cast<const uint4*>(slot + pullLLHalfOffset(v, 0))),
+        loadVolatile(reinterpret_cast<const uint4*>(slot + pullLLHalfOffset(v, 1)))};
+  } else {
+    return PeerVec<false>{loadVolatile(reinterpret_cast<const uint4*>(slot) + v)};
+  }
+}
+
+template <bool kLL>
+__device__ __forceinline__ bool arrived(const PeerVec<kLL>& e, uint32_t flag) {
+  if constexpr (kLL) {
+    return e.a.y == flag && e.a.w == flag && e.b.y == flag && e.b.w == flag;
+  } else {
+    return true;  // the block's flag was awaited before the loads (pullAwait)
+  }
+}
+
+template <bool kLL>
+__device__ __forceinline__ uint4 data(const PeerVec<kLL>& e) {
+  if constexpr (kLL) {
+    return make_uint4(e.a.x, e.a.z, e.b.x, e.b.z);
+  } else {
+    return e.a;
+  }
+}
+
+// Vectors of a row each thread holds (rows of at most blockDim.x * kFusedPullVecs vectors), and
+// how many of them have their peers' loads in flight at once: all of them up to 4 ranks, one at
+// a time at 8, whose 7 peers' LL halves are 14 registers of 4 words each.
+template <int kW>
+constexpr int pullBatch() {
+  return kW <= 4 ? kFusedPullVecs : 1;
+}
+
+// Sums every rank's vectors of one row slice in rank order (my own from x, canonicalised), adds
+// the residual and hands y and its squares back: vectors base + tid + u * blockDim.x, u in
+// [u0, u0 + R), below base + hv. LL entries are polled until every flag is the step's; a peer
+// that never comes is named in the timeout, and the thread gives up (wait.failed).
+template <bool kLL, typename T, int kW, int R, int V>
+__device__ __forceinline__ void sumRowPart(const DeviceComm& c, const char* const (&src)[kW],
+                                           size_t base, size_t hv, int u0, uint32_t flag,
+                                           unsigned long long epoch, const uint4 (&x)[V],
+                                           const uint4 (&res)[V], WaitCtx& wait, uint4 (&y)[V],
+                                           float& sumsq) {
+  const int rank = c.rank, world = c.world;
+  PeerVec<kLL> e[R][kW];
+#pragma unroll
+  for (int k = 0; k < R; ++k) {  // every load of the part first...
+    const size_t j = threadIdx.x + (u0 + k) * blockDim.x;
+#pragma unroll
+    for (int r = 0; r < kW; ++r)
+      if (j < hv && r < world && r != rank) e[k][r] = fetch<kLL>(src[r], base + j);
+  }
+  if constexpr (kLL) {  // ...then re-poll only the entries still missing
+    unsigned spins = 0;
+    while (!wait.failed) {
+      int missing = -1;
+#pragma unroll
+      for (int k = 0; k < R; ++k) {
+        const size_t j = threadIdx.x + (u0 + k) * blockDim.x;
+#pragma unroll
+        for (int r = 0; r < kW; ++r) {
+          if (j >= hv || r >= world || r == rank || arrived<kLL>(e[k][r], flag)) continue;
+          missing = r;
+          e[k][r] = fetch<kLL>(src[r], base + j);
+        }
+      }
+      if (missing < 0 || !keepWaiting(wait, spins, c, missing, epoch)) break;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    const int u = u0 + k;
+    if (threadIdx.x + u * blockDim.x >= hv) continue;
+    const uint4 own = canon<T>(x[u]);
+    Acc<T> acc;  // rank order, fp32: the bits of every all-reduce variant
+    acc.set(rank == 0 ? own : data<kLL>(e[k][0]));
+#pragma unroll
+    for (int r = 1; r < kW; ++r)
+      if (r < world) acc.add(r == rank ? own : data<kLL>(e[k][r]));
+    y[u] = addResidual<T>(acc, res[u], sumsq);
+  }
+}
+
+template <bool kLL, typename T, int kW, bool kQuant>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    fusedPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ FusedParams p) {
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr int V = kFusedPullVecs, R = pullBatch<kW>();
+  __shared__ BlockSumScratch scratch;
+  const size_t H = p.hidden, hv = H / E;
+  const int world = c.world;
+  const size_t area = kLL ? pullLLAreaOffset(c.pull_slot_bytes) : 0;
+  const size_t slot_bytes = kLL ? kPullLLSlotBytes : c.pull_slot_bytes;
+  char* const mine_area = c.pulls[c.rank] + area;
+  CallSession session(c);
+
+  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  // The block's first row in registers, its loads in flight with the epoch's.
+  const size_t row0 = blockIdx.x, hi0 = row0 < p.rows ? hv : 0;
+  uint4 g[V], x[V], res[V];
+  loadSlice<V>(p.gamma, 0, 0, hv, g);
+  loadSlice<V>(p.send, row0 * hv, 0, hi0, x);
+  loadSlice<V>(p.residual_in, row0 * hv, 0, hi0, res);
+  session.openThread();
+  const bool aborted = session.aborted();
+  const uint32_t flag = stepFlag(session.epoch);
+  const size_t slot = (session.epoch % kNumSlots) * slot_bytes;
+  const bool checker = isFusedPrintChecker();
+  const PrintWords print = fusedPrint<T, kQuant>(session, p);
+  if (checker && !aborted) session.announce<PullProto, kW>(print);
+  if (!aborted) {  // my rows into my own outbox slot: local stores only
+    for (size_t row = row0; row < p.rows; row += gridDim.x)
+#pragma unroll
+      for (int u = 0; u < V; ++u) {
+        const size_t j = threadIdx.x + u * blockDim.x;
+        if (j >= hv) continue;
+        const uint4 v = row == row0 ? x[u] : static_cast<const uint4*>(p.send)[row * hv + j];
+        put<kLL>(mine_area + slot, row * hv + j, canon<T>(v), flag);
+      }
+  }
+  // Every thread's epoch read has returned (and, for the flag wire, every store of the block is
+  // ordered before thread 0's publish by this barrier) before the block is counted in.
+  if (!session.arriveBlock(aborted)) {  // aborted before this call: the block's rows are poison
+    poisonFused<T, kQuant>(p, row0, gridDim.x, threadIdx.x, blockDim.x, hv);
+    return;
+  }
+  if constexpr (!kLL) publishFlag<PullProto>(c, session.epoch);
+  pdlLaunchDependents();
+  WaitCtx wait = session.startWaits();
+  // The peers' fingerprints before any wait for their data: a peer in another call is an error
+  // here, not a timeout (the flag wire's await takes the checker's verdict to the whole block).
+  if (checker) session.checkPeers<PullProto>(wait, print);
+  if constexpr (!kLL)
+    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, session.epoch, wait)) wait.failed = true;
+  const char* src[kW];  // every rank's slot of this call, in rank order
+#pragma unroll
+  for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] + area + slot : nullptr;
+  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  unsigned parity = 0;
+  for (size_t row = row0; row < p.rows; row += gridDim.x, parity ^= 1u) {
+    if (row != row0) {
+      loadSlice<V>(p.send, row * hv, 0, hv, x);
+      loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
+    }
+    float sumsq = 0.f;
+    uint4 y[V];
+#pragma unroll
+    for (int u0 = 0; u0 < V; u0 += R)
+      sumRowPart<kLL, T, kW, R, V>(c, src, row * hv, hv, u0, flag, session.epoch, x, res, wait, y,
+                                   sumsq);
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const size_t j = threadIdx.x + u * blockDim.x;
+      if (j < hv && !wait.failed) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+    }
+    // Every thread takes part in the block sum, a timed-out one too: no barrier is left waiting.
+    bool failed = false;
+    const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
+    if (failed) {  // this row and the block's later ones are poison (poisonFused)
+      poisonFused<T, kQuant>(p, row, gridDim.x, threadIdx.x, blockDim.x, hv);
+      return;
+    }
+    const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+    storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+  }
+  session.close(1);
+}
+
+template <bool kLL, bool kQuant>
+struct FusedPullEntry {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&fusedPullKernel<kLL, T, kW, kQuant>);
+  }
+};
+
+// One kernel a row shape (the one-pass one), named as both the set's general and one-pass entry:
+// the launch asks for the one-pass kernel (FusedLaunch::one_pass), the image check sees it once.
+template <bool kLL, bool kQuant>
+KernelSet fusedPullSet(int world) {
+  KernelSet s = kernelSetByWorld<FusedPullEntry<kLL, kQuant>, PullProto>(world);
+  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
+  return s;
+}
+
+}  // namespace
+
+KernelSet fusedPullLLKernels(int world) {
+  return fusedPullSet<true, false>(world);
+}
+KernelSet fusedPullLLFp8Kernels(int world) {
+  return fusedPullSet<true, true>(world);
+}
+KernelSet fusedPullKernels(int world) {
+  return fusedPullSet<false, false>(world);
+}
+KernelSet fusedPullFp8Kernels(int world) {
+  return fusedPullSet<false, true>(world);
+}
+
+}  // namespace tpcomm
