@@ -92,10 +92,11 @@ TEST(FusedPull, GraphReplay) {
 }
 
 // One rounding on every path (tpcomm.h, tpcommAllReduceAddRmsNorm): the push one-shot, the pull
-// LL and flag kernels, the host sentinel kernel and the unfused pair (the all-reduce, then the
-// epilogue kernel: forced by a one-shot step too small for the call) give the same bits for the
-// same inputs, residual, norm and FP8 alike. Before, the fused kernels added the residual to the
-// fp32 sum (one rounding) and the unfused pair to the sum rounded to T: 1 ulp apart.
+// LL and flag kernels, the host sentinel kernel and the unfused pairs (the all-reduce, then the
+// epilogue kernel: over the copy engines' one-shot, and over host memory's LL one-shot, neither of
+// which has a fused kernel) give the same bits for the same inputs, residual, norm and FP8 alike.
+// Before, the fused kernels added the residual to the fp32 sum (one rounding) and the unfused
+// pair to the sum rounded to T: 1 ulp apart.
 TEST(FusedPull, EveryPathGivesTheSameBits) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   struct Way {
@@ -105,7 +106,8 @@ TEST(FusedPull, EveryPathGivesTheSameBits) {
   };
   const Way ways[] = {
       {tpcommAlgoAuto, nullptr, "fused_p2p_oneshot"},
-      {tpcommAlgoAuto, "oneshot_step_bytes=4096", "add_rmsnorm"},
+      {tpcommAlgoOneShotCe, nullptr, "add_rmsnorm"},
+      {tpcommAlgoHostOneShot, "host_sentinel=0", "add_rmsnorm"},
       {tpcommAlgoOneShotPull, kLL, "fused_p2p_oneshot_pull_ll"},
       {tpcommAlgoOneShotPull, kFlag, "fused_p2p_oneshot_pull"},
       {tpcommAlgoHostOneShot, nullptr, "fused_host_oneshot"},
