@@ -19,14 +19,15 @@ int plannedVariant(const CallPlan& p, const Call& call) {
 }
 
 // The options of a single-step call, each combination once (0: the communicator's knobs): bit 0
-// flips lean, bit 1 the host sentinel; option / 4 sets pull LL as is, off, or up to an LL slot's
-// most.
-constexpr int kOptions = 12;
+// flips lean, bit 1 the host sentinel, bit 2 the fused pull's LL entries; option / 8 sets pull LL
+// as is, off, or up to an LL slot's most.
+constexpr int kOptions = 24;
 LaunchKnobs withOption(LaunchKnobs k, int option) {
   if (option & 1) k.lean = !k.lean;
   if (option & 2) k.host_sentinel = !k.host_sentinel;
-  if (option / 4 == 1) k.pull_ll_bytes = 0;
-  if (option / 4 == 2) k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
+  if (option & 4) k.fused_pull_ll = !k.fused_pull_ll;
+  if (option / 8 == 1) k.pull_ll_bytes = 0;
+  if (option / 8 == 2) k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
   return k;
 }
 

@@ -80,15 +80,16 @@ struct WireChoice {
 
 // The fused one-shot that shares the all-reduce's transport: over peer memory, pushes where the
 // all-reduce pushes (its one-shot, two-shot or island), pulls where it pulls (the fabric probe's
-// write-collapse verdict: a push would be slow there), with the LL entries where the all-reduce
-// takes them, else a flag per block; or host memory with the host sentinel.
+// write-collapse verdict: a push would be slow there), with a flag per block, or the LL entries
+// where the all-reduce takes them and the fused_pull_ll knob allows (plan/knobs.h says why it is
+// off); or host memory with the host sentinel.
 WireChoice wireOf(const CommFacts& f, const CallPlan& ar) {
   if (overHostMemory(ar.variant) && f.host_transport && f.knobs.host_sentinel)
     return {FusedWire::kHost, f.slots.host_sentinel_step_bytes, "host memory"};
   if (overPeerMemory(ar.variant, /*pull=*/false))
     return {FusedWire::kPush, f.slots.oneshot_step_bytes, "peer memory"};
   if (overPeerMemory(ar.variant, /*pull=*/true))
-    return ar.variant == tpcommVariantP2pOneShotPullLL
+    return ar.variant == tpcommVariantP2pOneShotPullLL && f.knobs.fused_pull_ll
                ? WireChoice{FusedWire::kPullLL, f.slots.pull_ll_step_bytes,
                             "peer memory by pulls, LL entries"}
                : WireChoice{FusedWire::kPullFlag, f.slots.pull_step_bytes,

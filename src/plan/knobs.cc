@@ -29,6 +29,7 @@ constexpr Field kFields[] = {
     {"host_sentinel", nullptr, &LaunchKnobs::host_sentinel},
     {"pull_ll_bytes", &LaunchKnobs::pull_ll_bytes, nullptr},
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
+    {"fused_pull_ll", nullptr, &LaunchKnobs::fused_pull_ll},
     {"epilogue_cluster", nullptr, &LaunchKnobs::epilogue_cluster},
     {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},

@@ -39,6 +39,12 @@ struct LaunchKnobs {
   // (fused_plan.cc). On: faster than a block per row at 1-16 rows (docs/BENCHMARKS.md, "Launch
   // knobs", fused_cluster).
   bool fused_cluster = true;
+  // 1: a fused call whose all-reduce takes the pull LL entries takes them too
+  // (fused_p2p_oneshot_pull_ll); 0: it takes the flag pull (fused_p2p_oneshot_pull) at every size.
+  // Off: one H200 with 2, 4 and 8 ranks sharing it measured the LL kernel slower at 1-4 rows of
+  // 7168 bf16 (4.8 / 6.8 / 10.3 us against 4.2 / 6.2 / 7.9; docs/BENCHMARKS.md, nineteenth round).
+  // A real PCIe fabric, where LL saves a round trip, is not measured yet.
+  bool fused_pull_ll = false;
   // 1: the epilogue kernel after an all-reduce (the unfused path) spreads a row over a cluster
   // (add_rmsnorm.cu). Off: its cluster barriers lose to a block per row (docs/BENCHMARKS.md,
   // "Launch knobs", epilogue_cluster).

@@ -27,32 +27,37 @@ bool pulls(tpcommVariant_t v) {
 }
 
 // The box: 8 PCIe GPUs behind switches whose peer stores collapse; decode (T = 1..16)
-// at H = 7168 and 4096, worlds 2..8: a fused pull variant every time, the LL entries where the
-// all-reduce takes them (up to pull_ll_bytes, 16 KiB: one 7168 row), FP8 alike.
+// at H = 7168 and 4096, worlds 2..8: a fused pull variant every time, FP8 alike. The flag wire by
+// default; with fused_pull_ll=1, the LL entries where the all-reduce takes them (up to
+// pull_ll_bytes, 16 KiB: one 7168 row).
 TEST(FusedPullPlan, WriteCollapseFusesOverPull) {
-  for (int w = 2; w <= 8; ++w)
-    for (size_t h : {size_t{7168}, size_t{4096}})
-      for (size_t t = 1; t <= 16; ++t)
-        for (bool fp8 : {false, true}) {
-          const CallPlan p = planCall(collapsed(w), fusedCall(t, h, tpcommBfloat16, fp8));
-          const EpiloguePlan& e = p.epilogue;
-          const std::string what = "world " + std::to_string(w) + " T=" + std::to_string(t) +
-                                   " H=" + std::to_string(h) + (fp8 ? " fp8" : "") + ": " +
-                                   tpcommVariantName(e.variant) + " (" + e.reason + ")";
-          ASSERT_TRUE(isFusedVariant(e.variant)) << what;
-          EXPECT_TRUE(pulls(e.variant)) << what;
-          EXPECT_TRUE(pulls(p.variant)) << what << "; the all-reduce: " << p.decision.reason;
-          const bool ll = p.variant == tpcommVariantP2pOneShotPullLL;
-          const tpcommVariant_t want =
-              ll ? (fp8 ? tpcommVariantFusedP2pOneShotPullLLFp8 : tpcommVariantFusedP2pOneShotPullLL)
-                 : (fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull);
-          EXPECT_EQ(e.variant, want) << what;
-          EXPECT_EQ(ll, t * h * 2 <= 16384u) << what;
-          EXPECT_TRUE(e.one_pass) << what;  // the pull kernels have no second pass
-          EXPECT_EQ(e.cluster, 1) << what;
-          EXPECT_EQ(e.blocks, static_cast<int>(t)) << what;
-          EXPECT_NE(e.reason.find("by pulls"), std::string::npos) << what;
-        }
+  for (bool fused_ll : {false, true})
+    for (int w = 2; w <= 8; ++w)
+      for (size_t h : {size_t{7168}, size_t{4096}})
+        for (size_t t = 1; t <= 16; ++t)
+          for (bool fp8 : {false, true}) {
+            CommFacts f = collapsed(w);
+            f.knobs.fused_pull_ll = fused_ll;
+            const CallPlan p = planCall(f, fusedCall(t, h, tpcommBfloat16, fp8));
+            const EpiloguePlan& e = p.epilogue;
+            const std::string what = "world " + std::to_string(w) + " T=" + std::to_string(t) +
+                                     " H=" + std::to_string(h) + (fp8 ? " fp8" : "") + ": " +
+                                     tpcommVariantName(e.variant) + " (" + e.reason + ")";
+            ASSERT_TRUE(isFusedVariant(e.variant)) << what;
+            EXPECT_TRUE(pulls(e.variant)) << what;
+            EXPECT_TRUE(pulls(p.variant)) << what << "; the all-reduce: " << p.decision.reason;
+            const bool ll = fused_ll && p.variant == tpcommVariantP2pOneShotPullLL;
+            const tpcommVariant_t want =
+                ll ? (fp8 ? tpcommVariantFusedP2pOneShotPullLLFp8
+                          : tpcommVariantFusedP2pOneShotPullLL)
+                   : (fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull);
+            EXPECT_EQ(e.variant, want) << what;
+            EXPECT_EQ(p.variant == tpcommVariantP2pOneShotPullLL, t * h * 2 <= 16384u) << what;
+            EXPECT_TRUE(e.one_pass) << what;  // the pull kernels have no second pass
+            EXPECT_EQ(e.cluster, 1) << what;
+            EXPECT_EQ(e.blocks, static_cast<int>(t)) << what;
+            EXPECT_NE(e.reason.find("by pulls"), std::string::npos) << what;
+          }
 }
 
 // With real islands the all-reduce of these sizes pulls too (twoshot_pull or the one-shot pull;
@@ -98,8 +103,7 @@ TEST(FusedPullPlan, EveryPullVariantHasKernels) {
 
 // TPCOMM_KNOBS=variant=<name> reaches every pull row on a communicator whose all-reduce pushes.
 TEST(FusedPullPlan, ForcedByName) {
-  for (tpcommVariant_t v :
-       {tpcommVariantFusedP2pOneShotPullLL, tpcommVariantFusedP2pOneShotPull}) {
+  for (tpcommVariant_t v : {tpcommVariantFusedP2pOneShotPullLL, tpcommVariantFusedP2pOneShotPull}) {
     CommFacts f = factsFor(2, Fabric::kNvlink);
     f.knobs.variant = v;
     const CallPlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));

@@ -53,8 +53,9 @@ void expectPullVariant(const char* knobs, int algo, const char* want) {
   EXPECT_EQ(bits.variant, want) << knobs;
 }
 
-// LL entries: pull_ll_bytes at an LL slot's most (64 KiB: up to 4 rows of 7168 bf16).
-constexpr const char* kLL = "pull_ll_bytes=65536";
+// LL entries: pull_ll_bytes at an LL slot's most (64 KiB: up to 4 rows of 7168 bf16), and the
+// fused call allowed to take them (off by default: plan/knobs.h).
+constexpr const char* kLL = "pull_ll_bytes=65536,fused_pull_ll=1";
 // A flag per block: no LL entries.
 constexpr const char* kFlag = "pull_ll_bytes=0";
 
