@@ -120,11 +120,13 @@ TEST(Fused, ClustersShrinkUnderTheCoResidencyCap) {
   }
 }
 
+// CUDA graphs (graphReplayMatches, fused_check.h) with clusters where the rows' fit (the default)
+// and with a block per row.
 TEST(Fused, GraphReplayClusterAndBlockPerRow) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   for (size_t t : {size_t{1}, size_t{16}, size_t{64}}) {
-    graphReplayMatches(tpcommAlgoAuto, nullptr, t, 7168);            // the default: clusters where the rows' fit
-    graphReplayMatches(tpcommAlgoAuto, "fused_cluster=0", t, 7168);  // a block per row
+    graphReplayMatches(tpcommAlgoAuto, nullptr, t, 7168);
+    graphReplayMatches(tpcommAlgoAuto, "fused_cluster=0", t, 7168);
     if (HasFailure()) return;
   }
 }
