@@ -25,12 +25,6 @@ constexpr int kMaxGrid = 4096;  // rows beyond it are taken by a grid-stride loo
 constexpr size_t kClusterGridBudget = 128;
 constexpr size_t kClusterSliceBytes = 2048;
 
-template <typename T>
-__device__ __forceinline__ float weightOf(uint32_t gamma_bits, bool gemma) {
-  const float g = bitsToFloat<T>(gamma_bits);
-  return gemma ? 1.f + g : g;
-}
-
 // Writes the E e4m3 bytes of one vector's norms; one store where the bytes are aligned for it.
 template <int E>
 __device__ __forceinline__ void storeE4m3(uint8_t* out, size_t first, size_t count,
@@ -121,9 +115,9 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
         uint8_t b[E];
 #pragma unroll
         for (int i = 0; i < E; ++i)
-          b[i] = normE4m3<T>(
-              bitsToFloat<T>(laneBits<T>(y, i)) * rs * weightOf<T>(laneBits<T>(g, i), a.gemma),
-              inv_scale);
+          b[i] = normE4m3<T>(bitsToFloat<T>(laneBits<T>(y, i)) * rs *
+                                 normWeight<T>(laneBits<T>(g, i), a.weight_offset),
+                             inv_scale);
         storeE4m3<E>(static_cast<uint8_t*>(a.norm_out) + off, v * E, H, b);
       } else {
         uint4 n = make_uint4(0, 0, 0, 0);
@@ -131,7 +125,7 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
         for (int i = 0; i < E; ++i)
           setLaneBits<T>(n, i,
                          floatToBits<T>(bitsToFloat<T>(laneBits<T>(y, i)) * rs *
-                                        weightOf<T>(laneBits<T>(g, i), a.gemma)));
+                                        normWeight<T>(laneBits<T>(g, i), a.weight_offset)));
         storeVec(static_cast<T*>(a.norm_out) + off, v, H, aligned, n);
       }
     }

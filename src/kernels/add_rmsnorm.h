@@ -29,7 +29,7 @@ struct AddRmsNormArgs {
   size_t hidden;
   tpcommDataType_t dtype;
   float eps;
-  bool gemma;
+  bool weight_offset;  // tpcommRmsNormParams_t::weightOffset: w = 1 + gamma (Gemma)
 };
 
 // The epilogue kernel's grid.

@@ -27,7 +27,7 @@ struct FusedParams {
   size_t hidden;
   size_t region;  // vectors of a source's region of a slot
   float eps;
-  int gemma;
+  int weight_offset;  // tpcommRmsNormParams_t::weightOffset: w = 1 + gamma (Gemma)
 };
 
 struct FusedLaunch {

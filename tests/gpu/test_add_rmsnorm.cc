@@ -68,7 +68,7 @@ void runCase(const RmsNormCase& c, Alias alias, size_t skew, bool clusters = fal
   a.hidden = c.hidden;
   a.dtype = c.dtype;
   a.eps = c.eps;
-  a.gemma = c.gemma;
+  a.weight_offset = c.gemma;
   const AddRmsNormLaunch g{epilogueVariant(c.scale > 0),
                            addRmsNormGrid(c.rows, c.hidden, es, clusters, 0)};
   ASSERT_EQ(launchAddRmsNorm(a, g, nullptr), tpcommSuccess) << tpcommGetLastError();

@@ -72,7 +72,7 @@ __device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const 
     uint32_t lo = 0, hi = 0;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
-      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+      const float w = p.weight_offset ? 1.f + lane<T>(g, i) : lane<T>(g, i);
       const uint32_t b = normE4m3<T>(lane<T>(y, i) * rs * w, inv_scale);
       if (i < 4)
         lo |= b << (8 * i);
@@ -88,7 +88,7 @@ __device__ __forceinline__ void storeNorm(const FusedParams& p, size_t v, const 
     uint4 n = make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int i = 0; i < E; ++i) {
-      const float w = p.gemma ? 1.f + lane<T>(g, i) : lane<T>(g, i);
+      const float w = p.weight_offset ? 1.f + lane<T>(g, i) : lane<T>(g, i);
       setLaneBits<T>(n, i, floatToBits<T>(lane<T>(y, i) * rs * w));
     }
     static_cast<uint4*>(p.norm_out)[v] = n;

@@ -88,6 +88,13 @@ __device__ __forceinline__ uint8_t toE4m3(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
 
+// The weight of one element: gamma, or 1 + gamma where tpcommRmsNormParams_t::weightOffset is 1
+// (Gemma's RMSNorm), in fp32.
+template <typename T, typename Flag>
+__device__ __forceinline__ float normWeight(uint32_t gamma_bits, Flag weight_offset) {
+  return weight_offset ? 1.f + bitsToFloat<T>(gamma_bits) : bitsToFloat<T>(gamma_bits);
+}
+
 // The FP8 output of one norm element (every path: the fused kernels, the epilogue kernel): the
 // norm rounded to the activation dtype T first, then times 1 / scale, then e4m3, as FlashInfer's
 // (TensorRT-LLM's) fusion quantizes, so an engine swapping tpcomm in gets the bits it had.
