@@ -1,4 +1,4 @@
-// The one-step pull with the flag in the data (tpcommVariantP2pOneShotPullLL): each rank writes
+// The one-step pull with the flag in the data (p2p_oneshot_pull_ll): each rank writes
 // its input, LL-encoded (every 4 data bytes beside the step's 32-bit flag, as LLProto does), into
 // its own LL slot with local stores; its peers poll those entries over the fabric until every
 // flag word is the step's, and sum in rank order. No barrier, fence or flag between the data and

@@ -89,7 +89,7 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar) {
   if (overPeerMemory(ar.variant, /*pull=*/false))
     return {FusedWire::kPush, f.slots.oneshot_step_bytes, "peer memory"};
   if (overPeerMemory(ar.variant, /*pull=*/true))
-    return ar.variant == tpcommVariantP2pOneShotPullLL && f.knobs.fused_pull_ll
+    return takesPullLL(ar) && f.knobs.fused_pull_ll
                ? WireChoice{FusedWire::kPullLL, f.slots.pull_ll_step_bytes,
                             "peer memory by pulls, LL entries"}
                : WireChoice{FusedWire::kPullFlag, f.slots.pull_step_bytes,

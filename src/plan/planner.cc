@@ -91,6 +91,10 @@ bool pullLLCandidate(const CommFacts& f, int algo, size_t bytes) {
 
 }  // namespace
 
+bool takesPullLL(const CallPlan& p) {
+  return p.variant == tpcommVariantP2pOneShotPullLL;
+}
+
 int residentCap(const CommFacts& f) {
   return f.grid_caps && f.grid_caps->any() ? f.grid_caps->blocks : 0;
 }

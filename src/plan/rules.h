@@ -26,6 +26,10 @@ CallPlan fusedRules(const CommFacts& f, const Call& call);
 bool variantServes(int variant, const Call& call);
 CallPlan forcedVariantRules(const CommFacts& f, const Call& call);
 
+// Whether an all-reduce plan takes the pull LL entries (p2p_oneshot_pull_ll: the flag in the
+// data), which the fused call over pull may take too (plan/planner.cc).
+bool takesPullLL(const CallPlan& p);
+
 // The epilogue kernel after an all-reduce (plan/fused_plan.cc): its variant, grid and `why`.
 void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why, EpiloguePlan* e);
 

@@ -59,9 +59,10 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
                                        cap != cudaStreamCaptureStatusNone));
   } else {
     const LaunchArgs a = launchArgsOf(p, sendbuff, recvbuff, count, datatype);
-    TPCOMM_CHECK(p.variant == tpcommVariantP2pOneShotCe
-                     ? launchOneShotCe(comm->dev, a, &comm->ce_steps, s)
-                     : launchAllReduceKernel(comm->dev, a, s));
+    // The copy engines' one-shot: its copies, then its kernels (comm/call/ce_copies.h).
+    const bool ce = variantRow(p.variant)->transport == VariantTransport::kCopyEngine;
+    TPCOMM_CHECK(ce ? launchOneShotCe(comm->dev, a, &comm->ce_steps, s)
+                    : launchAllReduceKernel(comm->dev, a, s));
   }
   TPCOMM_CHECK(afterCall(&comm->order, s, cap));
   record(comm, p, bytes, datatype, cap != cudaStreamCaptureStatusNone);

@@ -21,7 +21,7 @@ tpcommResult_t copy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
 tpcommResult_t launchOneShotCe(const DeviceComm& c, const LaunchArgs& a, uint64_t* steps,
                                cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);
-  const void* fn = di < 0 ? nullptr : variantKernel(tpcommVariantP2pOneShotCe, c.world, di);
+  const void* fn = di < 0 ? nullptr : variantKernel(a.variant, c.world, di);
   if (!fn) return fail(tpcommInternalError, "oneshot_ce: no kernel for world %d", c.world);
   for (int p = 0; p < c.world; ++p)
     if (!c.ce[p])

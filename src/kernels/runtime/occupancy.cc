@@ -41,19 +41,24 @@ tpcommResult_t queryOccupancy(int device, int world, GpuOccupancy* out) {
   out->sms = static_cast<uint16_t>(sms < 0 ? 0 : sms > 65535 ? 65535 : sms);
   out->pdl = major >= 9 ? 1 : 0;
   if (major < 9) return tpcommSuccess;
-  for (int d = 0; d < kNumDtypes; ++d) {
-    const void* fn = variantClusterKernel(tpcommVariantFusedP2pOneShot, world, d);
-    if (!fn) continue;
-    if (!clustersLaunch(fn)) {
-      // Said, not hidden: the fused calls then keep a block per row on this communicator.
-      TPCOMM_WARN(INIT,
-                  "GPU %d: the cluster occupancy query failed: fused calls keep one block "
-                  "per row",
-                  device);
-      return tpcommSuccess;
+  // Every cluster kernel of the variant table (the fused one-shot's, the epilogue's) must launch.
+  int rows = 0;
+  const VariantRow* all = variantRows(&rows);
+  for (int v = 0; v < rows; ++v)
+    for (int d = 0; d < kNumDtypes; ++d) {
+      const void* fn = variantClusterKernel(all[v].id, world, d);
+      if (!fn) continue;
+      if (!clustersLaunch(fn)) {
+        // Said, not hidden: the fused calls then keep a block per row on this communicator.
+        TPCOMM_WARN(INIT,
+                    "GPU %d: the cluster occupancy query failed (%s): fused calls keep one block "
+                    "per row",
+                    device, all[v].name);
+        out->clusters = 0;
+        return tpcommSuccess;
+      }
+      out->clusters = 1;
     }
-    out->clusters = 1;
-  }
   return tpcommSuccess;
 }
 
