@@ -13,36 +13,28 @@
 // it are the pull one-shot's (docs/PROTOCOL.md, "Pull" and "Pull with the flag in the data"). One
 // step, rows that fit the registers (the one-pass path only: the planner checks, fused_plan.cc).
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/device/fused_device.cuh"
 #include "kernels/device/kernel_set.cuh"
 #include "kernels/device/pull_device.cuh"
+#include "kernels/device/pull_ll_device.cuh"
 #include "kernels/fused_oneshot.h"
-#include "kernels/layout/pull_ll_layout.h"
+#include "kernels/layout/pull_ll_layout.h"  // pullLLAreaOffset, kPullLLSlotBytes
 #include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace {
 
-// The per-vector state a reader holds for one peer: the two LL halves, or the plain vector.
+// What a reader holds of one peer's vector: its LL entry (LLProto::Raw), or the plain vector.
 template <bool kLL>
-struct PeerVec {
-  uint4 a, b;
-};
-template <>
-struct PeerVec<false> {
-  uint4 a;
-};
+using PeerVec = std::conditional_t<kLL, LLProto::Raw, uint4>;
 
-// My vector v into my own outbox slot: LL halves (each a 16-byte store, so a {data, flag} pair
-// lands whole: oneshot_pull_ll.cu), or the plain vector.
+// My vector v into my own slot: its LL entry (pull_ll_device.cuh), or the plain vector.
 template <bool kLL>
 __device__ __forceinline__ void put(char* slot, size_t v, const uint4& x, uint32_t flag) {
   if constexpr (kLL) {
-    storeVolatile16(reinterpret_cast<uint4*>(slot + pullLLHalfOffset(v, 0)),
-                    make_uint4(x.x, flag, x.y, flag));
-    storeVolatile16(reinterpret_cast<uint4*>(slot + pullLLHalfOffset(v, 1)),
-                    make_uint4(x.z, flag, x.w, flag));
+    pullLLPut(slot, v, x, flag);
   } else {
     storeVec16(reinterpret_cast<uint4*>(slot) + v, x);
   }
@@ -51,18 +43,16 @@ __device__ __forceinline__ void put(char* slot, size_t v, const uint4& x, uint32
 template <bool kLL>
 __device__ __forceinline__ PeerVec<kLL> fetch(const char* slot, size_t v) {
   if constexpr (kLL) {
-    return PeerVec<true>{
-        loadVolatile(reinterpret_cast<const uint4*>(slot + pullLLHalfOffset(v, 0))),
-        loadVolatile(reinterpret_cast<const uint4*>(slot + pullLLHalfOffset(v, 1)))};
+    return pullLLLoad(slot, v);
   } else {
-    return PeerVec<false>{loadVolatile(reinterpret_cast<const uint4*>(slot) + v)};
+    return loadVolatile(reinterpret_cast<const uint4*>(slot) + v);
   }
 }
 
 template <bool kLL>
 __device__ __forceinline__ bool arrived(const PeerVec<kLL>& e, uint32_t flag) {
   if constexpr (kLL) {
-    return e.a.y == flag && e.a.w == flag && e.b.y == flag && e.b.w == flag;
+    return LLProto::arrived<float>(e, flag);
   } else {
     return true;  // the block's flag was awaited before the loads (pullAwait)
   }
@@ -71,9 +61,9 @@ __device__ __forceinline__ bool arrived(const PeerVec<kLL>& e, uint32_t flag) {
 template <bool kLL>
 __device__ __forceinline__ uint4 data(const PeerVec<kLL>& e) {
   if constexpr (kLL) {
-    return make_uint4(e.a.x, e.a.z, e.b.x, e.b.z);
+    return LLProto::data(e);
   } else {
-    return e.a;
+    return e;
   }
 }
 

@@ -9,6 +9,7 @@
 // to the pull_ll_bytes knob by size alone (the same on every rank: it does not pair with the flag
 // kernels), so it takes any alignment and partial last vectors.
 #include "kernels/device/kernel_set.cuh"
+#include "kernels/device/ll_device.cuh"
 #include "kernels/device/poison_device.cuh"
 #include "kernels/device/pull_device.cuh"
 #include "kernels/layout/pull_ll_layout.h"
@@ -17,15 +18,13 @@
 namespace tpcomm {
 namespace {
 
-// Half h of an LL entry: data words a and b, each beside the flag.
-__device__ __forceinline__ uint4 llHalf(uint32_t a, uint32_t b, uint32_t flag) {
-  return make_uint4(a, flag, b, flag);
-}
+// The entry's encoding is LLProto's (ll_device.cuh); the halves stay in two arrays here (a and b,
+// not LLProto::Raw), the layout the registers were measured with.
 __device__ __forceinline__ uint4 llData(const uint4& h0, const uint4& h1) {
-  return make_uint4(h0.x, h0.z, h1.x, h1.z);
+  return LLProto::data(LLProto::Raw{h0, h1});
 }
 __device__ __forceinline__ bool llArrived(const uint4& h0, const uint4& h1, uint32_t flag) {
-  return h0.y == flag && h0.w == flag && h1.y == flag && h1.w == flag;
+  return LLProto::arrived<float>(LLProto::Raw{h0, h1}, flag);
 }
 
 // The poison for a kernel that finds the communicator aborted at entry, out of line: inlined, its
@@ -70,8 +69,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (has && !aborted) {
     // Each half one 16-byte store, so that a {data, flag} pair lands whole (the PTX model
     // promises 4-byte words; docs/PROTOCOL.md says what a torn read can look like).
-    storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h0), llHalf(x.x, x.y, flag));
-    storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h1), llHalf(x.z, x.w, flag));
+    storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h0), LLProto::pack(x, 0, flag));
+    storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h1), LLProto::pack(x, 1, flag));
   }
   if (!session.arriveBlock(aborted)) {  // aborted before this call: its output is the poison
     if (has) poisonOutput<T>(recv, v, count, c.aligned);

@@ -72,6 +72,11 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
 // The fused kernel's wire: the all-reduce's transport and protocol, one step of it.
 enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kHost };
 
+// The pull wires' kernel (fused_pull.cu): the one-pass path only, kFusedPullVecs a thread.
+bool pulls(FusedWire w) {
+  return w == FusedWire::kPullLL || w == FusedWire::kPullFlag;
+}
+
 struct WireChoice {
   FusedWire wire = FusedWire::kNone;
   size_t cap = 0;         // the most bytes one step of the wire holds
@@ -121,9 +126,7 @@ std::string whyNotFused(const CallPlan& ar, const WireChoice& w, const Call& cal
   if ((call.hidden * es) % kVecBytes != 0) return "rows are not whole 16-byte vectors";
   if (bytes > w.cap)
     return strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, w.cap);
-  // The pull kernels have the one-pass path only (fused_pull.cu).
-  const bool pull = w.wire == FusedWire::kPullLL || w.wire == FusedWire::kPullFlag;
-  if (pull && hv > static_cast<size_t>(kFusedThreads) * kFusedPullVecs)
+  if (pulls(w.wire) && hv > static_cast<size_t>(kFusedThreads) * kFusedPullVecs)
     return strFormat("rows of %zu vectors exceed the pull kernel's registers (%d)", hv,
                      kFusedThreads * kFusedPullVecs);
   return "";
@@ -154,8 +157,7 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
   const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
   if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
   e->blocks = static_cast<int>(units * per);
-  const bool pull = w.wire == FusedWire::kPullLL || w.wire == FusedWire::kPullFlag;
-  const int vecs = pull ? kFusedPullVecs : fusedVecsPerThread(worldClass(f.world));
+  const int vecs = pulls(w.wire) ? kFusedPullVecs : fusedVecsPerThread(worldClass(f.world));
   e->one_pass = e->cluster == 1 && hv <= static_cast<size_t>(e->threads) * vecs;
   e->region = w.cap / kVecBytes;
   e->pdl = f.knobs.pdl;

@@ -36,9 +36,14 @@ struct LLProto {
     return r.a.y == f && r.a.w == f && r.b.y == f && r.b.w == f;
   }
   __device__ static uint4 data(const Raw& r) { return make_uint4(r.a.x, r.a.z, r.b.x, r.b.z); }
+  // Half h of the entry carrying v: two of its data words, each beside the flag f. put stores
+  // both here; the pull LL area stores them at its own offsets (pull_ll_device.cuh).
+  __device__ static uint4 pack(const uint4& v, int h, uint32_t f) {
+    return h == 0 ? make_uint4(v.x, f, v.y, f) : make_uint4(v.z, f, v.w, f);
+  }
   __device__ static void put(uint4* e, const uint4& v, uint32_t f) {
-    storeVolatile16(half(e, 0), make_uint4(v.x, f, v.y, f));
-    storeVolatile16(half(e, 1), make_uint4(v.z, f, v.w, f));
+    storeVolatile16(half(e, 0), pack(v, 0, f));
+    storeVolatile16(half(e, 1), pack(v, 1, f));
   }
   __device__ static void clear(uint4*) {}
   __device__ static char* const* bufs(const DeviceComm& c) { return c.hbufs; }
