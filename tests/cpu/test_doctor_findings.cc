@@ -39,7 +39,7 @@ void healthy(const std::string& topo_name, DoctorFacts* f) {
   f->gpus_visible = true;
   f->driver_api = 13000;
   f->topo = test::topoFixture(topo_name);
-  f->built_archs = "75-real,80-real,86-real,89-real,90-real,100-real,120";
+  f->built_archs = "75-real,80-real,89-real,90-real,100-real,120";
   f->library_found = true;
   f->binaries.resize(1);
   f->coverage = {coverage(f->topo.gpus[0].cc_major, f->topo.gpus[0].cc_minor, {0, 1},
