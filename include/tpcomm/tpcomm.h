@@ -114,7 +114,9 @@ typedef enum {
   tpcommVariantFusedP2pOneShotPullLLFp8 = 30, /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pOneShotPull = 31,      /* fused over the one-shot pull, a flag per block */
   tpcommVariantFusedP2pOneShotPullFp8 = 32,   /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 33
+  tpcommVariantFusedP2pTwoShotPull = 33,      /* fused two-shot over pull: rows split by owner */
+  tpcommVariantFusedP2pTwoShotPullFp8 = 34,   /* the same with FP8 e4m3 output */
+  tpcommNumVariants = 35
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -277,8 +279,10 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
  *   normOut     = norm, or with params->quantScale e4m3(norm * (1 / *quantScale)) bytes
  * (saturating; the scale is read on the device at run time: graph-safe; sm_89 or newer) In place:
  * residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16 and bf16;
- * hidden 1..65536; tokens 0 does nothing. A fused one-shot kernel takes whole rows of 16-byte
- * vectors in one step of the all-reduce's transport (push, pull or host memory); other calls run
+ * hidden 1..65536; tokens 0 does nothing. residualIn must hold the same values on every rank (as
+ * tensor parallelism has it): the fused two-shot adds a row's owner's. A fused kernel takes whole
+ * rows of 16-byte vectors: a one-shot in one step of the all-reduce's transport (push, pull or
+ * host memory), or over pull the two-shot (many rows, any number of steps); other calls run
  * the all-reduce, then the epilogue kernel (Explain and GetLastCall say which). The choice follows
  * the shapes and the communicator, never one rank's pointers: a rank whose buffers are not 16-byte
  * aligned runs the same kernel on aligned copies, so the ranks never disagree. */

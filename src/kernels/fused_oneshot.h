@@ -75,6 +75,9 @@ KernelSet fusedPullLLKernels(int world);
 KernelSet fusedPullLLFp8Kernels(int world);
 KernelSet fusedPullKernels(int world);
 KernelSet fusedPullFp8Kernels(int world);
+// The fused two-shot over pull (fused_twoshot_pull.cu): the flag wire, rows split by owner.
+KernelSet fusedTwoShotPullKernels(int world);
+KernelSet fusedTwoShotPullFp8Kernels(int world);
 KernelSet fusedHostKernels(int world);
 KernelSet fusedHostFp8Kernels(int world);
 // The cluster-per-row kernels over peer memory (fused_cluster.cu), in the `cluster` entries of

@@ -12,13 +12,8 @@
 // The slot rotation, the epoch and why an outbox slot is never rewritten while a peer still reads
 // it are the pull one-shot's (docs/PROTOCOL.md, "Pull" and "Pull with the flag in the data"). One
 // step, rows that fit the registers (the one-pass path only: the planner checks, fused_plan.cc).
-#include <cstdint>
-#include <type_traits>
-
-#include "kernels/device/fused_device.cuh"
+#include "kernels/device/fused_pull_device.cuh"
 #include "kernels/device/kernel_set.cuh"
-#include "kernels/device/pull_device.cuh"
-#include "kernels/device/pull_ll_device.cuh"
 #include "kernels/fused_oneshot.h"
 #include "kernels/layout/pull_ll_layout.h"  // pullLLAreaOffset, kPullLLSlotBytes
 #include "kernels/runtime/algo_launch.h"
@@ -26,104 +21,7 @@
 namespace tpcomm {
 namespace {
 
-// What a reader holds of one peer's vector: its LL entry (LLProto::Raw), or the plain vector.
-template <bool kLL>
-using PeerVec = std::conditional_t<kLL, LLProto::Raw, uint4>;
-
-// My vector v into my own slot: its LL entry (pull_ll_device.cuh), or the plain vector.
-template <bool kLL>
-__device__ __forceinline__ void put(char* slot, size_t v, const uint4& x, uint32_t flag) {
-  if constexpr (kLL) {
-    pullLLPut(slot, v, x, flag);
-  } else {
-    storeVec16(reinterpret_cast<uint4*>(slot) + v, x);
-  }
-}
-
-template <bool kLL>
-__device__ __forceinline__ PeerVec<kLL> fetch(const char* slot, size_t v) {
-  if constexpr (kLL) {
-    return pullLLLoad(slot, v);
-  } else {
-    return loadVolatile(reinterpret_cast<const uint4*>(slot) + v);
-  }
-}
-
-template <bool kLL>
-__device__ __forceinline__ bool arrived(const PeerVec<kLL>& e, uint32_t flag) {
-  if constexpr (kLL) {
-    return LLProto::arrived<float>(e, flag);
-  } else {
-    return true;  // the block's flag was awaited before the loads (pullAwait)
-  }
-}
-
-template <bool kLL>
-__device__ __forceinline__ uint4 data(const PeerVec<kLL>& e) {
-  if constexpr (kLL) {
-    return LLProto::data(e);
-  } else {
-    return e;
-  }
-}
-
-// Vectors of a row each thread holds (rows of at most blockDim.x * kFusedPullVecs vectors), and
-// how many of them have their peers' loads in flight at once: all of them up to 4 ranks, one at
-// a time at 8, whose 7 peers' LL halves are 14 registers of 4 words each.
-template <int kW>
-constexpr int pullBatch() {
-  return kW <= 4 ? kFusedPullVecs : 1;
-}
-
-// Sums every rank's vectors of one row slice in rank order (my own from x, canonicalised), adds
-// the residual and hands y and its squares back: vectors base + tid + u * blockDim.x, u in
-// [u0, u0 + R), below base + hv. LL entries are polled until every flag is the step's; a peer
-// that never comes is named in the timeout, and the thread gives up (wait.failed).
-template <bool kLL, typename T, int kW, int R, int V>
-__device__ __forceinline__ void sumRowPart(const DeviceComm& c, const char* const (&src)[kW],
-                                           size_t base, size_t hv, int u0, uint32_t flag,
-                                           unsigned long long epoch, const uint4 (&x)[V],
-                                           const uint4 (&res)[V], WaitCtx& wait, uint4 (&y)[V],
-                                           float& sumsq) {
-  const int rank = c.rank, world = c.world;
-  PeerVec<kLL> e[R][kW];
-#pragma unroll
-  for (int k = 0; k < R; ++k) {  // every load of the part first...
-    const size_t j = threadIdx.x + (u0 + k) * blockDim.x;
-#pragma unroll
-    for (int r = 0; r < kW; ++r)
-      if (j < hv && r < world && r != rank) e[k][r] = fetch<kLL>(src[r], base + j);
-  }
-  if constexpr (kLL) {  // ...then re-poll only the entries still missing
-    unsigned spins = 0;
-    while (!wait.failed) {
-      int missing = -1;
-#pragma unroll
-      for (int k = 0; k < R; ++k) {
-        const size_t j = threadIdx.x + (u0 + k) * blockDim.x;
-#pragma unroll
-        for (int r = 0; r < kW; ++r) {
-          if (j >= hv || r >= world || r == rank || arrived<kLL>(e[k][r], flag)) continue;
-          missing = r;
-          e[k][r] = fetch<kLL>(src[r], base + j);
-        }
-      }
-      if (missing < 0 || !keepWaiting(wait, spins, c, missing, epoch)) break;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < R; ++k) {
-    const int u = u0 + k;
-    if (threadIdx.x + u * blockDim.x >= hv) continue;
-    const uint4 own = canon<T>(x[u]);
-    Acc<T> acc;  // rank order, fp32: the bits of every all-reduce variant
-    acc.set(rank == 0 ? own : data<kLL>(e[k][0]));
-#pragma unroll
-    for (int r = 1; r < kW; ++r)
-      if (r < world) acc.add(r == rank ? own : data<kLL>(e[k][r]));
-    y[u] = addResidual<T>(acc, res[u], sumsq);
-  }
-}
+using namespace fused_pull;
 
 template <bool kLL, typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)

@@ -5,6 +5,7 @@
 #include "common/str_format.h"
 #include "kernels/add_rmsnorm.h"
 #include "kernels/fused_oneshot.h"
+#include "kernels/layout/fused_twoshot_layout.h"
 #include "plan/rules.h"
 
 namespace tpcomm {
@@ -69,12 +70,14 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
   return ClusterChoice{cs, threads, nullptr};
 }
 
-// The fused kernel's wire: the all-reduce's transport and protocol, one step of it.
-enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kHost };
+// The fused kernel's wire: the all-reduce's transport and protocol, one step of it (the pull
+// two-shot: any number of steps).
+enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kPullTwoShot, kHost };
 
-// The pull wires' kernel (fused_pull.cu): the one-pass path only, kFusedPullVecs a thread.
+// The pull wires' kernels (fused_pull.cu, fused_twoshot_pull.cu): the one-pass path only,
+// kFusedPullVecs a thread.
 bool pulls(FusedWire w) {
-  return w == FusedWire::kPullLL || w == FusedWire::kPullFlag;
+  return w == FusedWire::kPullLL || w == FusedWire::kPullFlag || w == FusedWire::kPullTwoShot;
 }
 
 struct WireChoice {
@@ -88,7 +91,7 @@ struct WireChoice {
 // write-collapse verdict: a push would be slow there), with a flag per block, or the LL entries
 // where the all-reduce takes them and the fused_pull_ll knob allows (plan/knobs.h says why it is
 // off); or host memory with the host sentinel.
-WireChoice wireOf(const CommFacts& f, const CallPlan& ar) {
+WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
   if (overHostMemory(ar.variant) && f.host_transport && f.knobs.host_sentinel)
     return {FusedWire::kHost, f.slots.host_sentinel_step_bytes, "host memory"};
   if (overPeerMemory(ar.variant, /*pull=*/false))
@@ -102,6 +105,20 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar) {
   return {};
 }
 
+// Where the all-reduce pulls flat (not the island schedule, whose point is what crosses between
+// the islands), calls of fused_twoshot_rows rows or more, and calls beyond one step of the
+// one-shot, take the fused two-shot over pull (knobs.h): each rank reads (world - 1) / world of
+// the call twice instead of (world - 1) times all of it, in as many steps as the call needs.
+WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size_t bytes) {
+  const WireChoice one = oneShotWireOf(f, ar);
+  const int at = f.knobs.fused_twoshot_rows;
+  if (!pulls(one.wire) || variantRow(ar.variant)->island || at <= 0 ||
+      (call.rows < static_cast<size_t>(at) && bytes <= one.cap))
+    return one;
+  return {FusedWire::kPullTwoShot, f.slots.pull_step_bytes,
+          "peer memory by pulls, rows split among the ranks"};
+}
+
 tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
   switch (w) {
     case FusedWire::kHost:
@@ -112,6 +129,8 @@ tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
       return fp8 ? tpcommVariantFusedP2pOneShotPullLLFp8 : tpcommVariantFusedP2pOneShotPullLL;
     case FusedWire::kPullFlag:
       return fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull;
+    case FusedWire::kPullTwoShot:
+      return fp8 ? tpcommVariantFusedP2pTwoShotPullFp8 : tpcommVariantFusedP2pTwoShotPull;
     case FusedWire::kNone:
       break;
   }
@@ -124,7 +143,7 @@ std::string whyNotFused(const CallPlan& ar, const WireChoice& w, const Call& cal
   if (w.wire == FusedWire::kNone)
     return "the all-reduce goes to " + std::string(tpcommVariantName(ar.variant));
   if ((call.hidden * es) % kVecBytes != 0) return "rows are not whole 16-byte vectors";
-  if (bytes > w.cap)
+  if (bytes > w.cap && w.wire != FusedWire::kPullTwoShot)
     return strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, w.cap);
   if (pulls(w.wire) && hv > static_cast<size_t>(kFusedThreads) * kFusedPullVecs)
     return strFormat("rows of %zu vectors exceed the pull kernel's registers (%d)", hv,
@@ -148,9 +167,14 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
                               : static_cast<int>(std::min<size_t>(
                                     kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
   // A cluster per row, as many as the rows and the grid budget allow (the clusters loop over the
-  // rows beyond).
+  // rows beyond); the two-shot's blocks take the rows of a rank's run of a step.
   const size_t per = static_cast<size_t>(e->cluster);
-  size_t units = std::max<size_t>(1, std::min(call.rows, std::max<size_t>(1, max_blocks / per)));
+  const size_t world = static_cast<size_t>(f.world);
+  const FusedTwoShotSteps k = fusedTwoShotSteps(w.cap / kVecBytes, hv, f.world, call.rows);
+  const size_t unit_rows = w.wire == FusedWire::kPullTwoShot
+                               ? (std::min(call.rows, k.step_rows) + world - 1) / world
+                               : call.rows;
+  size_t units = std::max<size_t>(1, std::min(unit_rows, std::max<size_t>(1, max_blocks / per)));
   // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
   // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
   const int fit = residentCap(f);
@@ -162,8 +186,12 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
   e->region = w.cap / kVecBytes;
   e->pdl = f.knobs.pdl;
   // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
-  e->reason = std::string("fused one-shot over ") + w.what +
-              strFormat(" (%zu bytes, one step of %zu)", bytes, w.cap);
+  e->reason = w.wire == FusedWire::kPullTwoShot
+                  ? std::string("fused two-shot over ") + w.what +
+                        strFormat(" (%zu bytes, %zu step(s) of up to %zu rows)", bytes, k.nsteps,
+                                  k.step_rows)
+                  : std::string("fused one-shot over ") + w.what +
+                        strFormat(" (%zu bytes, one step of %zu)", bytes, w.cap);
   if (e->cluster > 1)
     e->reason += strFormat("; rows over clusters of %d", e->cluster);
   else if (cc.why_not && w.wire == FusedWire::kPush)
@@ -191,7 +219,7 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
     e.reason = p.decision.reason;
     return p;
   }
-  const WireChoice w = wireOf(f, p);
+  const WireChoice w = wireOf(f, p, call, bytes);
   const std::string why_not = whyNotFused(p, w, call, bytes);
   if (why_not.empty() && bytes > 0) {
     e.variant = fusedVariant(w.wire, call.fp8);

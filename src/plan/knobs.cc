@@ -30,6 +30,7 @@ constexpr Field kFields[] = {
     {"pull_ll_bytes", &LaunchKnobs::pull_ll_bytes, nullptr},
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"fused_pull_ll", nullptr, &LaunchKnobs::fused_pull_ll},
+    {"fused_twoshot_rows", &LaunchKnobs::fused_twoshot_rows, nullptr},
     {"epilogue_cluster", nullptr, &LaunchKnobs::epilogue_cluster},
     {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},

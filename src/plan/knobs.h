@@ -45,6 +45,10 @@ struct LaunchKnobs {
   // 7168 bf16 (4.8 / 6.8 / 10.3 us against 4.2 / 6.2 / 7.9; docs/BENCHMARKS.md, nineteenth round).
   // A real PCIe fabric, where LL saves a round trip, is not measured yet.
   bool fused_pull_ll = false;
+  // Fused calls over pull of this many rows or more, and those beyond one step of the pull
+  // one-shot, take the fused two-shot over pull (fused_p2p_twoshot_pull: rows split among the
+  // ranks, only the residual crosses the fabric); 0: never (beyond a step they go unfused).
+  int fused_twoshot_rows = 64;
   // 1: the epilogue kernel after an all-reduce (the unfused path) spreads a row over a cluster
   // (add_rmsnorm.cu). Off: its cluster barriers lose to a block per row (docs/BENCHMARKS.md,
   // "Launch knobs", epilogue_cluster).

@@ -48,6 +48,8 @@ std::set<const void*> everyGetterKernel() {
       {"fusedPullLLFp8Kernels", fusedPullLLFp8Kernels},
       {"fusedPullKernels", fusedPullKernels},
       {"fusedPullFp8Kernels", fusedPullFp8Kernels},
+      {"fusedTwoShotPullKernels", fusedTwoShotPullKernels},
+      {"fusedTwoShotPullFp8Kernels", fusedTwoShotPullFp8Kernels},
       {"fusedHostKernels", fusedHostKernels},
       {"fusedHostFp8Kernels", fusedHostFp8Kernels},
       {"fusedP2pClusterKernels", fusedP2pClusterKernels},

@@ -93,11 +93,12 @@ TEST(FusedPull, GraphReplay) {
 }
 
 // One rounding on every path (tpcomm.h, tpcommAllReduceAddRmsNorm): the push one-shot, the pull
-// LL and flag kernels, the host sentinel kernel and the unfused pairs (the all-reduce, then the
-// epilogue kernel: over the copy engines' one-shot, and over host memory's LL one-shot, neither of
-// which has a fused kernel) give the same bits for the same inputs, residual, norm and FP8 alike.
-// Before, the fused kernels added the residual to the fp32 sum (one rounding) and the unfused
-// pair to the sum rounded to T: 1 ulp apart.
+// LL and flag kernels, the pull two-shot (rows of 1..3 over 2 and 4 ranks: empty runs too), the
+// host sentinel kernel and the unfused pairs (the all-reduce, then the epilogue kernel: over the
+// copy engines' one-shot, and over host memory's LL one-shot, neither of which has a fused kernel)
+// give the same bits for the same inputs, residual, norm and FP8 alike. Before, the fused kernels
+// added the residual to the fp32 sum (one rounding) and the unfused pair to the sum rounded to T: 1
+// ulp apart.
 TEST(FusedPull, EveryPathGivesTheSameBits) {
   if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
   struct Way {
@@ -111,6 +112,7 @@ TEST(FusedPull, EveryPathGivesTheSameBits) {
       {tpcommAlgoHostOneShot, "host_sentinel=0", "add_rmsnorm"},
       {tpcommAlgoOneShotPull, kLL, "fused_p2p_oneshot_pull_ll"},
       {tpcommAlgoOneShotPull, kFlag, "fused_p2p_oneshot_pull"},
+      {tpcommAlgoOneShotPull, "fused_twoshot_rows=1,pull_ll_bytes=0", "fused_p2p_twoshot_pull"},
       {tpcommAlgoHostOneShot, nullptr, "fused_host_oneshot"},
   };
   const FusedCase cases[] = {

@@ -378,6 +378,14 @@ TEST(Poison, FusedAddRmsNorm) {
           C{f, tpcommAlgoAuto, 3, tpcommBfloat16, 16, 7168},
           C{q, tpcommAlgoAuto, 2, tpcommBfloat16, 4, 7168},
           C{f, tpcommAlgoHostOneShot, 2, tpcommBfloat16, 2, 4096},  // over host memory
+          // Over pull (fused_pull.cu, fused_twoshot_pull.cu): the flag wire, the LL wire, the
+          // two-shot in one step (64 rows) and in many (small slots), FP8.
+          C{f, tpcommAlgoOneShotPull, 2, tpcommBfloat16, 4, 7168, 0, "pull_ll_bytes=0"},
+          C{f, tpcommAlgoOneShotPull, 2, tpcommBfloat16, 2, 7168, 0,
+            "pull_ll_bytes=65536,fused_pull_ll=1"},
+          C{f, tpcommAlgoOneShotPull, 2, tpcommBfloat16, 64, 7168, 0, "pull_ll_bytes=0"},
+          C{q, tpcommAlgoOneShotPull, 3, tpcommBfloat16, 70, 4096, 1 << 20,
+            "fused_twoshot_rows=1,pull_ll_bytes=0"},
           // Rows that are not whole vectors: the all-reduce, then the epilogue kernel, which
           // carries the all-reduce's NaN into residual_out and the norm (FP8 too).
           C{f, tpcommAlgoAuto, 2, tpcommBfloat16, 3, 1001},
@@ -411,6 +419,7 @@ TEST(Poison, FailingCallInAGraph) {
           C{ar, tpcommAlgoOneShotCe, 2, tpcommBfloat16, 1 << 19, 0, kSmallSlots},
           C{Coll::kFused, tpcommAlgoAuto, 2, tpcommBfloat16, 4, 7168},
           C{Coll::kFusedFp8, tpcommAlgoAuto, 2, tpcommBfloat16, 4, 7168},
+          C{Coll::kFused, tpcommAlgoOneShotPull, 2, tpcommBfloat16, 64, 7168, 0, "pull_ll_bytes=0"},
           C{Coll::kReduceScatter, tpcommAlgoTwoShot, 2, tpcommBfloat16, 1 << 18, 0, kSmallSlots},
           C{Coll::kAllGather, tpcommAlgoTwoShotPull, 3, tpcommBfloat16, 1 << 17, 0, kSmallSlots},
       },

@@ -46,6 +46,8 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantFusedP2pOneShotPullLLFp8,"fused_p2p_oneshot_pull_ll_fp8",C::kFused,        X::kPeer,       true,  false, fusedPullLLFp8Kernels,    false, 0},
 {tpcommVariantFusedP2pOneShotPull,     "fused_p2p_oneshot_pull",     C::kFused,         X::kPeer,       true,  false, fusedPullKernels,         false, 0},
 {tpcommVariantFusedP2pOneShotPullFp8,  "fused_p2p_oneshot_pull_fp8", C::kFused,         X::kPeer,       true,  false, fusedPullFp8Kernels,      false, 0},
+{tpcommVariantFusedP2pTwoShotPull,     "fused_p2p_twoshot_pull",     C::kFused,         X::kPeer,       true,  false, fusedTwoShotPullKernels,  false, 0},
+{tpcommVariantFusedP2pTwoShotPullFp8,  "fused_p2p_twoshot_pull_fp8", C::kFused,         X::kPeer,       true,  false, fusedTwoShotPullFp8Kernels, false, 0},
 };
 // clang-format on
 

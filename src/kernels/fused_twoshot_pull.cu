@@ -1,0 +1,220 @@
+// The fused all-reduce + add + RMSNorm (+ FP8) two-shot over the pull protocol (fused_oneshot.h):
+// for many rows, where the one-shot's every-rank-reads-every-row costs (world - 1) times the call
+// in loads per rank, and for calls beyond one step of the one-shot. Each step's rows are split
+// into one run per rank (fused_twoshot_layout.h); per step, block b of every rank:
+//   1. writes its input of the other ranks' runs (local rows b, b + grid, ...) into its own
+//      outbox's areas with local stores, and publishes phase 0 (a flag per block, pull_device.cuh);
+//   2. for its rows of its own run, reads every peer's input of them from the peer's outbox, sums
+//      every rank's in rank order in fp32, adds the residual (the one rounding of every path,
+//      fused_device.cuh), stores residual_out and the same bits into its outbox's reduced area,
+//      normalises the row from its registers, and publishes phase 1;
+//   3. for its rows of every other run, reads the residual rows from their owner's reduced area,
+//      stores them, and normalises them: the same bits, summed by the same threads in the same
+//      order, as the owner's, so every rank holds identical outputs.
+// Only the residual crosses the fabric twice (world - 1 of world runs each way); the norm is
+// computed where it is stored. The residual of a row is its owner's residual_in (tensor-parallel
+// ranks hold the same one: tpcomm.h says so). Block b of every rank owns the same local rows of
+// every run, so a block's flags cover exactly what its peers' blocks b read, and the steps' slot
+// reuse is the two-shot pull's (docs/PROTOCOL.md, "Pull"). Rows that fit the registers only (the
+// planner checks, fused_plan.cc).
+#include "kernels/device/fused_pull_device.cuh"
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/fused_oneshot.h"
+#include "kernels/layout/fused_twoshot_layout.h"
+#include "kernels/runtime/algo_launch.h"
+
+namespace tpcomm {
+namespace {
+
+using namespace fused_pull;
+
+// The failure branch (a call): every row of this block from step `from` on is poison
+// (poisonFused), its own run's and the others'.
+template <typename T, bool kQuant>
+__device__ __noinline__ void poisonTwoShotRows(const FusedParams& p, const FusedTwoShotSteps& k,
+                                               size_t from, int world) {
+  constexpr int E = VecTraits<T>::kElems;
+  const size_t hv = p.hidden / E;
+  for (size_t s = from; s < k.nsteps; ++s) {
+    const FusedTwoShotStep st = fusedTwoShotStep(k, s, world, p.rows);
+    for (int d = 0; d < world; ++d) {
+      FusedParams q = p;
+      q.rows = st.first + st.runBegin(d) + st.runLen(d);  // poisonFused stops at q.rows
+      poisonFused<T, kQuant>(q, st.first + st.runBegin(d) + blockIdx.x, gridDim.x, threadIdx.x,
+                             blockDim.x, hv);
+    }
+  }
+}
+
+// The squares of a residual row's vectors in registers, in addResidual's order: the owner's sum
+// of squares, bit for bit.
+template <typename T, int V>
+__device__ __forceinline__ float rowSquares(const uint4 (&y)[V], size_t hv) {
+  constexpr int E = VecTraits<T>::kElems;
+  float sumsq = 0.f;
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    if (threadIdx.x + u * blockDim.x >= hv) continue;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float q = lane<T>(y[u], i);
+      sumsq += q * q;
+    }
+  }
+  return sumsq;
+}
+
+template <typename T, int kW, bool kQuant>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    fusedTwoShotPullKernel(const __grid_constant__ DeviceComm c,
+                           const __grid_constant__ FusedParams p) {
+  constexpr int E = VecTraits<T>::kElems;
+  constexpr int V = kFusedPullVecs, R = pullBatch<kW>();
+  __shared__ BlockSumScratch scratch;
+  const size_t H = p.hidden, hv = H / E;
+  const int rank = c.rank, world = c.world;
+  const FusedTwoShotSteps k = fusedTwoShotSteps(p.region, hv, world, p.rows);
+  const size_t area_vecs = k.area_rows * hv;
+  char* const mine = c.pulls[rank];
+  CallSession session(c);
+
+  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  uint4 g[V];
+  loadSlice<V>(p.gamma, 0, 0, hv, g);
+  session.openThread();
+  const bool aborted = session.aborted();
+  const bool checker = isFusedPrintChecker();
+  if (checker && !aborted) session.announce<PullProto, kW>(fusedPrint<T, kQuant>(session, p));
+  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  WaitCtx wait = session.startWaits();
+  unsigned parity = 0;
+  for (size_t s = 0; s < k.nsteps; ++s) {
+    const FusedTwoShotStep st = fusedTwoShotStep(k, s, world, p.rows);
+    const unsigned long long step = session.epoch + s;
+    const size_t slot = (step % kNumSlots) * c.pull_slot_bytes;
+    // 1. My input of every other run into its area of my slot: local stores only.
+    if (!aborted)
+      for (int q = 1; q < world; ++q) {
+        const int d = ringRank(rank, q, world);
+        uint4* area = reinterpret_cast<uint4*>(mine + slot) +
+                      static_cast<size_t>(fusedTwoShotArea(rank, d, world)) * area_vecs;
+        const size_t first = st.first + st.runBegin(d);
+        for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x)
+          for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
+            storeVec16(area + i * hv + j,
+                       canon<T>(static_cast<const uint4*>(p.send)[(first + i) * hv + j]));
+      }
+    if (s == 0) {
+      // Every thread's epoch read has returned, and every store of the block is ordered before
+      // thread 0's publish, by this barrier, before the block is counted in.
+      if (!session.arriveBlock(aborted)) {  // aborted before this call: every row is poison
+        poisonTwoShotRows<T, kQuant>(p, k, 0, world);
+        return;
+      }
+      publishFlag<PullProto>(c, step);
+      // The peers' fingerprints before any wait for their data: a peer in another call is an
+      // error here, not a timeout (the await takes the checker's verdict to the whole block).
+      if (checker) session.checkPeers<PullProto>(wait, fusedPrint<T, kQuant>(session, p));
+    } else {
+      bulkPublish<PullProto>(c, blockDim.x, step);
+    }
+    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, step, wait)) {
+      poisonTwoShotRows<T, kQuant>(p, k, s, world);
+      return;
+    }
+
+    // 2. My run: every rank's input summed, the residual added, normalised; the residual rows
+    //    into my reduced area.
+    const char* src[kW];  // rank r's area holding its input of my run
+#pragma unroll
+    for (int r = 0; r < kW; ++r)
+      src[r] = r < world && r != rank
+                   ? c.pulls[r] + slot + fusedTwoShotArea(r, rank, world) * area_vecs * kVecBytes
+                   : nullptr;
+    uint4* const reduced = reinterpret_cast<uint4*>(mine + slot) + (world - 1) * area_vecs;
+    const size_t own_first = st.first + st.runBegin(rank);
+    for (size_t i = blockIdx.x; i < st.runLen(rank); i += gridDim.x, parity ^= 1u) {
+      const size_t row = own_first + i;
+      uint4 x[V], res[V], y[V];
+      loadSlice<V>(p.send, row * hv, 0, hv, x);
+      loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
+      float sumsq = 0.f;
+#pragma unroll
+      for (int u0 = 0; u0 < V; u0 += R)
+        sumRowPart<false, T, kW, R, V>(c, src, i * hv, hv, u0, 0, step, x, res, wait, y, sumsq);
+#pragma unroll
+      for (int u = 0; u < V; ++u) {
+        const size_t j = threadIdx.x + u * blockDim.x;
+        if (j >= hv) continue;
+        static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+        storeVec16(reduced + i * hv + j, y[u]);
+      }
+      bool none = false;  // the waits were the flags': no thread gave up after them
+      const float total = blockSumFixedOrder(sumsq, scratch, parity, false, &none);
+      const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+      storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+    }
+    bulkPublish<PullPhaseProto<1>>(c, blockDim.x, step);
+    if (s + 1 == k.nsteps) pdlLaunchDependents();
+    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, step, wait)) {
+      poisonTwoShotRows<T, kQuant>(p, k, s, world);
+      return;
+    }
+
+    // 3. Every other run: its owner's residual rows, normalised here.
+    for (int q = 1; q < world; ++q) {
+      const int d = ringRank(rank, q, world);
+      const uint4* from =
+          reinterpret_cast<const uint4*>(c.pulls[d] + slot) + (world - 1) * area_vecs;
+      const size_t first = st.first + st.runBegin(d);
+      for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x, parity ^= 1u) {
+        const size_t row = first + i;
+        uint4 y[V];
+#pragma unroll
+        for (int u = 0; u < V; ++u) {
+          const size_t j = threadIdx.x + u * blockDim.x;
+          y[u] = j < hv ? loadVolatile(from + i * hv + j) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < V; ++u) {
+          const size_t j = threadIdx.x + u * blockDim.x;
+          if (j < hv) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+        }
+        bool none = false;
+        const float total =
+            blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, false, &none);
+        const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+        storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+      }
+    }
+  }
+  session.close(k.nsteps);
+}
+
+template <bool kQuant>
+struct FusedTwoShotPullEntry {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&fusedTwoShotPullKernel<T, kW, kQuant>);
+  }
+};
+
+// One kernel a row shape (the one-pass one), named as both the set's general and one-pass entry,
+// as fused_pull.cu's.
+template <bool kQuant>
+KernelSet fusedTwoShotPullSet(int world) {
+  KernelSet s = kernelSetByWorld<FusedTwoShotPullEntry<kQuant>, PullProto>(world);
+  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
+  return s;
+}
+
+}  // namespace
+
+KernelSet fusedTwoShotPullKernels(int world) {
+  return fusedTwoShotPullSet<false>(world);
+}
+KernelSet fusedTwoShotPullFp8Kernels(int world) {
+  return fusedTwoShotPullSet<true>(world);
+}
+
+}  // namespace tpcomm
