@@ -109,11 +109,14 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
 // the islands), calls of fused_twoshot_rows rows or more, and calls beyond one step of the
 // one-shot, take the fused two-shot over pull (knobs.h): each rank reads (world - 1) / world of
 // the call twice instead of (world - 1) times all of it, in as many steps as the call needs.
+// At two ranks each rank loads the call once either way (the one-shot: the peer's rows; the
+// two-shot: half of them twice), so the two-shot pays off only at twice the rows.
 WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size_t bytes) {
   const WireChoice one = oneShotWireOf(f, ar);
-  const int at = f.knobs.fused_twoshot_rows;
-  if (!pulls(one.wire) || variantRow(ar.variant)->island || at <= 0 ||
-      (call.rows < static_cast<size_t>(at) && bytes <= one.cap))
+  const int knob = f.knobs.fused_twoshot_rows;
+  const size_t at = static_cast<size_t>(knob) * (f.world == 2 && knob > 1 ? 2 : 1);
+  if (!pulls(one.wire) || variantRow(ar.variant)->island || knob <= 0 ||
+      (call.rows < at && bytes <= one.cap))
     return one;
   return {FusedWire::kPullTwoShot, f.slots.pull_step_bytes,
           "peer memory by pulls, rows split among the ranks"};

@@ -45,9 +45,13 @@ struct LaunchKnobs {
   // 7168 bf16 (4.8 / 6.8 / 10.3 us against 4.2 / 6.2 / 7.9; docs/BENCHMARKS.md, nineteenth round).
   // A real PCIe fabric, where LL saves a round trip, is not measured yet.
   bool fused_pull_ll = false;
-  // Fused calls over pull of this many rows or more, and those beyond one step of the pull
-  // one-shot, take the fused two-shot over pull (fused_p2p_twoshot_pull: rows split among the
-  // ranks, only the residual crosses the fabric); 0: never (beyond a step they go unfused).
+  // Fused calls over pull of this many rows or more (twice as many at two ranks), and those
+  // beyond one step of the pull one-shot, take the fused two-shot over pull
+  // (fused_p2p_twoshot_pull: rows split among the ranks, only the residual crosses the fabric);
+  // 0: never (beyond a step they go unfused); 1: always. 64: one H200 with 2, 4 and 8 ranks
+  // sharing it, 7168 bf16, measured the two-shot faster than the fused one-shot from 64 rows at 4
+  // and 8 ranks (15.3 / 27.5 us against 16.0 / 38.2) and from 128 at 2 (12.5 against 12.9), slower
+  // below (docs/BENCHMARKS.md, twentieth round).
   int fused_twoshot_rows = 64;
   // 1: the epilogue kernel after an all-reduce (the unfused path) spreads a row over a cluster
   // (add_rmsnorm.cu). Off: its cluster barriers lose to a block per row (docs/BENCHMARKS.md,

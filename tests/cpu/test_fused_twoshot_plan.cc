@@ -24,6 +24,11 @@ CommFacts collapsed(int world) {
   return f;
 }
 
+bool pulls(tpcommVariant_t v) {
+  const VariantRow* r = variantRow(v);
+  return r && r->pull && r->transport == VariantTransport::kPeer;
+}
+
 std::string what(int w, size_t t, size_t h, const EpiloguePlan& e) {
   return "world " + std::to_string(w) + " T=" + std::to_string(t) + " H=" + std::to_string(h) +
          ": " + tpcommVariantName(e.variant) + " (" + e.reason + ")";
@@ -67,18 +72,22 @@ TEST(FusedTwoShotLayout, EveryRowOnceAndEveryAreaInsideTheSlot) {
   EXPECT_EQ(fusedTwoShotSteps(7, 4, 2, 10).area_rows, 0u);  // a slot without a row per rank
 }
 
-// The box (write collapse): from fused_twoshot_rows rows the two-shot, below it the
-// one-shot, at every world and in FP8, wherever the all-reduce of the same bytes pulls (beyond
-// about 1 MiB the default table sends it to NCCL at 3+ ranks, and the fused call follows it,
-// unfused); its grid takes a block per row of a run.
+// The box (write collapse): from fused_twoshot_rows rows (twice as many at two ranks)
+// the two-shot, below it the one-shot, at every world and in FP8, wherever the all-reduce of the
+// same bytes pulls (beyond about 1 MiB the default table sends it to NCCL at 3+ ranks, and the
+// fused call follows it, unfused); its grid takes a block per row of a run.
 TEST(FusedTwoShotPlan, WriteCollapseTakesItFromTheKnobsRows) {
+  int checked = 0;
   for (int w = 2; w <= 8; ++w)
-    for (size_t t : {size_t{1}, size_t{16}, size_t{63}, size_t{64}})
+    for (size_t t : {size_t{1}, size_t{16}, size_t{63}, size_t{64}, size_t{127}, size_t{128}})
       for (bool fp8 : {false, true}) {
         const CommFacts f = collapsed(w);
         ASSERT_EQ(f.knobs.fused_twoshot_rows, 64);
-        const EpiloguePlan e = planCall(f, fusedCall(t, 7168, tpcommBfloat16, fp8)).epilogue;
-        const bool two = t >= 64;
+        const CallPlan p = planCall(f, fusedCall(t, 7168, tpcommBfloat16, fp8));
+        if (!pulls(p.variant)) continue;  // NCCL's (checked below), not this test's
+        const EpiloguePlan& e = p.epilogue;
+        ++checked;
+        const bool two = t >= (w == 2 ? 128u : 64u);
         const tpcommVariant_t want =
             two ? (fp8 ? tpcommVariantFusedP2pTwoShotPullFp8 : tpcommVariantFusedP2pTwoShotPull)
                 : (fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull);
@@ -89,6 +98,7 @@ TEST(FusedTwoShotPlan, WriteCollapseTakesItFromTheKnobsRows) {
           EXPECT_NE(e.reason.find("fused two-shot"), std::string::npos) << e.reason;
         }
       }
+  EXPECT_GE(checked, 7 * 4 * 2 + 2 * 2);  // every world up to 64 rows, 127 and 128 at two
 }
 
 // Beyond one step of the one-shot (4 MiB outbox slots here: 292 rows of 7168 bf16) the two-shot
