@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -338,6 +339,18 @@ std::string describe(const ChainCall& c, int i) {
 }
 
 // Runs the chain on a fresh group; returns "" or what went wrong (the chain's table included).
+// Which variants a chain ran, each with its count (rank 0's: the ranks' agree, or the chain
+// failed): evidence that a chain reached the variants it is meant to mix.
+std::string variantMix(const std::vector<ChainCall>& calls) {
+  std::map<std::string, int> n;
+  for (const ChainCall& c : calls)
+    if (!c.skipped) ++n[c.plan.substr(0, c.plan.find('/'))];
+  std::string out;
+  for (const auto& [name, k] : n)
+    out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(k);
+  return out;
+}
+
 std::string runChain(const ChainParam& p, uint64_t seed, int ncalls) {
   const tpcommConfig_t cfg = configFor(p.algo, 0, 4000);
   std::string err;
@@ -407,7 +420,11 @@ std::string runChain(const ChainParam& p, uint64_t seed, int ncalls) {
   }
   for (auto& per_call : mem)
     for (RankCall& rc : per_call) cudaFree(rc.base);
-  if (failure.empty() && async.empty() && wrong.empty()) return "";
+  if (failure.empty() && async.empty() && wrong.empty()) {
+    printf("[ chain    ] w%d %s seed %llu: %s\n", p.world, tpcommAlgoName(p.algo),
+           static_cast<unsigned long long>(seed), variantMix(calls).c_str());
+    return "";
+  }
   std::string table;
   for (int i = 0; i < ncalls; ++i) table += "  " + describe(calls[i], i) + "\n";
   return "seed " + std::to_string(seed) + ": " + failure +

@@ -1,5 +1,5 @@
-// tpcommAllReduce: validate -> check the communicator is healthy -> ask the planner -> launch the
-// planned variant (or hand to NCCL, counted and logged) -> record what ran.
+// tpcommAllReduce: validate, then the call's pipeline (run_call.h) around the launch of the
+// planned variant (or the hand-off to NCCL, counted and logged).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "comm/call/local_calls.h"
 #include "comm/call/nccl_fallback.h"
 #include "comm/call/poison_outputs.h"
+#include "comm/call/run_call.h"
 #include "comm/checks/validate.h"
 #include "comm/comm.h"
 #include "comm/lifecycle/registry.h"
@@ -21,12 +22,11 @@
 namespace tpcomm {
 namespace {
 
-void record(tpcommComm* c, const CallPlan& p, size_t bytes, tpcommDataType_t dt, bool capturing) {
+CallRecord record(const CallPlan& p, size_t bytes, tpcommDataType_t dt) {
   const Decision& d = p.decision;
-  recordCall(c,
-             CallRecord{d.algo, p.variant, d.fallback, bytes, dt,
-                        isKernelVariant(p.variant) ? p.grid.blocks : 0, &d.reason, "allreduce"},
-             capturing);
+  return CallRecord{d.algo,    p.variant,  d.fallback,
+                    bytes,     dt,         isKernelVariant(p.variant) ? p.grid.blocks : 0,
+                    &d.reason, "allreduce"};
 }
 
 }  // namespace
@@ -37,36 +37,23 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
   size_t bytes = 0;
   TPCOMM_CHECK(
       validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype), op, &bytes));
-  DeviceGuard guard(comm->device);
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(checkStream(comm, s, "tpcommAllReduce", &cap));
-  if (check_buffers)
-    TPCOMM_CHECK(checkCallBuffers(comm, "tpcommAllReduce", cap,
-                                  {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}}));
-  // A broken communicator: the error, and NaN in recvbuff (comm/call/poison_outputs.h).
-  TPCOMM_CHECK(refuseIfBroken(comm, "tpcommAllReduce", s, cap,
-                              {allReduceOutput(recvbuff, count, elementBytes(datatype))}));
-
-  const CallPlan& p = plannedCall(comm, Call{bytes, aligned16(sendbuff) && aligned16(recvbuff)});
-  const Decision& d = p.decision;
-  if (d.error != tpcommSuccess)
-    return fail(d.error, "tpcommAllReduce: %zu bytes on rank %d: %s", bytes, comm->rank,
-                d.reason.c_str());
-  // Before NCCL too: the order holds across tpcomm's kernels and NCCL's alike.
-  TPCOMM_CHECK(orderCall(&comm->order, s, cap, "tpcommAllReduce", comm->rank));
-  if (p.variant == tpcommVariantNccl) {
-    TPCOMM_CHECK(ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, s,
-                                       cap != cudaStreamCaptureStatusNone));
-  } else {
-    const LaunchArgs a = launchArgsOf(p, sendbuff, recvbuff, count, datatype);
-    // The copy engines' one-shot: its copies, then its kernels (comm/call/ce_copies.h).
-    const bool ce = variantRow(p.variant)->transport == VariantTransport::kCopyEngine;
-    TPCOMM_CHECK(ce ? launchOneShotCe(comm->dev, a, &comm->ce_steps, s)
-                    : launchAllReduceKernel(comm->dev, a, s));
-  }
-  TPCOMM_CHECK(afterCall(&comm->order, s, cap));
-  record(comm, p, bytes, datatype, cap != cudaStreamCaptureStatusNone);
-  return tpcommSuccess;
+  const CallSteps steps{"tpcommAllReduce",
+                        Call{bytes, aligned16(sendbuff) && aligned16(recvbuff)},
+                        bytes,
+                        {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}},
+                        {allReduceOutput(recvbuff, count, elementBytes(datatype))},
+                        check_buffers};
+  return runCall(
+      comm, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord* rec) {
+        *rec = record(p, bytes, datatype);
+        if (p.variant == tpcommVariantNccl)
+          return ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, st, capturing);
+        const LaunchArgs a = launchArgsOf(p, sendbuff, recvbuff, count, datatype);
+        // The copy engines' one-shot: its copies, then its kernels (ce_copies.h).
+        const bool ce = variantRow(p.variant)->transport == VariantTransport::kCopyEngine;
+        return ce ? launchOneShotCe(comm->dev, a, &comm->ce_steps, st)
+                  : launchAllReduceKernel(comm->dev, a, st);
+      });
 }
 
 }  // namespace tpcomm

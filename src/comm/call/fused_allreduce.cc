@@ -1,5 +1,5 @@
-// tpcommAllReduceAddRmsNorm: validate -> plan (planCall's fused rules) -> the fused one-shot
-// kernel, or the all-reduce then the epilogue kernel -> record what ran.
+// tpcommAllReduceAddRmsNorm: validate, then the call's pipeline (run_call.h) around the fused
+// kernel the plan chose (planCall's fused rules), or the all-reduce then the epilogue kernel.
 // tpcommCommExplainAddRmsNorm asks the same planner.
 #include <cuda_runtime_api.h>
 
@@ -8,6 +8,7 @@
 #include "comm/call/call_common.h"
 #include "comm/call/fused_staging.h"
 #include "comm/call/poison_outputs.h"
+#include "comm/call/run_call.h"
 #include "comm/checks/validate.h"
 #include "comm/checks/validate_fused.h"
 #include "comm/lifecycle/registry.h"
@@ -93,57 +94,48 @@ extern "C" tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
   size_t bytes = 0;
   TPCOMM_CHECK(validateFusedArgs(b, comm->cc_major, comm->cc_minor, &bytes));
   if (tokens == 0) return checkAsync(comm, kOp);  // nothing to compute, nothing to poison
-  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  DeviceGuard guard(comm->device);
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(checkStream(comm, s, kOp, &cap));
-  TPCOMM_CHECK(checkCallBuffers(comm, kOp, cap,
-                                {{input, "input"},
-                                 {residualIn, "residualIn"},
-                                 {residualOut, "residualOut"},
-                                 {normOut, "normOut"},
-                                 {gamma, "gamma"},
-                                 {params->quantScale, "params->quantScale"}}));
-  // A broken communicator: the error, and NaN in residualOut and normOut
-  // (comm/call/poison_outputs.h).
-  const FusedOutputs outs = fusedOutputs(residualOut, normOut, tokens, hidden,
-                                         elementBytes(datatype), params->quantScale != nullptr);
-  TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
-
+  const bool fp8 = params->quantScale != nullptr;
+  const FusedOutputs outs =
+      fusedOutputs(residualOut, normOut, tokens, hidden, elementBytes(datatype), fp8);
   // Planned from what every rank shares (the shapes: a Call holds no pointer fact); a rank whose
-  // buffers are not all aligned stages them below (comm/call/fused_staging.h).
-  const CallPlan& p =
-      plannedCall(comm, fusedCall(tokens, hidden, datatype, params->quantScale != nullptr),
-                  /*spanning=*/comm->span != nullptr);
-  const EpiloguePlan& e = p.epilogue;
-  const Decision& d = p.decision;
-  if (d.error != tpcommSuccess)
-    return fail(d.error, "%s: %zu bytes on rank %d: %s", kOp, bytes, comm->rank, d.reason.c_str());
-  // The unfused pair then finds this stream in tpcommAllReduce's order, and its epilogue kernel
-  // follows it on the same stream.
-  TPCOMM_CHECK(orderCall(&comm->order, s, cap, kOp, comm->rank));
-  // Across machines the plan is never fused (its kernels would sum one machine only): the
-  // hierarchical all-reduce (tpcommAllReduce), then the epilogue kernel.
-  if (isFusedVariant(e.variant)) {
-    TPCOMM_CHECK(runFused(comm, b, e, bytes, outs.norm.bytes, s));
-    TPCOMM_CHECK(afterCall(&comm->order, s, cap));
-    recordCall(comm,
-               CallRecord{d.algo, e.variant, d.fallback, bytes, datatype, e.blocks, &e.reason,
-                          "allreduce+rmsnorm"},
-               cap != cudaStreamCaptureStatusNone);
-    return tpcommSuccess;
-  }
-  const tpcommResult_t unfused = runUnfused(comm, b, e, s, stream);
-  if (unfused != tpcommSuccess) {
-    // Broken since this call's own check (its all-reduce was refused, the epilogue never ran):
-    // both outputs are NaN all the same.
-    TPCOMM_CHECK(refuseIfBroken(comm, kOp, s, cap, {outs.residual, outs.norm}));
-    return unfused;
-  }
-  CallRecord r{d.algo, e.variant, d.fallback, bytes, datatype, 0, &e.reason, "allreduce+rmsnorm"};
-  r.epilogue = true;
-  recordCall(comm, r, cap != cudaStreamCaptureStatusNone);
-  return tpcommSuccess;
+  // buffers are not all aligned stages them (comm/call/fused_staging.h). Across machines the
+  // plan is never fused (its kernels would sum one machine only): the hierarchical all-reduce
+  // (tpcommAllReduce), then the epilogue kernel.
+  const CallSteps steps{kOp,
+                        fusedCall(tokens, hidden, datatype, fp8),
+                        bytes,
+                        {{input, "input"},
+                         {residualIn, "residualIn"},
+                         {residualOut, "residualOut"},
+                         {normOut, "normOut"},
+                         {gamma, "gamma"},
+                         {params->quantScale, "params->quantScale"}},
+                        {outs.residual, outs.norm},
+                        /*check_buffers=*/true,
+                        /*nothing=*/false,
+                        /*spanning=*/comm->span != nullptr};
+  return runCall(comm, reinterpret_cast<cudaStream_t>(stream), steps,
+                 [&](const CallPlan& p, cudaStream_t s, bool, CallRecord* rec) -> tpcommResult_t {
+                   const EpiloguePlan& e = p.epilogue;
+                   const Decision& d = p.decision;
+                   const bool fused = isFusedVariant(e.variant);
+                   *rec = CallRecord{d.algo,    e.variant,          d.fallback,
+                                     bytes,     datatype,           fused ? e.blocks : 0,
+                                     &e.reason, "allreduce+rmsnorm"};
+                   if (fused) return runFused(comm, b, e, bytes, outs.norm.bytes, s);
+                   rec->epilogue = true;  // the all-reduce recorded itself
+                   // The unfused pair finds this stream in tpcommAllReduce's order, and its
+                   // epilogue kernel follows it on the same stream.
+                   const tpcommResult_t unfused = runUnfused(comm, b, e, s, stream);
+                   if (unfused == tpcommSuccess) return unfused;
+                   // Broken since this call's own check (its all-reduce was refused, the epilogue
+                   // never ran): both outputs are NaN all the same, and the error is the
+                   // communicator's.
+                   const tpcommResult_t broken = checkAsync(comm, kOp);
+                   if (broken == tpcommSuccess) return unfused;
+                   if (!fillPoison({outs.residual, outs.norm}, s)) cudaGetLastError();
+                   return broken;
+                 });
 }
 
 extern "C" tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t tokens,

@@ -1,6 +1,6 @@
 // tpcommReduceScatter and tpcommAllGather: the all-reduce's path (allreduce.cc) for the halves of
-// the two-shot: validate -> check the communicator is healthy -> ask the planner (plan/
-// half_plan.h) -> launch the planned half (or hand to NCCL, counted and logged) -> record it.
+// the two-shot: validate, then the call's pipeline (run_call.h) around the launch of the planned
+// half (plan/half_plan.h; or the hand-off to NCCL, counted and logged).
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -9,6 +9,7 @@
 #include "comm/call/local_calls.h"
 #include "comm/call/nccl_fallback.h"
 #include "comm/call/poison_outputs.h"
+#include "comm/call/run_call.h"
 #include "comm/checks/validate.h"
 #include "comm/checks/validate_half.h"
 #include "comm/comm.h"
@@ -37,36 +38,25 @@ tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t
   size_t bytes = 0;
   TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
                                 comm->world, &bytes));
-  DeviceGuard guard(comm->device);
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(checkStream(comm, s, op, &cap));
-  // Nothing moves on any rank: no launch, no record, nothing to poison.
-  if (count == 0) return checkAsync(comm, op);
-  if (check_buffers)
-    TPCOMM_CHECK(checkCallBuffers(comm, op, cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
-  // A broken communicator: the error, and NaN in recvbuff (comm/call/poison_outputs.h).
-  TPCOMM_CHECK(refuseIfBroken(comm, op, s, cap,
-                              {halfOutput(coll, recv, count, elementBytes(dt), comm->world)}));
-
-  const CallPlan& p =
-      plannedCall(comm, Call{bytes, halfAligned(send, recv, bytes, comm->world), coll});
-  const Decision& d = p.decision;
-  if (d.error != tpcommSuccess)
-    return fail(d.error, "%s: %zu bytes on rank %d: %s", op, bytes, comm->rank, d.reason.c_str());
-  const bool capturing = cap != cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(orderCall(&comm->order, s, cap, op, comm->rank));
-  if (p.variant == tpcommVariantNccl) {
-    TPCOMM_CHECK(ncclFallbackHalf(comm, coll, send, recv, count, dt, s, capturing));
-  } else {
-    TPCOMM_CHECK(launchAllReduceKernel(comm->dev, launchArgsOf(p, send, recv, count, dt), s));
-  }
-  TPCOMM_CHECK(afterCall(&comm->order, s, cap));
-  recordCall(comm,
-             CallRecord{d.algo, p.variant, d.fallback, bytes, dt,
-                        isKernelVariant(p.variant) ? p.grid.blocks : 0, &d.reason,
-                        coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"},
-             capturing);
-  return tpcommSuccess;
+  const CallSteps steps{op,
+                        Call{bytes, halfAligned(send, recv, bytes, comm->world), coll},
+                        bytes,
+                        {{send, "sendbuff"}, {recv, "recvbuff"}},
+                        {halfOutput(coll, recv, count, elementBytes(dt), comm->world)},
+                        check_buffers,
+                        /*nothing=*/count == 0};
+  return runCall(
+      comm, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord* rec) {
+        const Decision& d = p.decision;
+        *rec = CallRecord{
+            d.algo,     p.variant,
+            d.fallback, bytes,
+            dt,         isKernelVariant(p.variant) ? p.grid.blocks : 0,
+            &d.reason,  coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"};
+        if (p.variant == tpcommVariantNccl)
+          return ncclFallbackHalf(comm, coll, send, recv, count, dt, st, capturing);
+        return launchAllReduceKernel(comm->dev, launchArgsOf(p, send, recv, count, dt), st);
+      });
 }
 
 namespace {

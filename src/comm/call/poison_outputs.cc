@@ -24,6 +24,13 @@ FusedOutputs fusedOutputs(void* residual_out, void* norm_out, size_t tokens, siz
                       OutputSpan{norm_out, n * (fp8 ? 1 : elem_bytes)}};
 }
 
+bool fillPoison(std::initializer_list<OutputSpan> outs, cudaStream_t s) {
+  bool filled = true;
+  for (const OutputSpan& o : outs)
+    if (o.bytes) filled = cudaMemsetAsync(o.ptr, kPoisonByte, o.bytes, s) == cudaSuccess && filled;
+  return filled;
+}
+
 tpcommResult_t refuseIfBroken(tpcommComm* c, const char* op, cudaStream_t s,
                               cudaStreamCaptureStatus cap, std::initializer_list<OutputSpan> outs) {
   const tpcommResult_t broken = checkAsync(c, op);
@@ -31,11 +38,7 @@ tpcommResult_t refuseIfBroken(tpcommComm* c, const char* op, cudaStream_t s,
   const std::string why = lastError();
   // Behind the communicator's earlier calls, whose kernels may still be writing these outputs.
   if (orderCall(&c->order, s, cap, op, c->rank) == tpcommSuccess) {
-    bool filled = true;
-    for (const OutputSpan& o : outs)
-      if (o.bytes)
-        filled = cudaMemsetAsync(o.ptr, kPoisonByte, o.bytes, s) == cudaSuccess && filled;
-    if (!filled) cudaGetLastError();  // reported below as the communicator's error, not this
+    if (!fillPoison(outs, s)) cudaGetLastError();  // reported below as the communicator's error
     (void)afterCall(&c->order, s, cap);
   }
   setLastError(why);
