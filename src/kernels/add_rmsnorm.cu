@@ -1,7 +1,6 @@
 // The residual add + RMSNorm (+ FP8) epilogue as a kernel of its own (add_rmsnorm.h): one block
-// per row, or on sm_90+ a thread-block cluster per row (block k of a cluster owns slice k of the
-// row's vectors, and the row's sum of squares is added up over the cluster in distributed shared
-// memory: one SM alone moves a row latency-bound). Two passes over the slice by the same threads:
+// per row (its cluster-per-row form lost to it and is gone: docs/BENCHMARKS.md, "Launch knobs",
+// epilogue_cluster). Two passes over the row by the same threads:
 // the first rounds residual_out to T, stores it and sums its squares; the second reads back the
 // thread's own stores (no barrier needed) and writes the norm. Re-reading the slice from L1/L2
 // costs less than holding any hidden size in registers, and keeps one code path for every H.
@@ -20,10 +19,6 @@ namespace {
 
 constexpr int kMaxThreads = 512;
 constexpr int kMaxGrid = 4096;  // rows beyond it are taken by a grid-stride loop
-// Clusters split rows while rows x cluster stays within this many blocks (beyond, the rows
-// themselves fill the GPU), each block taking about kClusterSliceBytes of a row.
-constexpr size_t kClusterGridBudget = 128;
-constexpr size_t kClusterSliceBytes = 2048;
 
 // Writes the E e4m3 bytes of one vector's norms; one store where the bytes are aligned for it.
 template <int E>
@@ -44,54 +39,23 @@ __device__ __forceinline__ void storeE4m3(uint8_t* out, size_t first, size_t cou
     if (first + i < count) out[first + i] = b[i];
 }
 
-// The row's sum of squares: the block's, or (kCluster) the cluster's, in a fixed order.
-template <bool kCluster>
-__device__ __forceinline__ float rowSumSq(float v, BlockSumScratch& scratch,
-                                          SlicePartial (&partial)[2], unsigned parity) {
-  bool unused = false;  // the epilogue kernel never gives up
-  const float block = blockSumFixedOrder(v, scratch, parity, false, &unused);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (kCluster) {
-    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    bool failed = false;
-    return clusterSumFixedOrder(cluster, partial, parity, block, false, &failed);
-  }
-#endif
-  (void)partial;
-  return block;
-}
-
-// kCluster: launched in clusters (sm_90+ only: the launch never asks for them below), each
-// cluster taking rows c, c + clusters, ... and each of its blocks a slice of their vectors.
-template <typename T, bool kQuant, bool kCluster>
+// Block b takes rows b, b + grid, ...
+template <typename T, bool kQuant>
 __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a, bool aligned) {
   constexpr int E = VecTraits<T>::kElems;
   __shared__ BlockSumScratch scratch;
-  __shared__ SlicePartial partial[2];
   const size_t H = a.hidden;
   const size_t nvec = (H + E - 1) / E;
   const float inv_scale = kQuant ? 1.f / *a.quant_scale : 0.f;
-  size_t first_row = blockIdx.x, row_step = gridDim.x, lo = 0, hi = nvec;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (kCluster) {
-    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    const size_t cs = cluster.num_blocks(), slice = (nvec + cs - 1) / cs;
-    first_row = blockIdx.x / cs;
-    row_step = gridDim.x / cs;
-    lo = static_cast<size_t>(cluster.block_rank()) * slice;
-    lo = lo < nvec ? lo : nvec;
-    hi = lo + slice < nvec ? lo + slice : nvec;
-  }
-#endif
   unsigned parity = 0;
-  for (size_t row = first_row; row < a.rows; row += row_step, parity ^= 1u) {
+  for (size_t row = blockIdx.x; row < a.rows; row += gridDim.x, parity ^= 1u) {
     const size_t off = row * H;
     const T* ar = static_cast<const T*>(a.ar) + off;
     const T* res_in = static_cast<const T*>(a.residual_in) + off;
     T* res_out = static_cast<T*>(a.residual_out) + off;
 
     float sumsq = 0.f;
-    for (size_t v = lo + threadIdx.x; v < hi; v += blockDim.x) {
+    for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
       const uint4 x = loadVec(ar, v, H, aligned);
       const uint4 r = loadVec(res_in, v, H, aligned);
       uint4 y = make_uint4(0, 0, 0, 0);
@@ -105,10 +69,11 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
       }
       storeVec(res_out, v, H, aligned, y);
     }
-    const float rs =
-        rsqrtf(rowSumSq<kCluster>(sumsq, scratch, partial, parity) / static_cast<float>(H) + a.eps);
+    bool unused = false;  // the epilogue kernel never gives up
+    const float rs = rsqrtf(
+        blockSumFixedOrder(sumsq, scratch, parity, false, &unused) / static_cast<float>(H) + a.eps);
 
-    for (size_t v = lo + threadIdx.x; v < hi; v += blockDim.x) {
+    for (size_t v = threadIdx.x; v < nvec; v += blockDim.x) {
       const uint4 y = loadVec(static_cast<const T*>(res_out), v, H, aligned);
       const uint4 g = loadVec(static_cast<const T*>(a.gamma), v, H, aligned);
       if constexpr (kQuant) {
@@ -130,57 +95,38 @@ __global__ void __launch_bounds__(kMaxThreads) addRmsNormKernel(AddRmsNormArgs a
       }
     }
   }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // The last row's partials are read before any block of the cluster leaves.
-  if constexpr (kCluster) cooperative_groups::this_cluster().sync();
-#endif
 }
 
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
 }
 
-template <bool kQuant, bool kCluster>
+template <bool kQuant>
 void setOf(const void* (&fn)[kNumDtypes]) {
-  fn[0] = reinterpret_cast<const void*>(&addRmsNormKernel<float, kQuant, kCluster>);
-  fn[1] = reinterpret_cast<const void*>(&addRmsNormKernel<__half, kQuant, kCluster>);
-  fn[2] = reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, kQuant, kCluster>);
+  fn[0] = reinterpret_cast<const void*>(&addRmsNormKernel<float, kQuant>);
+  fn[1] = reinterpret_cast<const void*>(&addRmsNormKernel<__half, kQuant>);
+  fn[2] = reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, kQuant>);
 }
 
 }  // namespace
 
 KernelSet addRmsNormKernels(int) {
   KernelSet s{};
-  setOf<false, false>(s.fn);
-  setOf<false, true>(s.cluster);
+  setOf<false>(s.fn);
   return s;
 }
 KernelSet addRmsNormFp8Kernels(int) {
   KernelSet s{};
-  setOf<true, false>(s.fn);
-  setOf<true, true>(s.cluster);
+  setOf<true>(s.fn);
   return s;
 }
 
-int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool clusters) {
-  if (!clusters || rows == 0) return 1;
-  const size_t want = (hidden * elem_bytes + kClusterSliceBytes - 1) / kClusterSliceBytes;
-  size_t cs = 1;
-  while (cs < static_cast<size_t>(kMaxClusterBlocks) && cs < want) cs *= 2;
-  while (cs > 1 && rows * cs > kClusterGridBudget) cs /= 2;
-  return static_cast<int>(cs);
-}
-
-AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, bool clusters,
-                              int max_blocks) {
+AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, int max_blocks) {
   AddRmsNormGrid g;
   const size_t nvec = (hidden * elem_bytes + kVecBytes - 1) / kVecBytes;
-  g.cluster = addRmsNormCluster(rows, hidden, elem_bytes, clusters);
-  const size_t cs = static_cast<size_t>(g.cluster);
-  const size_t slice = (nvec + cs - 1) / cs;
-  g.threads = static_cast<int>(std::min<size_t>(kMaxThreads, (slice + 31) / 32 * 32));
-  const size_t cap = static_cast<size_t>(max_blocks > 0 ? max_blocks : kMaxGrid) / cs;
-  g.blocks = static_cast<int>(std::max<size_t>(1, std::min(rows, cap)) * cs);
+  g.threads = static_cast<int>(std::min<size_t>(kMaxThreads, (nvec + 31) / 32 * 32));
+  const size_t cap = static_cast<size_t>(max_blocks > 0 ? max_blocks : kMaxGrid);
+  g.blocks = static_cast<int>(std::max<size_t>(1, std::min(rows, cap)));
   return g;
 }
 
@@ -194,15 +140,14 @@ tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch&
   const bool aligned = (a.hidden * esize) % kVecBytes == 0 && aligned16(a.ar) &&
                        aligned16(a.residual_in) && aligned16(a.residual_out) &&
                        aligned16(a.gamma) && (a.quant_scale != nullptr || aligned16(a.norm_out));
-  const void* fn = g.cluster > 1 ? variantClusterKernel(l.variant, 2, dtypeIndex(a.dtype))
-                                 : variantKernel(l.variant, 2, dtypeIndex(a.dtype));
+  const void* fn = variantKernel(l.variant, 2, dtypeIndex(a.dtype));
   if (!fn)
     return fail(tpcommInternalError, "add+RMSNorm launch: no kernel for variant %d, datatype %d",
                 static_cast<int>(l.variant), static_cast<int>(a.dtype));
   AddRmsNormArgs args = a;
   bool al = aligned;
   void* params[] = {&args, &al};
-  return launchKernel(fn, g.blocks, g.threads, false, params, s, g.cluster);
+  return launchKernel(fn, g.blocks, g.threads, false, params, s);
 }
 
 }  // namespace tpcomm

@@ -36,7 +36,6 @@ struct AddRmsNormArgs {
 struct AddRmsNormGrid {
   int blocks = 0;
   int threads = 0;
-  int cluster = 1;  // blocks per row: above 1, a thread-block cluster per row
 };
 
 // The epilogue kernel's launch, as planned (plan/fused_plan.cc: CallPlan::epilogue): which kernel
@@ -51,17 +50,9 @@ struct AddRmsNormLaunch {
 KernelSet addRmsNormKernels(int world);
 KernelSet addRmsNormFp8Kernels(int world);
 
-// Blocks per row: a power of two up to kMaxClusterBlocks, each with about 2 KiB of the row, while
-// rows x blocks stays within 128 (more rows fill the GPU themselves); 1 without clusters.
-// clusters: the GPU launches thread-block clusters (sm_90+; for a communicator: every rank's, so
-// that every rank splits a row alike).
-int addRmsNormCluster(size_t rows, size_t hidden, size_t elem_bytes, bool clusters);
-
-// The grid for rows of `hidden` elements: addRmsNormCluster's blocks per row, a thread per vector
-// of a block's slice, and a block (or cluster) per row up to max_blocks (0: up to 4096 blocks; the
-// blocks loop over the rows beyond).
-AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, bool clusters,
-                              int max_blocks);
+// The grid for rows of `hidden` elements: a block per row, a thread per vector (at most 512),
+// up to max_blocks blocks (0: up to 4096; the blocks loop over the rows beyond).
+AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, int max_blocks);
 
 // Launches the kernel on `s` as `g` says; the caller has validated the arguments.
 tpcommResult_t launchAddRmsNorm(const AddRmsNormArgs& a, const AddRmsNormLaunch& g, cudaStream_t s);

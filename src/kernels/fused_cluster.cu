@@ -29,6 +29,8 @@
 //     serialised with its lanes' data waits, and ahead of the block sum it held every block up
 //     (0.4 us at one row); a mismatch it finds aborts the communicator (the error word says so),
 //     and any data thread still waiting then gives up.
+#include <cooperative_groups.h>
+
 #include "kernels/device/fused_device.cuh"
 #include "kernels/device/kernel_set.cuh"
 #include "kernels/device/trace_device.cuh"

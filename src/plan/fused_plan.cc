@@ -241,15 +241,11 @@ void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why,
   *e = EpiloguePlan{};
   e->variant = epilogueVariant(call.fp8);
   e->reason = why;
-  // The epilogue kernel's grid: rows over clusters where every rank's GPU launches them (so every
-  // rank splits a row alike) and the knob allows.
+  // The epilogue kernel's grid: a block per row (add_rmsnorm.h).
   const AddRmsNormGrid g =
-      addRmsNormGrid(call.rows, call.hidden, dtypeSize(call.dtype),
-                     f.clusters && f.knobs.epilogue_cluster, f.knobs.max_blocks);
+      addRmsNormGrid(call.rows, call.hidden, dtypeSize(call.dtype), f.knobs.max_blocks);
   e->blocks = g.blocks;
   e->threads = g.threads;
-  e->cluster = g.cluster;
-  if (g.cluster > 1) e->reason += strFormat("; rows over clusters of %d", g.cluster);
 }
 
 }  // namespace tpcomm

@@ -31,7 +31,6 @@ constexpr Field kFields[] = {
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"fused_pull_ll", nullptr, &LaunchKnobs::fused_pull_ll},
     {"fused_twoshot_rows", &LaunchKnobs::fused_twoshot_rows, nullptr},
-    {"epilogue_cluster", nullptr, &LaunchKnobs::epilogue_cluster},
     {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},
     {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},
@@ -65,6 +64,9 @@ std::string parseOne(const std::string& item, LaunchKnobs* k) {
   const std::string name = item.substr(0, eq);
   const std::string value = item.substr(eq + 1);
   if (name == "variant") return parseVariant(value, k);
+  if (name == "epilogue_cluster")
+    return "epilogue_cluster is gone: the epilogue kernel takes a block per row on every GPU (its "
+           "cluster form measured slower: docs/BENCHMARKS.md, \"Launch knobs\")";
   if (name == "node_variant")
     return "node_variant is gone: node_small_bytes says it alone (node_small_bytes=0: every "
            "all-reduce across machines takes the large shape; =1073741824: the small one, up to "

@@ -53,10 +53,6 @@ struct LaunchKnobs {
   // and 8 ranks (15.3 / 27.5 us against 16.0 / 38.2) and from 128 at 2 (12.5 against 12.9), slower
   // below (docs/BENCHMARKS.md, twentieth round).
   int fused_twoshot_rows = 64;
-  // 1: the epilogue kernel after an all-reduce (the unfused path) spreads a row over a cluster
-  // (add_rmsnorm.cu). Off: its cluster barriers lose to a block per row (docs/BENCHMARKS.md,
-  // "Launch knobs", epilogue_cluster).
-  bool epilogue_cluster = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
   // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). 0 off,

@@ -264,36 +264,22 @@ TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
       << p.reason;
 }
 
-// The epilogue kernel's split (add_rmsnorm.h): about 2 KiB of a row per block, a power of two up
-// to 8, while rows x blocks stays within 128; one block per row without clusters.
-TEST(EpilogueCluster, BlocksPerRowFollowTheRowAndTheRows) {
-  EXPECT_EQ(addRmsNormCluster(1, 7168, 2, true), 8);
-  EXPECT_EQ(addRmsNormCluster(16, 7168, 2, true), 8);
-  EXPECT_EQ(addRmsNormCluster(17, 7168, 2, true), 4);
-  EXPECT_EQ(addRmsNormCluster(64, 7168, 2, true), 2);
-  EXPECT_EQ(addRmsNormCluster(128, 7168, 2, true), 1);
-  EXPECT_EQ(addRmsNormCluster(1, 4096, 2, true), 4);
-  EXPECT_EQ(addRmsNormCluster(1, 2050, 2, true), 4);  // 4100 bytes: 3 blocks' worth, rounded up
-  EXPECT_EQ(addRmsNormCluster(1, 1001, 2, true), 1);
-  EXPECT_EQ(addRmsNormCluster(1, 1001, 4, true), 2);
-  EXPECT_EQ(addRmsNormCluster(1, 16384, 4, true), 8);
-  EXPECT_EQ(addRmsNormCluster(1, 7168, 2, false), 1);
-  EXPECT_EQ(addRmsNormCluster(0, 7168, 2, true), 1);
-  // The unfused plan's reason says how its epilogue kernel splits the rows.
+// The epilogue kernel takes a block per row on every GPU (its cluster form lost to it and is
+// gone): clusters or not, the unfused plan names none, and the knob that asked for them is
+// refused with why.
+TEST(EpiloguePlan, ABlockPerRowAndTheClusterKnobIsGone) {
   CommFacts f = factsFor(2, Fabric::kNvlink, tpcommAlgoNccl);
-  EpiloguePlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
-  f.clusters = true;
-  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;  // off by default
-  ASSERT_EQ(parseLaunchKnobs("epilogue_cluster=1", &f.knobs), "");
-  EXPECT_TRUE(f.knobs.fused_cluster);  // the fused kernel's clusters are a knob of their own
-  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
-  ASSERT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
-  EXPECT_NE(p.reason.find("; rows over clusters of 8"), std::string::npos) << p.reason;
-  f.knobs.epilogue_cluster = false;
-  p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
+  for (bool clusters : {false, true}) {
+    f.clusters = clusters;
+    const EpiloguePlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
+    ASSERT_EQ(p.variant, tpcommVariantAddRmsNorm) << p.reason;
+    EXPECT_EQ(p.cluster, 1) << p.reason;
+    EXPECT_EQ(p.blocks, 1) << p.reason;
+    EXPECT_EQ(p.threads, 512) << p.reason;  // 896 vectors: the bound, two a thread
+    EXPECT_EQ(p.reason.find("clusters"), std::string::npos) << p.reason;
+  }
+  const std::string why = parseLaunchKnobs("epilogue_cluster=1", &f.knobs);
+  EXPECT_NE(why.find("epilogue_cluster is gone"), std::string::npos) << why;
 }
 
 TEST(FusedPlan, NcclServedAllReduceStaysUnfusedAndErrorsPropagate) {

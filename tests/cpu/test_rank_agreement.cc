@@ -179,7 +179,7 @@ TEST(RankAgreement, TheKnobsTextNamesWhatDiffersFromTheDefaults) {
   ASSERT_EQ(parseLaunchKnobs("block_bytes=17,host_block_bytes=17,bulk_block_bytes=17,"
                              "oneshot_step_bytes=17,bulk_step_bytes=17,max_threads=64,push_batch=3,"
                              "push_eighths=3,lean=0,host_sentinel=0,pull_ll_bytes=17,"
-                             "fused_cluster=0,epilogue_cluster=1,host_fence=1,"
+                             "fused_cluster=0,fused_pull_ll=1,fused_twoshot_rows=9,host_fence=1,"
                              "node_small_bytes=1073741824,variant=p2p_reduce_scatter_pull",
                              &all),
             "");

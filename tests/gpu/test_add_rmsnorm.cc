@@ -24,22 +24,13 @@ struct DeviceBuf {
 
 enum class Alias { kNone, kResidualInPlace, kNormIntoAr };
 
-// Whether this GPU launches thread-block clusters (sm_90+).
-bool gpuHasClusters() {
-  int major = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-  return major >= 9;
-}
-
-// Runs one case; `skew` bytes of misalignment on every buffer (a multiple of the element size);
-// `clusters`: a row may be spread over a thread-block cluster (addRmsNormCluster decides).
-void runCase(const RmsNormCase& c, Alias alias, size_t skew, bool clusters = false) {
+// Runs one case; `skew` bytes of misalignment on every buffer (a multiple of the element size).
+void runCase(const RmsNormCase& c, Alias alias, size_t skew) {
   const size_t es = elemSize(c.dtype), n = c.rows * c.hidden;
   const std::string what = std::string(dtypeName(c.dtype)) + " rows=" + std::to_string(c.rows) +
                            " hidden=" + std::to_string(c.hidden) + (c.gemma ? " gemma" : "") +
                            (c.scale > 0 ? " fp8" : "") + " skew=" + std::to_string(skew) +
-                           " alias=" + std::to_string(static_cast<int>(alias)) + " cluster=" +
-                           std::to_string(addRmsNormCluster(c.rows, c.hidden, es, clusters));
+                           " alias=" + std::to_string(static_cast<int>(alias));
   std::vector<uint8_t> ar_t = makeInput(c.dtype, n, 11 + c.hidden, 0);
   std::vector<uint8_t> res = makeInput(c.dtype, n, 12 + c.rows, 1);
   std::vector<uint8_t> gamma = makeInput(c.dtype, c.hidden, 13, 2);
@@ -69,8 +60,7 @@ void runCase(const RmsNormCase& c, Alias alias, size_t skew, bool clusters = fal
   a.dtype = c.dtype;
   a.eps = c.eps;
   a.weight_offset = c.gemma;
-  const AddRmsNormLaunch g{epilogueVariant(c.scale > 0),
-                           addRmsNormGrid(c.rows, c.hidden, es, clusters, 0)};
+  const AddRmsNormLaunch g{epilogueVariant(c.scale > 0), addRmsNormGrid(c.rows, c.hidden, es, 0)};
   ASSERT_EQ(launchAddRmsNorm(a, g, nullptr), tpcommSuccess) << tpcommGetLastError();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
@@ -124,33 +114,6 @@ TEST(AddRmsNorm, MisalignedAndInPlace) {
     runCase({dt, 3, 7168, 1e-6f, false, 0.f}, Alias::kNormIntoAr, 0);
     runCase({dt, 3, 7168, 1e-6f, false, 2.f}, Alias::kResidualInPlace, es);
   }
-}
-
-// The same cases with a row spread over a cluster (sm_90+): H that the cluster does not divide
-// (7176 = 897 vectors over 8 blocks; 4097 and 2050 elements end in a partial vector), misaligned
-// buffers, the in-place forms, every dtype, FP8; and rows beyond the cluster budget (one block
-// per row again).
-TEST(AddRmsNorm, ClusterPerRow) {
-  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  if (!gpuHasClusters()) GTEST_SKIP() << "no thread-block clusters below sm_90";
-  const tpcommDataType_t dts[] = {tpcommBfloat16, tpcommFloat16, tpcommFloat32};
-  for (tpcommDataType_t dt : dts)
-    for (size_t h :
-         {size_t{4096}, size_t{7168}, size_t{7176}, size_t{16384}, size_t{4097}, size_t{2050}})
-      for (size_t t : {size_t{1}, size_t{3}, size_t{16}, size_t{17}, size_t{64}}) {
-        ASSERT_GT(addRmsNormCluster(t, h, elemSize(dt), true), 1) << h << " x " << t;
-        runCase({dt, t, h, 1e-6f, false, 0.f}, Alias::kNone, 0, true);
-      }
-  for (tpcommDataType_t dt : {tpcommBfloat16, tpcommFloat32}) {
-    const size_t es = elemSize(dt);
-    runCase({dt, 3, 7168, 1e-6f, false, 0.f}, Alias::kNone, es, true);
-    runCase({dt, 3, 7176, 1e-6f, true, 0.f}, Alias::kResidualInPlace, 0, true);
-    runCase({dt, 3, 7168, 1e-6f, false, 0.f}, Alias::kNormIntoAr, 0, true);
-    runCase({dt, 5, 7168, 1e-6f, false, 2.f}, Alias::kResidualInPlace, es, true);
-    runCase({dt, 4, 2050, 1e-6f, false, 0.02f}, Alias::kNone, 0, true);
-  }
-  runCase({tpcommBfloat16, 257, 7168, 1e-5f, false, 0.f}, Alias::kNone, 0, true);
-  EXPECT_EQ(addRmsNormCluster(257, 7168, 2, true), 1);
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Epi
                          dt,
                          prm.eps,
                          prm.weightOffset == 1};
-  return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, {e.blocks, e.threads, e.cluster}}, s);
+  return launchAddRmsNorm(a, AddRmsNormLaunch{e.variant, {e.blocks, e.threads}}, s);
 }
 
 // The fused kernel, on this rank's buffers or on aligned stand-ins for them (staged in and out

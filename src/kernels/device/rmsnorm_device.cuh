@@ -3,13 +3,12 @@
 // fixed by the thread layout alone) and the output conversions.
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
 #include <cstdint>
 
 #include "kernels/device/vec_device.cuh"
-#include "kernels/runtime/algo_launch.h"  // kMaxClusterBlocks
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 
@@ -40,47 +39,6 @@ __device__ __forceinline__ float blockSumFixedOrder(float v, BlockSumScratch& s,
   for (int off = 16; off > 0; off >>= 1) w += __shfl_xor_sync(0xFFFFFFFFu, w, off);
   return w;
 }
-
-// A row spread over a thread-block cluster (sm_90+): what each block shares with the others for
-// one row, its part of the sum of squares and whether any of its threads gave up (a timeout, an
-// abort or a mismatch; the epilogue kernel never does).
-struct SlicePartial {
-  float sumsq;
-  int failed;
-};
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// The row's sum over the cluster's blocks in a fixed order (the same bits in every block, and on
-// every rank that splits the row alike), and whether any block gave up. Every thread of every
-// block calls it once per row with that block's block_sum (blockSumFixedOrder), alternating
-// `parity` from row to row: two buffers, so a block one row ahead never overwrites a partial that
-// another block still reads (those reads precede the next row's barrier). Lane k of each group of
-// kMaxClusterBlocks lanes reads block k's partial (all of them in flight at once, not one
-// distributed-shared-memory trip after another), then the group adds them by a butterfly, which
-// gives every lane the same bits. The caller ends with a cluster.sync() before its blocks exit, so
-// that none leaves while another reads its partials.
-__device__ __forceinline__ float clusterSumFixedOrder(cooperative_groups::cluster_group& cluster,
-                                                      SlicePartial (&mine)[2], unsigned parity,
-                                                      float block_sum, bool block_failed,
-                                                      bool* any_failed) {
-  static_assert((kMaxClusterBlocks & (kMaxClusterBlocks - 1)) == 0 && kMaxClusterBlocks <= 32,
-                "the butterfly runs over a power-of-two group of lanes");
-  if (threadIdx.x == 0) mine[parity] = SlicePartial{block_sum, block_failed ? 1 : 0};
-  cluster.sync();  // release / acquire: every block's partial is visible to every block
-  const unsigned k = threadIdx.x % kMaxClusterBlocks;
-  SlicePartial q{0.f, 0};
-  if (k < cluster.num_blocks()) q = *cluster.map_shared_rank(&mine[parity], k);
-  float total = q.sumsq;
-  int failed = q.failed;
-#pragma unroll
-  for (int off = kMaxClusterBlocks / 2; off > 0; off >>= 1) {
-    total += __shfl_xor_sync(0xFFFFFFFFu, total, off);
-    failed |= __shfl_xor_sync(0xFFFFFFFFu, failed, off);
-  }
-  *any_failed = failed != 0;
-  return total;
-}
-#endif
 
 // e4m3 with saturation to +-448 (NaN stays NaN), round to nearest even: the conversion
 // FlashInfer's and TensorRT-LLM's FP8 epilogues use.
