@@ -105,17 +105,27 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
   return {};
 }
 
-// Where the all-reduce pulls flat (not the island schedule, whose point is what crosses between
-// the islands), calls of fused_twoshot_rows rows or more, and calls beyond one step of the
-// one-shot, take the fused two-shot over pull (knobs.h): each rank reads (world - 1) / world of
-// the call twice instead of (world - 1) times all of it, in as many steps as the call needs.
-// At two ranks each rank loads the call once either way (the one-shot: the peer's rows; the
-// two-shot: half of them twice), so the two-shot pays off only at twice the rows.
+// Calls of fused_twoshot_rows rows or more, and calls beyond one step of the one-shot, take the
+// fused two-shot over pull (knobs.h): each rank reads (world - 1) / world of the call twice instead
+// of (world - 1) times all of it, in as many steps as the call needs. Where the all-reduce pulls
+// flat (not the island schedule, whose point is what crosses between the islands), and over
+// NVLink where it pushes: loads hold NVLink's bandwidth (vLLM's custom all-reduce reads its peers'
+// buffers there), and one H200 with 2, 4 and 8 ranks sharing it measured the two-shot over pull
+// ahead of the push one-shot and the unfused pair from the same row counts (docs/BENCHMARKS.md,
+// twentieth round). Not over PCIe without the write-collapse verdict: its loads there are
+// unmeasured. At two ranks each rank loads the call once either way (the one-shot: the peer's
+// rows; the two-shot: half of them twice), so the two-shot pays off only at twice the rows.
 WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size_t bytes) {
   const WireChoice one = oneShotWireOf(f, ar);
   const int knob = f.knobs.fused_twoshot_rows;
   const size_t at = static_cast<size_t>(knob) * (f.world == 2 && knob > 1 ? 2 : 1);
-  if (!pulls(one.wire) || variantRow(ar.variant)->island || knob <= 0 ||
+  const bool loads_hold =
+      pulls(one.wire) || (one.wire == FusedWire::kPush && f.fabric == Fabric::kNvlink);
+  // Rows the two-shot cannot hold stay with the one-shot's wire (which says why, if it cannot).
+  const size_t row_bytes = call.hidden * dtypeSize(call.dtype);
+  const bool fits = row_bytes % kVecBytes == 0 &&
+                    row_bytes / kVecBytes <= static_cast<size_t>(kFusedThreads) * kFusedPullVecs;
+  if (!loads_hold || !fits || variantRow(ar.variant)->island || knob <= 0 ||
       (call.rows < at && bytes <= one.cap))
     return one;
   return {FusedWire::kPullTwoShot, f.slots.pull_step_bytes,

@@ -237,6 +237,7 @@ TEST(CoResidency, OneShotCapCoversTheLeanAndTheGeneralKernel) {
 TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   const GridCaps caps = oneGpu(4);
   CommFacts f = factsFor(4, Fabric::kNvlink);
+  f.knobs.fused_twoshot_rows = 0;  // the push one-shot's grid (256 rows would take the two-shot)
   const Call call = fusedCall(256, 4096, tpcommBfloat16, false);
   EpiloguePlan p = planCall(f, call).epilogue;
   ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << p.reason;

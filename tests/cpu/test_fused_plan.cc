@@ -35,9 +35,10 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
       {2, Fabric::kNvlink, 256, 16384, tpcommBfloat16, false, tpcommVariantFusedP2pOneShot},
       {2, Fabric::kNvlink, 16, 7168, tpcommBfloat16, true, tpcommVariantFusedP2pOneShotFp8},
       {8, Fabric::kPcie, 4, 4096, tpcommFloat16, false, tpcommVariantFusedP2pOneShot},
-      // Beyond one step (the region is 8 MiB at world 2, 2 MiB at world 8): unfused.
+      // Beyond one step (the region is 8 MiB at world 2, 2 MiB at world 8): the fused two-shot
+      // over pull where its registers hold the row (test_fused_twoshot_plan.cc), else unfused.
       {2, Fabric::kNvlink, 257, 16384, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
-      {8, Fabric::kNvlink, 256, 8192, tpcommBfloat16, true, tpcommVariantAddRmsNormFp8},
+      {8, Fabric::kNvlink, 256, 8192, tpcommBfloat16, true, tpcommVariantFusedP2pTwoShotPullFp8},
       // Rows that are not whole vectors: unfused. (Buffer alignment is no input: a rank with
       // unaligned buffers stages them, comm/call/fused_staging.h; Fused.MixedAlignmentAcrossRanks.)
       {2, Fabric::kNvlink, 3, 1001, tpcommBfloat16, false, tpcommVariantAddRmsNorm},
@@ -55,7 +56,7 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +
                              "x" + std::to_string(r.hidden) + ": " + p.reason;
     EXPECT_EQ(p.variant, r.want) << what;
-    EXPECT_EQ(isFusedVariant(p.variant), p.reason.rfind("fused one-shot", 0) == 0) << what;
+    EXPECT_EQ(isFusedVariant(p.variant), p.reason.rfind("fused ", 0) == 0) << what;
     if (isFusedVariant(p.variant)) {
       EXPECT_GE(p.blocks, 1) << what;
       EXPECT_LE(static_cast<size_t>(p.blocks), r.rows) << what;
@@ -150,7 +151,8 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
   for (const ClusterRow& r : cases) {
     CommFacts f = factsFor(r.world, Fabric::kNvlink);
     f.clusters = true;
-    f.knobs.fused_cluster = true;  // the default
+    f.knobs.fused_cluster = true;    // the default
+    f.knobs.fused_twoshot_rows = 0;  // the push one-shot's geometry at every row count
     const Call call = fusedCall(r.rows, r.hidden, r.dt, false);
     const EpiloguePlan p = planCall(f, call).epilogue;
     const std::string what = "world " + std::to_string(r.world) + " " + std::to_string(r.rows) +

@@ -1,8 +1,8 @@
 // The fused two-shot over pull (src/kernels/fused_twoshot_pull.cu, its layout
 // src/kernels/layout/fused_twoshot_layout.h, its rule in src/plan/fused_plan.cc): every row in
 // exactly one rank's run of exactly one step, the areas of a slot distinct and inside it, and the
-// planner taking it where the all-reduce pulls, from fused_twoshot_rows rows and beyond one step
-// of the one-shot, never where it pushes unless forced by name.
+// planner taking it where the all-reduce pulls or pushes over NVLink, from fused_twoshot_rows rows
+// and beyond one step of the one-shot, never over PCIe pushes unless forced by name.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -124,15 +124,24 @@ TEST(FusedTwoShotPlan, BeyondAStepOfTheOneShot) {
   EXPECT_NE(e.reason.find("nccl"), std::string::npos) << e.reason;
 }
 
-// Where the all-reduce pushes, the fused call never takes it by itself (the push one-shot or
-// unfused), but TPCOMM_KNOBS=variant=<name> reaches both rows; rows beyond its registers are
-// refused as the one-shot's. The island schedule keeps what it had (test_island_pull_plan.cc).
-TEST(FusedTwoShotPlan, PushFabricsOnlyByNameAndRegistersBound) {
-  CommFacts f = factsFor(4, Fabric::kNvlink);
-  for (size_t t : {size_t{64}, size_t{1024}}) {
-    const EpiloguePlan e = planCall(f, fusedCall(t, 7168, tpcommBfloat16, false)).epilogue;
-    EXPECT_NE(e.variant, tpcommVariantFusedP2pTwoShotPull) << e.reason;
-  }
+// Where the all-reduce pushes over NVLink the two-shot takes the same row counts (measured on
+// one H200 against the push one-shot); over PCIe without the write-collapse verdict it never
+// does by itself (loads there are unmeasured), but TPCOMM_KNOBS=variant=<name> reaches both rows
+// there; rows beyond its registers stay with the push one-shot. The island schedule keeps what
+// it had (test_island_pull_plan.cc).
+TEST(FusedTwoShotPlan, NvlinkTakesItPcieOnlyByNameRegistersBound) {
+  for (int w : {2, 4, 8})
+    for (size_t t : {size_t{63}, size_t{64}, size_t{128}, size_t{1024}}) {
+      const EpiloguePlan e =
+          planCall(factsFor(w, Fabric::kNvlink), fusedCall(t, 7168, tpcommBfloat16, false))
+              .epilogue;
+      const bool two = t >= (w == 2 ? 128u : 64u);
+      EXPECT_EQ(e.variant == tpcommVariantFusedP2pTwoShotPull, two) << what(w, t, 7168, e);
+      const EpiloguePlan q =
+          planCall(factsFor(w, Fabric::kPcie), fusedCall(t, 7168, tpcommBfloat16, false)).epilogue;
+      EXPECT_NE(q.variant, tpcommVariantFusedP2pTwoShotPull) << what(w, t, 7168, q);
+    }
+  CommFacts f = factsFor(4, Fabric::kPcie);
   for (tpcommVariant_t v :
        {tpcommVariantFusedP2pTwoShotPull, tpcommVariantFusedP2pTwoShotPullFp8}) {
     f.knobs.variant = v;
@@ -141,9 +150,13 @@ TEST(FusedTwoShotPlan, PushFabricsOnlyByNameAndRegistersBound) {
     EXPECT_EQ(e.variant, v) << e.reason;
     EXPECT_EQ(e.reason.rfind("variant=", 0), 0u) << e.reason;
   }
+  // 16384 bf16: 2048 vectors a row, beyond the two-shot's 1024.
+  EpiloguePlan e =
+      planCall(factsFor(2, Fabric::kNvlink), fusedCall(256, 16384, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(e.variant, tpcommVariantFusedP2pOneShot) << e.reason;
   CommFacts g = collapsed(4);
   g.knobs.fused_twoshot_rows = 1;
-  const EpiloguePlan e = planCall(g, fusedCall(16, 16384, tpcommBfloat16, false)).epilogue;
+  e = planCall(g, fusedCall(16, 16384, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(e.variant, tpcommVariantAddRmsNorm) << e.reason;
   EXPECT_NE(e.reason.find("registers"), std::string::npos) << e.reason;
 }

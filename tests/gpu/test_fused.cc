@@ -94,7 +94,7 @@ TEST(Fused, ClustersShrinkUnderTheCoResidencyCap) {
   if (major < 9) GTEST_SKIP() << "no thread-block clusters below sm_90";
   for (int w : {4, 8}) {
     tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, 5000);
-    cfg.launchKnobs = "fused_cluster=1";
+    cfg.launchKnobs = "fused_cluster=1,fused_twoshot_rows=0";  // the push one-shot at 64 rows too
     std::string err;
     auto g = makeGroup(w, &cfg, 0, &err);
     ASSERT_TRUE(g) << err;
