@@ -1,11 +1,5 @@
 #include "comm/call/poison_outputs.h"
 
-#include <string>
-
-#include "comm/call/call_common.h"
-#include "comm/call/stream_order.h"
-#include "common/error.h"
-
 namespace tpcomm {
 
 OutputSpan allReduceOutput(void* recv, size_t count, size_t elem_bytes) {
@@ -29,20 +23,6 @@ bool fillPoison(std::initializer_list<OutputSpan> outs, cudaStream_t s) {
   for (const OutputSpan& o : outs)
     if (o.bytes) filled = cudaMemsetAsync(o.ptr, kPoisonByte, o.bytes, s) == cudaSuccess && filled;
   return filled;
-}
-
-tpcommResult_t refuseIfBroken(tpcommComm* c, const char* op, cudaStream_t s,
-                              cudaStreamCaptureStatus cap, std::initializer_list<OutputSpan> outs) {
-  const tpcommResult_t broken = checkAsync(c, op);
-  if (broken == tpcommSuccess) return tpcommSuccess;
-  const std::string why = lastError();
-  // Behind the communicator's earlier calls, whose kernels may still be writing these outputs.
-  if (orderCall(&c->order, s, cap, op, c->rank) == tpcommSuccess) {
-    if (!fillPoison(outs, s)) cudaGetLastError();  // reported below as the communicator's error
-    (void)afterCall(&c->order, s, cap);
-  }
-  setLastError(why);
-  return broken;
 }
 
 }  // namespace tpcomm

@@ -35,18 +35,10 @@ struct FusedOutputs {
 FusedOutputs fusedOutputs(void* residual_out, void* norm_out, size_t tokens, size_t hidden,
                           size_t elem_bytes, bool fp8);
 
-// The outputs filled with the poison on s (cudaMemsetAsync); false if a fill failed.
+// The outputs filled with the poison on s (cudaMemsetAsync; inside a capture, memset nodes of the
+// graph, so its replays poison too); false if a fill failed. runCall (comm/call/run_call.h) fills
+// a refused call's outputs, ordered after the communicator's earlier calls as a call is, before
+// it returns the communicator's error.
 bool fillPoison(std::initializer_list<OutputSpan> outs, cudaStream_t s);
-
-// checkAsync; where the communicator is broken, first the outputs filled with the poison on s
-// (cudaMemsetAsync, ordered after the communicator's earlier calls as a call is: orderCall and
-// afterCall; inside a capture, memset nodes of the graph, so its replays poison too). The error
-// and its message are checkAsync's, whatever the fill met. Called once the arguments, the stream
-// (cap: its capture status) and the buffers passed their checks: nothing is written through a
-// pointer that failed them.
-// The calls of a communicator spanning machines (comm/node/node_collectives.cc) take this; the
-// local calls' pipeline (comm/call/run_call.h) does the same in its own order.
-tpcommResult_t refuseIfBroken(tpcommComm* c, const char* op, cudaStream_t s,
-                              cudaStreamCaptureStatus cap, std::initializer_list<OutputSpan> outs);
 
 }  // namespace tpcomm

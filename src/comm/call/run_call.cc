@@ -48,7 +48,7 @@ tpcommResult_t runCallWith(tpcommComm* comm, cudaStream_t s, const CallSteps& st
     return broken;
   }
   if (r != tpcommSuccess) return r;
-  recordCall(comm, rec, capturing);
+  if (!st.records_itself) recordCall(comm, rec, capturing);
   return tpcommSuccess;
 }
 

@@ -3,7 +3,9 @@
 // device, the stream, the buffers, the communicator's health, the plan, the order among the
 // communicator's calls, the launch, the order's mark, the record, each once and in this order.
 // A collective gives what differs (its name, its planner query, its buffers and outputs) and the
-// launch of what the plan chose; everything around the launch is here. A broken communicator
+// launch of what the plan chose; everything around the launch is here. A communicator spanning
+// machines runs its legs as the launch (comm/node/node_collectives.cc), each local leg a call of
+// its own. A broken communicator
 // refuses the call with its error after filling the outputs with the poison on the stream, in
 // the calls' order (comm/call/poison_outputs.h).
 #pragma once
@@ -25,9 +27,10 @@ struct CallSteps {
   size_t bytes;                               // the payload, for the plan's error
   std::initializer_list<BufferArg> buffers;   // checked where check_buffers
   std::initializer_list<OutputSpan> outputs;  // poisoned where the communicator is broken
-  bool check_buffers = true;  // false: a hierarchical call's own scratch (local_calls.h)
-  bool nothing = false;       // moves nothing on any rank: the checks only, no launch or record
-  bool spanning = false;      // planned as a call of the communicator spanning machines
+  bool check_buffers = true;    // false: a hierarchical call's own scratch (local_calls.h)
+  bool nothing = false;         // moves nothing on any rank: the checks only, no launch or record
+  bool spanning = false;        // planned as a call of the communicator spanning machines
+  bool records_itself = false;  // its legs record themselves (comm/node/node_collectives.cc)
 };
 
 // The launch of what the plan chose, on the ordered stream; fills the record of what ran.

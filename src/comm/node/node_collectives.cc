@@ -7,6 +7,7 @@
 #include "comm/call/local_calls.h"
 #include "comm/call/nccl_fallback.h"
 #include "comm/call/poison_outputs.h"
+#include "comm/call/run_call.h"
 #include "comm/checks/validate.h"
 #include "comm/checks/validate_half.h"
 #include "comm/node/node_link.h"
@@ -16,14 +17,6 @@
 
 namespace tpcomm {
 namespace {
-
-// The plan of a spanning call (planCall's node rules): the legs' shape and text, the first
-// intra-node leg's plan. Its dtype sets the legs' element counts.
-const CallPlan& nodePlanOf(tpcommComm* c, tpcommColl_t coll, size_t bytes, tpcommDataType_t dt) {
-  Call call{bytes, true, coll};
-  call.dtype = dt;
-  return plannedCall(c, call, /*spanning=*/true);
-}
 
 // The NCCL leg counted as what it is: a planned leg, never a fallback.
 void recordLeg(tpcommComm* c, size_t bytes, tpcommDataType_t dt, bool capturing) {
@@ -68,20 +61,14 @@ class Scratch {
   char* p_ = nullptr;
 };
 
-// What every hierarchical call checks before its legs; *cap as checkStream gives it. On a broken
-// link or local group it is refused, and a call of any count but 0 with its output `out`
-// poisoned (comm/call/poison_outputs.h).
-tpcommResult_t enter(tpcommComm* c, const char* op, cudaStream_t s, const void* send,
-                     const void* recv, size_t count, OutputSpan out, cudaStreamCaptureStatus* cap) {
+// A spanning communicator orders its NCCL legs itself: no call of it inside a group.
+tpcommResult_t notInGroup(const char* op) {
   if (ncclGroupOpen())
     return fail(tpcommInvalidUsage,
                 "%s: inside tpcommGroupStart/End: a communicator that spans machines orders its "
                 "NCCL legs itself; call it outside the group",
                 op);
-  TPCOMM_CHECK(checkStream(c, s, op, cap));
-  TPCOMM_CHECK(checkCallBuffers(c, op, *cap, {{send, "sendbuff"}, {recv, "recvbuff"}}));
-  if (count == 0) return checkAsync(c, op);
-  return refuseIfBroken(c, op, s, *cap, {out});
+  return tpcommSuccess;
 }
 
 tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
@@ -110,57 +97,12 @@ tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_
   return tpcommSuccess;
 }
 
-}  // namespace
-
-tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
-                             int op, tpcommComm* c, cudaStream_t s) {
-  const char* name = "tpcommAllReduce";
-  TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
-  size_t bytes = 0;
-  TPCOMM_CHECK(validateAllReduceArgs(send, recv, count, static_cast<int>(dt), op, &bytes));
-  DeviceGuard guard(c->device);
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(
-      enter(c, name, s, send, recv, count, allReduceOutput(recv, count, dtypeSize(dt)), &cap));
-  if (count == 0) return tpcommSuccess;
-  const bool capturing = cap != cudaStreamCaptureStatusNone;
-  const NodeLegs& legs = nodePlanOf(c, tpcommCollAllReduce, bytes, dt).node;
-  tpcommCallInfo_t first = ncclOnly();
-  if (c->world == 1) {
-    TPCOMM_CHECK(nodeLinkAllReduce(c, send, recv, count, dt, s, capturing));
-    recordLeg(c, bytes, dt, capturing);
-  } else if (legs.shape == NodeShape::kSmall) {
-    // Every local rank then holds the same bits, and with two machines every local index's NCCL
-    // sum of them is the same a + b (plan/node_plan.cc).
-    TPCOMM_CHECK(localAllReduce(send, recv, count, dt, op, c, s, false));
-    first = c->last;
-    TPCOMM_CHECK(nodeLinkAllReduce(c, recv, recv, count, dt, s, capturing));
-    recordLeg(c, bytes, dt, capturing);
-  } else {
-    TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, s, capturing, &first));
-  }
-  recordWhole(c, first, bytes, dt, legs.text);
-  return tpcommSuccess;
-}
-
-tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
-                        tpcommDataType_t dt, tpcommComm* c, cudaStream_t s) {
-  const char* name = collOpName(coll);
-  TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
+// The legs of a spanning reduce-scatter or all-gather (the large shape's halves, or NCCL alone
+// with one rank a machine), each recording itself, then the whole call's record.
+tpcommResult_t nodeHalfLegs(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                            size_t bytes, tpcommDataType_t dt, tpcommComm* c, cudaStream_t s,
+                            bool capturing, const std::string& text) {
   const NodeSpan& sp = *c->span;
-  size_t bytes = 0;
-  TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,
-                                sp.global_world, &bytes));
-  DeviceGuard guard(c->device);
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  TPCOMM_CHECK(enter(c, name, s, send, recv, count,
-                     halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world), &cap));
-  if (count == 0) return tpcommSuccess;
-  const bool capturing = cap != cudaStreamCaptureStatusNone;
-  const CallPlan& p = nodePlanOf(c, coll, bytes, dt);
-  if (p.node.error != tpcommSuccess)
-    return fail(p.node.error, "%s: rank %d: %s", name, sp.global_rank, p.node.why.c_str());
-  const std::string& text = p.node.text;
   const size_t es = dtypeSize(dt);
   const size_t L = static_cast<size_t>(c->world);
   const size_t N = static_cast<size_t>(sp.layout.nodes);
@@ -199,6 +141,76 @@ tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t 
   }
   recordWhole(c, first, bytes, dt, text);
   return tpcommSuccess;
+}
+
+}  // namespace
+
+tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
+                             int op, tpcommComm* c, cudaStream_t s) {
+  const char* name = "tpcommAllReduce";
+  TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
+  size_t bytes = 0;
+  TPCOMM_CHECK(validateAllReduceArgs(send, recv, count, static_cast<int>(dt), op, &bytes));
+  TPCOMM_CHECK(notInGroup(name));
+  Call call{bytes, true, tpcommCollAllReduce};
+  call.dtype = dt;
+  // The call's pipeline (comm/call/run_call.h) with the legs as its launch: the plan is the node
+  // rules' (spanning), and the legs record themselves.
+  const CallSteps steps{name,
+                        call,
+                        bytes,
+                        {{send, "sendbuff"}, {recv, "recvbuff"}},
+                        {allReduceOutput(recv, count, dtypeSize(dt))},
+                        /*check_buffers=*/true,
+                        /*nothing=*/count == 0,
+                        /*spanning=*/true,
+                        /*records_itself=*/true};
+  return runCall(c, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord*) {
+    const NodeLegs& legs = p.node;
+    tpcommCallInfo_t first = ncclOnly();
+    if (c->world == 1) {
+      TPCOMM_CHECK(nodeLinkAllReduce(c, send, recv, count, dt, st, capturing));
+      recordLeg(c, bytes, dt, capturing);
+    } else if (legs.shape == NodeShape::kSmall) {
+      // Every local rank then holds the same bits, and with two machines every local index's
+      // NCCL sum of them is the same a + b (plan/node_plan.cc).
+      TPCOMM_CHECK(localAllReduce(send, recv, count, dt, op, c, st, false));
+      first = c->last;
+      TPCOMM_CHECK(nodeLinkAllReduce(c, recv, recv, count, dt, st, capturing));
+      recordLeg(c, bytes, dt, capturing);
+    } else {
+      TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, st, capturing, &first));
+    }
+    recordWhole(c, first, bytes, dt, legs.text);
+    return tpcommSuccess;
+  });
+}
+
+tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+                        tpcommDataType_t dt, tpcommComm* c, cudaStream_t s) {
+  const char* name = collOpName(coll);
+  TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
+  const NodeSpan& sp = *c->span;
+  size_t bytes = 0;
+  TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,
+                                sp.global_world, &bytes));
+  TPCOMM_CHECK(notInGroup(name));
+  Call call{bytes, true, coll};
+  call.dtype = dt;
+  // As nodeAllReduce's; the node rules refuse ranks of a machine that are not consecutive (the
+  // plan's error, with why).
+  const CallSteps steps{name,
+                        call,
+                        bytes,
+                        {{send, "sendbuff"}, {recv, "recvbuff"}},
+                        {halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world)},
+                        /*check_buffers=*/true,
+                        /*nothing=*/count == 0,
+                        /*spanning=*/true,
+                        /*records_itself=*/true};
+  return runCall(c, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord*) {
+    return nodeHalfLegs(coll, send, recv, count, bytes, dt, c, st, capturing, p.node.text);
+  });
 }
 
 tpcommResult_t nodeExplain(const tpcommComm* c, tpcommColl_t coll, tpcommDataType_t dt,
