@@ -79,6 +79,8 @@ enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kPullTwoShot, kHost };
 bool pulls(FusedWire w) {
   return w == FusedWire::kPullLL || w == FusedWire::kPullFlag || w == FusedWire::kPullTwoShot;
 }
+// The longest row (in vectors) the pull kernels hold in registers: they have no second pass.
+constexpr size_t kPullRowVecs = static_cast<size_t>(kFusedThreads) * kFusedPullVecs;
 
 struct WireChoice {
   FusedWire wire = FusedWire::kNone;
@@ -123,8 +125,7 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size
       pulls(one.wire) || (one.wire == FusedWire::kPush && f.fabric == Fabric::kNvlink);
   // Rows the two-shot cannot hold stay with the one-shot's wire (which says why, if it cannot).
   const size_t row_bytes = call.hidden * dtypeSize(call.dtype);
-  const bool fits = row_bytes % kVecBytes == 0 &&
-                    row_bytes / kVecBytes <= static_cast<size_t>(kFusedThreads) * kFusedPullVecs;
+  const bool fits = row_bytes % kVecBytes == 0 && row_bytes / kVecBytes <= kPullRowVecs;
   if (!loads_hold || !fits || variantRow(ar.variant)->island || knob <= 0 ||
       (call.rows < at && bytes <= one.cap))
     return one;
@@ -158,9 +159,9 @@ std::string whyNotFused(const CallPlan& ar, const WireChoice& w, const Call& cal
   if ((call.hidden * es) % kVecBytes != 0) return "rows are not whole 16-byte vectors";
   if (bytes > w.cap && w.wire != FusedWire::kPullTwoShot)
     return strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, w.cap);
-  if (pulls(w.wire) && hv > static_cast<size_t>(kFusedThreads) * kFusedPullVecs)
-    return strFormat("rows of %zu vectors exceed the pull kernel's registers (%d)", hv,
-                     kFusedThreads * kFusedPullVecs);
+  if (pulls(w.wire) && hv > kPullRowVecs)
+    return strFormat("rows of %zu vectors exceed the pull kernel's registers (%zu)", hv,
+                     kPullRowVecs);
   return "";
 }
 

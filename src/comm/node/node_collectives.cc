@@ -143,6 +143,30 @@ tpcommResult_t nodeHalfLegs(tpcommColl_t coll, const void* send, void* recv, siz
   return tpcommSuccess;
 }
 
+// A spanning call through the call's pipeline (comm/call/run_call.h), its legs as the launch:
+// the caller's buffers checked, the plan the node rules' (spanning), `out` poisoned where the
+// link or the local group is broken; legs(plan, stream, capturing) record themselves.
+template <typename Legs>
+tpcommResult_t runSpanning(tpcommComm* c, cudaStream_t s, const char* op, tpcommColl_t coll,
+                           size_t bytes, tpcommDataType_t dt, const void* send, const void* recv,
+                           size_t count, OutputSpan out, Legs legs) {
+  TPCOMM_CHECK(notInGroup(op));
+  Call call{bytes, true, coll};
+  call.dtype = dt;
+  const CallSteps steps{op,
+                        call,
+                        bytes,
+                        {{send, "sendbuff"}, {recv, "recvbuff"}},
+                        {out},
+                        /*check_buffers=*/true,
+                        /*nothing=*/count == 0,
+                        /*spanning=*/true,
+                        /*records_itself=*/true};
+  return runCall(c, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord*) {
+    return legs(p, st, capturing);
+  });
+}
+
 }  // namespace
 
 tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
@@ -151,39 +175,29 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
   TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
   size_t bytes = 0;
   TPCOMM_CHECK(validateAllReduceArgs(send, recv, count, static_cast<int>(dt), op, &bytes));
-  TPCOMM_CHECK(notInGroup(name));
-  Call call{bytes, true, tpcommCollAllReduce};
-  call.dtype = dt;
-  // The call's pipeline (comm/call/run_call.h) with the legs as its launch: the plan is the node
-  // rules' (spanning), and the legs record themselves.
-  const CallSteps steps{name,
-                        call,
-                        bytes,
-                        {{send, "sendbuff"}, {recv, "recvbuff"}},
-                        {allReduceOutput(recv, count, dtypeSize(dt))},
-                        /*check_buffers=*/true,
-                        /*nothing=*/count == 0,
-                        /*spanning=*/true,
-                        /*records_itself=*/true};
-  return runCall(c, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord*) {
-    const NodeLegs& legs = p.node;
-    tpcommCallInfo_t first = ncclOnly();
-    if (c->world == 1) {
-      TPCOMM_CHECK(nodeLinkAllReduce(c, send, recv, count, dt, st, capturing));
-      recordLeg(c, bytes, dt, capturing);
-    } else if (legs.shape == NodeShape::kSmall) {
-      // Every local rank then holds the same bits, and with two machines every local index's
-      // NCCL sum of them is the same a + b (plan/node_plan.cc).
-      TPCOMM_CHECK(localAllReduce(send, recv, count, dt, op, c, st, false));
-      first = c->last;
-      TPCOMM_CHECK(nodeLinkAllReduce(c, recv, recv, count, dt, st, capturing));
-      recordLeg(c, bytes, dt, capturing);
-    } else {
-      TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, st, capturing, &first));
-    }
-    recordWhole(c, first, bytes, dt, legs.text);
-    return tpcommSuccess;
-  });
+  // The legs record themselves; a broken link or local group poisons recv.
+  return runSpanning(
+      c, s, name, tpcommCollAllReduce, bytes, dt, send, recv, count,
+      allReduceOutput(recv, count, dtypeSize(dt)),
+      [&](const CallPlan& p, cudaStream_t st, bool capturing) -> tpcommResult_t {
+        const NodeLegs& legs = p.node;
+        tpcommCallInfo_t first = ncclOnly();
+        if (c->world == 1) {
+          TPCOMM_CHECK(nodeLinkAllReduce(c, send, recv, count, dt, st, capturing));
+          recordLeg(c, bytes, dt, capturing);
+        } else if (legs.shape == NodeShape::kSmall) {
+          // Every local rank then holds the same bits, and with two machines every local index's
+          // NCCL sum of them is the same a + b (plan/node_plan.cc).
+          TPCOMM_CHECK(localAllReduce(send, recv, count, dt, op, c, st, false));
+          first = c->last;
+          TPCOMM_CHECK(nodeLinkAllReduce(c, recv, recv, count, dt, st, capturing));
+          recordLeg(c, bytes, dt, capturing);
+        } else {
+          TPCOMM_CHECK(largeAllReduce(c, send, recv, count, dt, st, capturing, &first));
+        }
+        recordWhole(c, first, bytes, dt, legs.text);
+        return tpcommSuccess;
+      });
 }
 
 tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
@@ -194,23 +208,14 @@ tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t 
   size_t bytes = 0;
   TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,
                                 sp.global_world, &bytes));
-  TPCOMM_CHECK(notInGroup(name));
-  Call call{bytes, true, coll};
-  call.dtype = dt;
-  // As nodeAllReduce's; the node rules refuse ranks of a machine that are not consecutive (the
-  // plan's error, with why).
-  const CallSteps steps{name,
-                        call,
-                        bytes,
-                        {{send, "sendbuff"}, {recv, "recvbuff"}},
-                        {halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world)},
-                        /*check_buffers=*/true,
-                        /*nothing=*/count == 0,
-                        /*spanning=*/true,
-                        /*records_itself=*/true};
-  return runCall(c, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord*) {
-    return nodeHalfLegs(coll, send, recv, count, bytes, dt, c, st, capturing, p.node.text);
-  });
+  // The node rules refuse ranks of a machine that are not consecutive (the plan's error, with
+  // why).
+  return runSpanning(c, s, name, coll, bytes, dt, send, recv, count,
+                     halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world),
+                     [&](const CallPlan& p, cudaStream_t st, bool capturing) {
+                       return nodeHalfLegs(coll, send, recv, count, bytes, dt, c, st, capturing,
+                                           p.node.text);
+                     });
 }
 
 tpcommResult_t nodeExplain(const tpcommComm* c, tpcommColl_t coll, tpcommDataType_t dt,
