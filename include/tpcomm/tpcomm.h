@@ -116,7 +116,9 @@ typedef enum {
   tpcommVariantFusedP2pOneShotPullFp8 = 32,   /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pTwoShotPull = 33,      /* fused two-shot over pull: rows split by owner */
   tpcommVariantFusedP2pTwoShotPullFp8 = 34,   /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 35
+  tpcommVariantFusedP2pIslandPull = 35,       /* fused over island_pull: rows split by member */
+  tpcommVariantFusedP2pIslandPullFp8 = 36,    /* the same with FP8 e4m3 output */
+  tpcommNumVariants = 37
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -280,12 +282,12 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
  * (saturating; the scale is read on the device at run time: graph-safe; sm_89 or newer) In place:
  * residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16 and bf16;
  * hidden 1..65536; tokens 0 does nothing. residualIn must hold the same values on every rank (as
- * tensor parallelism has it): the fused two-shot adds a row's owner's. A fused kernel takes whole
- * rows of 16-byte vectors: a one-shot in one step of the all-reduce's transport (push, pull or
- * host memory), or over pull the two-shot (many rows, any number of steps); other calls run
- * the all-reduce, then the epilogue kernel (Explain and GetLastCall say which). The choice follows
- * the shapes and the communicator, never one rank's pointers: a rank whose buffers are not 16-byte
- * aligned runs the same kernel on aligned copies, so the ranks never disagree. */
+ * tensor parallelism has it): the fused two-shot and island add a row's owner's. A fused kernel
+ * takes whole rows of 16-byte vectors: a one-shot in one step of the all-reduce's transport (push,
+ * pull or host memory), or over pull the two-shot or the island (any number of steps); other
+ * calls run the all-reduce, then the epilogue kernel (Explain and GetLastCall say which). The
+ * choice follows the shapes and the communicator, never one rank's pointers: a rank whose buffers
+ * are not 16-byte aligned runs the same kernel on aligned copies, so the ranks never disagree. */
 #define TPCOMM_RMSNORM_PARAMS_VERSION 1u
 typedef struct {
   unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */

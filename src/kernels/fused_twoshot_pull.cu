@@ -28,42 +28,6 @@ namespace {
 
 using namespace fused_pull;
 
-// The failure branch (a call): every row of this block from step `from` on is poison
-// (poisonFused), its own run's and the others'.
-template <typename T, bool kQuant>
-__device__ __noinline__ void poisonTwoShotRows(const FusedParams& p, const FusedTwoShotSteps& k,
-                                               size_t from, int world) {
-  constexpr int E = VecTraits<T>::kElems;
-  const size_t hv = p.hidden / E;
-  for (size_t s = from; s < k.nsteps; ++s) {
-    const FusedTwoShotStep st = fusedTwoShotStep(k, s, world, p.rows);
-    for (int d = 0; d < world; ++d) {
-      FusedParams q = p;
-      q.rows = st.first + st.runBegin(d) + st.runLen(d);  // poisonFused stops at q.rows
-      poisonFused<T, kQuant>(q, st.first + st.runBegin(d) + blockIdx.x, gridDim.x, threadIdx.x,
-                             blockDim.x, hv);
-    }
-  }
-}
-
-// The squares of a residual row's vectors in registers, in addResidual's order: the owner's sum
-// of squares, bit for bit.
-template <typename T, int V>
-__device__ __forceinline__ float rowSquares(const uint4 (&y)[V], size_t hv) {
-  constexpr int E = VecTraits<T>::kElems;
-  float sumsq = 0.f;
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    if (threadIdx.x + u * blockDim.x >= hv) continue;
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const float q = lane<T>(y[u], i);
-      sumsq += q * q;
-    }
-  }
-  return sumsq;
-}
-
 template <typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedTwoShotPullKernel(const __grid_constant__ DeviceComm c,
@@ -71,7 +35,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = kFusedPullVecs, R = pullBatch<kW>();
   __shared__ BlockSumScratch scratch;
-  const size_t H = p.hidden, hv = H / E;
+  const size_t hv = p.hidden / E;
   const int rank = c.rank, world = c.world;
   const FusedTwoShotSteps k = fusedTwoShotSteps(p.region, hv, world, p.rows);
   const size_t area_vecs = k.area_rows * hv;
@@ -93,22 +57,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const unsigned long long step = session.epoch + s;
     const size_t slot = (step % kNumSlots) * c.pull_slot_bytes;
     // 1. My input of every other run into its area of my slot: local stores only.
+    uint4* const box = reinterpret_cast<uint4*>(mine + slot);
     if (!aborted)
       for (int q = 1; q < world; ++q) {
         const int d = ringRank(rank, q, world);
-        uint4* area = reinterpret_cast<uint4*>(mine + slot) +
-                      static_cast<size_t>(fusedTwoShotArea(rank, d, world)) * area_vecs;
-        const size_t first = st.first + st.runBegin(d);
-        for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x)
-          for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
-            storeVec16(area + i * hv + j,
-                       canon<T>(static_cast<const uint4*>(p.send)[(first + i) * hv + j]));
+        stageRun<T>(p, box + static_cast<size_t>(fusedTwoShotArea(rank, d, world)) * area_vecs,
+                    st.first + st.runBegin(d), st.runLen(d), hv);
       }
     if (s == 0) {
       // Every thread's epoch read has returned, and every store of the block is ordered before
       // thread 0's publish, by this barrier, before the block is counted in.
       if (!session.arriveBlock(aborted)) {  // aborted before this call: every row is poison
-        poisonTwoShotRows<T, kQuant>(p, k, 0, world);
+        poisonRunRows<T, kQuant>(p, k, 0, world);
         return;
       }
       publishFlag<PullProto>(c, step);
@@ -119,7 +79,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       bulkPublish<PullProto>(c, blockDim.x, step);
     }
     if (!pullAwait<0>(c, threadIdx.x, blockDim.x, step, wait)) {
-      poisonTwoShotRows<T, kQuant>(p, k, s, world);
+      poisonRunRows<T, kQuant>(p, k, s, world);
       return;
     }
 
@@ -131,7 +91,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       src[r] = r < world && r != rank
                    ? c.pulls[r] + slot + fusedTwoShotArea(r, rank, world) * area_vecs * kVecBytes
                    : nullptr;
-    uint4* const reduced = reinterpret_cast<uint4*>(mine + slot) + (world - 1) * area_vecs;
+    uint4* const reduced = box + (world - 1) * area_vecs;
     const size_t own_first = st.first + st.runBegin(rank);
     for (size_t i = blockIdx.x; i < st.runLen(rank); i += gridDim.x, parity ^= 1u) {
       const size_t row = own_first + i;
@@ -142,22 +102,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
       for (int u0 = 0; u0 < V; u0 += R)
         sumRowPart<false, T, kW, R, V>(c, src, i * hv, hv, u0, 0, step, x, res, wait, y, sumsq);
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-        if (j >= hv) continue;
-        static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-        storeVec16(reduced + i * hv + j, y[u]);
-      }
-      bool none = false;  // the waits were the flags': no thread gave up after them
-      const float total = blockSumFixedOrder(sumsq, scratch, parity, false, &none);
-      const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-      storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+      finishOwnRow<T, kQuant, V>(p, row, reduced + i * hv, hv, y, sumsq, g, inv_scale, scratch,
+                                 parity);
     }
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, step);
     if (s + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1>(c, threadIdx.x, blockDim.x, step, wait)) {
-      poisonTwoShotRows<T, kQuant>(p, k, s, world);
+      poisonRunRows<T, kQuant>(p, k, s, world);
       return;
     }
 
@@ -166,26 +117,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const int d = ringRank(rank, q, world);
       const uint4* from =
           reinterpret_cast<const uint4*>(c.pulls[d] + slot) + (world - 1) * area_vecs;
-      const size_t first = st.first + st.runBegin(d);
-      for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x, parity ^= 1u) {
-        const size_t row = first + i;
-        uint4 y[V];
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-          const size_t j = threadIdx.x + u * blockDim.x;
-          y[u] = j < hv ? loadVolatile(from + i * hv + j) : make_uint4(0, 0, 0, 0);
-        }
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-          const size_t j = threadIdx.x + u * blockDim.x;
-          if (j < hv) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-        }
-        bool none = false;
-        const float total =
-            blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, false, &none);
-        const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-        storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
-      }
+      normaliseRun<T, kQuant, V>(p, from, st.first + st.runBegin(d), st.runLen(d), hv, g, inv_scale,
+                                 scratch, parity);
     }
   }
   session.close(k.nsteps);

@@ -71,13 +71,18 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
 }
 
 // The fused kernel's wire: the all-reduce's transport and protocol, one step of it (the pull
-// two-shot: any number of steps).
-enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kPullTwoShot, kHost };
+// two-shot and island: any number of steps).
+enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kPullTwoShot, kPullIsland, kHost };
 
-// The pull wires' kernels (fused_pull.cu, fused_twoshot_pull.cu): the one-pass path only,
-// kFusedPullVecs a thread.
+// The pull wires' kernels (fused_pull.cu, fused_twoshot_pull.cu, fused_island_pull.cu): the
+// one-pass path only, kFusedPullVecs a thread.
 bool pulls(FusedWire w) {
-  return w == FusedWire::kPullLL || w == FusedWire::kPullFlag || w == FusedWire::kPullTwoShot;
+  return w == FusedWire::kPullLL || w == FusedWire::kPullFlag || w == FusedWire::kPullTwoShot ||
+         w == FusedWire::kPullIsland;
+}
+// The wires that split a call's rows among owners, in as many steps as it needs.
+bool splitsRows(FusedWire w) {
+  return w == FusedWire::kPullTwoShot || w == FusedWire::kPullIsland;
 }
 // The longest row (in vectors) the pull kernels hold in registers: they have no second pass.
 constexpr size_t kPullRowVecs = static_cast<size_t>(kFusedThreads) * kFusedPullVecs;
@@ -117,8 +122,15 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
 // twentieth round). Not over PCIe without the write-collapse verdict: its loads there are
 // unmeasured. At two ranks each rank loads the call once either way (the one-shot: the peer's
 // rows; the two-shot: half of them twice), so the two-shot pays off only at twice the rows.
+//
+// Where the all-reduce is island_pull (two islands, the write-collapse verdict), the fused call
+// takes the island's own schedule by whole rows, at every size (fused_island_pull.cu): what
+// crosses the socket link stays the partial, once each way.
 WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size_t bytes) {
   const WireChoice one = oneShotWireOf(f, ar);
+  if (ar.variant == tpcommVariantIslandPull)
+    return {FusedWire::kPullIsland, f.slots.pull_step_bytes,
+            "island_pull's legs by whole rows (peer memory by pulls)"};
   const int knob = f.knobs.fused_twoshot_rows;
   const size_t at = static_cast<size_t>(knob) * (f.world == 2 && knob > 1 ? 2 : 1);
   const bool loads_hold =
@@ -145,23 +157,38 @@ tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
       return fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull;
     case FusedWire::kPullTwoShot:
       return fp8 ? tpcommVariantFusedP2pTwoShotPullFp8 : tpcommVariantFusedP2pTwoShotPull;
+    case FusedWire::kPullIsland:
+      return fp8 ? tpcommVariantFusedP2pIslandPullFp8 : tpcommVariantFusedP2pIslandPull;
     case FusedWire::kNone:
       break;
   }
   return tpcommVariantNone;
 }
 
+// The owners a wire splits a step's rows among (the ranks, or an island's members) and its steps.
+int owners(const CommFacts& f, FusedWire w) {
+  return w == FusedWire::kPullIsland ? f.world / 2 : f.world;
+}
+FusedTwoShotSteps rowSteps(const CommFacts& f, const WireChoice& w, size_t hv, size_t rows) {
+  return w.wire == FusedWire::kPullIsland
+             ? fusedIslandSteps(w.cap / kVecBytes, hv, owners(f, w.wire), rows)
+             : fusedTwoShotSteps(w.cap / kVecBytes, hv, owners(f, w.wire), rows);
+}
+
 // Why the fused kernel cannot take the call over wire w (empty: it can).
-std::string whyNotFused(const CallPlan& ar, const WireChoice& w, const Call& call, size_t bytes) {
+std::string whyNotFused(const CommFacts& f, const CallPlan& ar, const WireChoice& w,
+                        const Call& call, size_t bytes) {
   const size_t es = dtypeSize(call.dtype), hv = call.hidden * es / kVecBytes;
   if (w.wire == FusedWire::kNone)
     return "the all-reduce goes to " + std::string(tpcommVariantName(ar.variant));
   if ((call.hidden * es) % kVecBytes != 0) return "rows are not whole 16-byte vectors";
-  if (bytes > w.cap && w.wire != FusedWire::kPullTwoShot)
+  if (bytes > w.cap && !splitsRows(w.wire))
     return strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, w.cap);
   if (pulls(w.wire) && hv > kPullRowVecs)
     return strFormat("rows of %zu vectors exceed the pull kernel's registers (%zu)", hv,
                      kPullRowVecs);
+  if (splitsRows(w.wire) && rowSteps(f, w, hv, call.rows).area_rows == 0)
+    return strFormat("a pull slot of %zu bytes cannot hold a row for each of its areas", w.cap);
   return "";
 }
 
@@ -181,13 +208,13 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
                               : static_cast<int>(std::min<size_t>(
                                     kFusedThreads, std::max<size_t>(32, (hv + 31) / 32 * 32)));
   // A cluster per row, as many as the rows and the grid budget allow (the clusters loop over the
-  // rows beyond); the two-shot's blocks take the rows of a rank's run of a step.
+  // rows beyond); the two-shot's and the island's blocks take the rows of an owner's run of a
+  // step (owners: the ranks, or an island's members).
   const size_t per = static_cast<size_t>(e->cluster);
-  const size_t world = static_cast<size_t>(f.world);
-  const FusedTwoShotSteps k = fusedTwoShotSteps(w.cap / kVecBytes, hv, f.world, call.rows);
-  const size_t unit_rows = w.wire == FusedWire::kPullTwoShot
-                               ? (std::min(call.rows, k.step_rows) + world - 1) / world
-                               : call.rows;
+  const FusedTwoShotSteps k = rowSteps(f, w, hv, call.rows);
+  const size_t parts = static_cast<size_t>(owners(f, w.wire));
+  const size_t unit_rows =
+      splitsRows(w.wire) ? (std::min(call.rows, k.step_rows) + parts - 1) / parts : call.rows;
   size_t units = std::max<size_t>(1, std::min(unit_rows, std::max<size_t>(1, max_blocks / per)));
   // Ranks sharing a GPU: every rank's grid resident at once (plan/co_residency.h). The threads
   // follow the row, not the grid, so one cut suffices; the blocks loop over the other rows.
@@ -200,8 +227,10 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
   e->region = w.cap / kVecBytes;
   e->pdl = f.knobs.pdl;
   // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
-  e->reason = w.wire == FusedWire::kPullTwoShot
-                  ? std::string("fused two-shot over ") + w.what +
+  e->reason = splitsRows(w.wire)
+                  ? std::string(w.wire == FusedWire::kPullIsland ? "fused island over "
+                                                                 : "fused two-shot over ") +
+                        w.what +
                         strFormat(" (%zu bytes, %zu step(s) of up to %zu rows)", bytes, k.nsteps,
                                   k.step_rows)
                   : std::string("fused one-shot over ") + w.what +
@@ -234,7 +263,7 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
     return p;
   }
   const WireChoice w = wireOf(f, p, call, bytes);
-  const std::string why_not = whyNotFused(p, w, call, bytes);
+  const std::string why_not = whyNotFused(f, p, w, call, bytes);
   if (why_not.empty() && bytes > 0) {
     e.variant = fusedVariant(w.wire, call.fp8);
     fusedGrid(f, w, call, bytes, &e);

@@ -244,17 +244,16 @@ TEST(IslandPullPlan, ExplainNamesTheVariantAndWhy) {
   unregisterComm(&c);
 }
 
-// No fused island_pull kernel yet: the fused call runs the flag pull one-shot within one step
-// (never a push: test_fused_pull_plan.cc), and the all-reduce then the epilogue beyond.
-TEST(IslandPullPlan, TheFusedCallPullsWithinAStepElseRunsUnfused) {
+// Where the all-reduce is island_pull the fused call is the fused island over pull at every size
+// (test_fused_island_plan.cc has the rest), one step or many.
+TEST(IslandPullPlan, TheFusedCallTakesTheFusedIsland) {
   const CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoIslandPull);
   const CallPlan plan = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
   EXPECT_EQ(plan.variant, tpcommVariantIslandPull);
-  EXPECT_EQ(plan.epilogue.variant, tpcommVariantFusedP2pOneShotPull) << plan.epilogue.reason;
+  EXPECT_EQ(plan.epilogue.variant, tpcommVariantFusedP2pIslandPull) << plan.epilogue.reason;
   const CallPlan big = planCall(f, fusedCall(1024, 7168, tpcommBfloat16, false));
-  EXPECT_EQ(big.epilogue.variant, tpcommVariantAddRmsNorm);
-  EXPECT_TRUE(contains(big.epilogue.reason, "unfused: island_pull")) << big.epilogue.reason;
-  EXPECT_TRUE(contains(big.epilogue.reason, "exceed one step")) << big.epilogue.reason;
+  EXPECT_EQ(big.epilogue.variant, tpcommVariantFusedP2pIslandPull) << big.epilogue.reason;
+  EXPECT_TRUE(contains(big.epilogue.reason, "fused island over")) << big.epilogue.reason;
 }
 
 // Reduce-scatter and all-gather where the all-reduce would take island_pull run the pull halves,

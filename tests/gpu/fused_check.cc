@@ -58,14 +58,21 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split, Fu
   for (int r = 0; r < g.world; ++r) x.push_back(makeInput(c.dtype, n, 77 + c.hidden, r));
   const std::vector<uint8_t> res = makeInput(c.dtype, n, 78 + c.rows, 100);
   const std::vector<uint8_t> gamma = makeInput(c.dtype, c.hidden, 79, 101);
-  // The all-reduce as every variant computes it: fp32, rank order.
-  std::vector<float> ar(n);
-  for (size_t i = 0; i < n; ++i) {
-    float acc = static_cast<float>(toDouble(c.dtype, x[0].data() + i * es));
-    for (int r = 1; r < g.world; ++r)
+  // The all-reduce as its variants compute it: fp32, rank order; the island schedules (island,
+  // island_pull and their fused forms) in island order, each island's partial, then island 0's +
+  // island 1's. Ranks sharing a GPU have no topology islands: the first and the second half of
+  // the ranks are the islands (comm/lifecycle/fabric.cc).
+  const bool island = plan.algo == tpcommAlgoIsland || plan.algo == tpcommAlgoIslandPull;
+  const int m = island ? g.world / 2 : g.world;
+  const auto sumRanks = [&](size_t i, int from, int to) {
+    float acc = static_cast<float>(toDouble(c.dtype, x[from].data() + i * es));
+    for (int r = from + 1; r < to; ++r)
       acc += static_cast<float>(toDouble(c.dtype, x[r].data() + i * es));
-    ar[i] = acc;  // rounded to T by the reference, as on every path
-  }
+    return acc;
+  };
+  std::vector<float> ar(n);
+  for (size_t i = 0; i < n; ++i)  // rounded to T by the reference, as on every path
+    ar[i] = island ? sumRanks(i, 0, m) + sumRanks(i, m, g.world) : sumRanks(i, 0, g.world);
   const RmsNormExpected want = rmsNormReference(c, ar, res, gamma);
 
   std::vector<RankBufs> b(g.world);
@@ -153,12 +160,12 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split, Fu
 // of the eager call (the same inputs: residual out of place), with clusters and with a block per
 // row; prints the replay's time per call for both (a rough number, the ranks share the GPU:
 // tpcomm-bench-fused measures).
-void graphReplayMatches(int algo, const char* knobs, size_t rows, size_t hidden) {
+void graphReplayMatches(int algo, const char* knobs, size_t rows, size_t hidden, int world) {
   const tpcommDataType_t dt = tpcommBfloat16;
   tpcommConfig_t cfg = configFor(algo);
   cfg.launchKnobs = knobs;
   std::string err;
-  auto g = makeGroup(2, &cfg, 0, &err);
+  auto g = makeGroup(world, &cfg, 0, &err);
   ASSERT_TRUE(g) << err;
   const size_t n = rows * hidden, bytes = n * 2;
   std::vector<RankBufs> b(g->world);

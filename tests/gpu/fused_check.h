@@ -45,9 +45,9 @@ std::string nameOf(const FusedCase& f, int algo, int world);
 void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = Split::kAny,
               FusedBits* bits = nullptr);
 
-// Captures 20 fused calls of `rows` x `hidden` bf16 on two ranks (algo and knobs: the
+// Captures 20 fused calls of `rows` x `hidden` bf16 on `world` ranks (algo and knobs: the
 // communicator's) into a graph per rank, replays it 50 times, and checks every rank's outputs
 // against its eager call's and rank 0's; prints the time per call.
-void graphReplayMatches(int algo, const char* knobs, size_t rows, size_t hidden);
+void graphReplayMatches(int algo, const char* knobs, size_t rows, size_t hidden, int world = 2);
 
 }  // namespace tpcomm::test

@@ -1,7 +1,9 @@
 // The reads of the fused kernels over pull (fused_pull.cu: the one-shot, both wires;
 // fused_twoshot_pull.cu: the two-shot's reduce-scatter, flag wire): a block's row, every peer's
 // vectors of it loaded from the peer's outbox, summed with my own in rank order in fp32 (the bits
-// of every all-reduce variant), the residual added (fused_device.cuh, addResidual).
+// of every flat all-reduce variant), the residual added (fused_device.cuh, addResidual). And what
+// the kernels that split the rows by owner share (fused_twoshot_pull.cu, fused_island_pull.cu;
+// fused_twoshot_layout.h): staging a run, finishing an owned row, normalising an owner's rows.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include "kernels/device/pull_device.cuh"
 #include "kernels/device/pull_ll_device.cuh"
 #include "kernels/fused_oneshot.h"
+#include "kernels/layout/fused_twoshot_layout.h"
 
 namespace tpcomm {
 namespace fused_pull {
@@ -111,6 +114,101 @@ __device__ __forceinline__ void sumRowPart(const DeviceComm& c, const char* cons
     for (int r = 1; r < kW; ++r)
       if (r < world) acc.add(r == rank ? own : data<kLL>(e[k][r]));
     y[u] = addResidual<T>(acc, res[u], sumsq);
+  }
+}
+
+// The failure branch (a call) of the kernels that split rows by owner: every row of this block
+// from step `from` on is poison (poisonFused), each of the `parts` owners' runs.
+template <typename T, bool kQuant>
+__device__ __noinline__ void poisonRunRows(const FusedParams& p, const FusedTwoShotSteps& k,
+                                           size_t from, int parts) {
+  constexpr int E = VecTraits<T>::kElems;
+  const size_t hv = p.hidden / E;
+  for (size_t s = from; s < k.nsteps; ++s) {
+    const FusedTwoShotStep st = fusedTwoShotStep(k, s, parts, p.rows);
+    for (int d = 0; d < parts; ++d) {
+      FusedParams q = p;
+      q.rows = st.first + st.runBegin(d) + st.runLen(d);  // poisonFused stops at q.rows
+      poisonFused<T, kQuant>(q, st.first + st.runBegin(d) + blockIdx.x, gridDim.x, threadIdx.x,
+                             blockDim.x, hv);
+    }
+  }
+}
+
+// My input of rows [first, first + len) (this block's: first + blockIdx.x, + gridDim.x, ...) into
+// `area` of my own outbox, canonicalised: local stores only.
+template <typename T>
+__device__ __forceinline__ void stageRun(const FusedParams& p, uint4* area, size_t first,
+                                         size_t len, size_t hv) {
+  for (size_t i = blockIdx.x; i < len; i += gridDim.x)
+    for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
+      storeVec16(area + i * hv + j,
+                 canon<T>(static_cast<const uint4*>(p.send)[(first + i) * hv + j]));
+}
+
+// The squares of a residual row's vectors in registers, in addResidual's order: the owner's sum
+// of squares, bit for bit.
+template <typename T, int V>
+__device__ __forceinline__ float rowSquares(const uint4 (&y)[V], size_t hv) {
+  constexpr int E = VecTraits<T>::kElems;
+  float sumsq = 0.f;
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    if (threadIdx.x + u * blockDim.x >= hv) continue;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float q = lane<T>(y[u], i);
+      sumsq += q * q;
+    }
+  }
+  return sumsq;
+}
+
+// An owned row's residual y (its squares summed in sumsq): into residual_out and, the same bits,
+// into `reduced` (my outbox's area the others read), then normalised from the registers.
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void finishOwnRow(const FusedParams& p, size_t row, uint4* reduced,
+                                             size_t hv, const uint4 (&y)[V], float sumsq,
+                                             const uint4 (&g)[V], float inv_scale,
+                                             BlockSumScratch& scratch, unsigned parity) {
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j >= hv) continue;
+    static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+    storeVec16(reduced + j, y[u]);
+  }
+  bool none = false;  // the waits were the flags': no thread gave up after them
+  const float total = blockSumFixedOrder(sumsq, scratch, parity, false, &none);
+  const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
+  storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+}
+
+// Rows [first, first + len) (this block's) of their owner's finished residual rows at `from`
+// (its outbox area, published and awaited): stored, and normalised here by the same threads in
+// the same order as the owner did, so every rank holds the owner's bits.
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void normaliseRun(const FusedParams& p, const uint4* from, size_t first,
+                                             size_t len, size_t hv, const uint4 (&g)[V],
+                                             float inv_scale, BlockSumScratch& scratch,
+                                             unsigned& parity) {
+  for (size_t i = blockIdx.x; i < len; i += gridDim.x, parity ^= 1u) {
+    const size_t row = first + i;
+    uint4 y[V];
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const size_t j = threadIdx.x + u * blockDim.x;
+      y[u] = j < hv ? loadVolatile(from + i * hv + j) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const size_t j = threadIdx.x + u * blockDim.x;
+      if (j < hv) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+    }
+    bool none = false;
+    const float total = blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, false, &none);
+    const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
+    storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
   }
 }
 

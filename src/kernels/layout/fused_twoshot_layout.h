@@ -1,10 +1,16 @@
-// The fused two-shot over pull (fused_twoshot_pull.cu): which rows a step holds, which rank owns
-// which of them, and where they lie in an outbox slot. A step is up to `world` times `area_rows`
-// rows (area_rows: the rows one area of a slot holds); its rows are split among the ranks in
-// consecutive runs of ceil(len / world), rank d owning run d. Rank r's slot holds, for each other
-// rank d, an area with r's input of d's run (area (d - r - 1) mod world, 0 .. world - 2), then
-// the reduced area (world - 1): r's finished residual rows of its own run, which the others read.
-// Plain arithmetic, so the CPU tests check what the kernel and the planner use.
+// The fused kernels over pull that split a call's rows by owner (fused_twoshot_pull.cu,
+// fused_island_pull.cu): which rows a step holds, which owner has which of them, and where they
+// lie in an outbox slot. A step is up to `parts` times `area_rows` rows (area_rows: the rows one
+// area of a slot holds); its rows are split among the owners in consecutive runs of
+// ceil(len / parts), owner d having run d.
+// - The two-shot (parts = areas = world): rank r's slot holds, for each other rank d, an area with
+//   r's input of d's run (area (d - r - 1) mod world, 0 .. world - 2), then the reduced area
+//   (world - 1): r's finished residual rows of its own run, which the others read.
+// - The island (parts = m, the island size; areas = m + 2): owners are the island members by
+//   local index, the same areas for the inputs of the other members' runs (0 .. m - 2), then two
+//   areas for the island partial of the member's run in fp32 (X, up to 2 vectors a data vector),
+//   then the result area (m + 1).
+// Plain arithmetic, so the CPU tests check what the kernels and the planner use.
 #pragma once
 
 #include <cstddef>
@@ -19,17 +25,31 @@ struct FusedTwoShotSteps {
   size_t nsteps;
 };
 
-// A call of `rows` rows of `hv` vectors over slots of `slot_vecs` vectors, `world` ranks. No
-// step (area_rows 0) where a slot cannot hold one row per rank.
-TPCOMM_HOST_DEVICE inline FusedTwoShotSteps fusedTwoShotSteps(size_t slot_vecs, size_t hv,
-                                                              int world, size_t rows) {
-  const size_t w = static_cast<size_t>(world);
-  const size_t area_rows = hv > 0 ? slot_vecs / (hv * w) : 0;
-  const size_t step_rows = area_rows * w;
+// A call of `rows` rows of `hv` vectors over slots of `slot_vecs` vectors cut into `areas` areas,
+// split among `parts` owners. No step (area_rows 0) where a slot cannot hold one row per area.
+TPCOMM_HOST_DEVICE inline FusedTwoShotSteps fusedRunSteps(size_t slot_vecs, size_t hv, int parts,
+                                                          int areas, size_t rows) {
+  const size_t area_rows = hv > 0 ? slot_vecs / (hv * static_cast<size_t>(areas)) : 0;
+  const size_t step_rows = area_rows * static_cast<size_t>(parts);
   return {area_rows, step_rows, step_rows > 0 ? (rows + step_rows - 1) / step_rows : 0};
 }
 
-// Step s's rows: [first, first + len), rank d's run [first + d * run, first + min(len, (d + 1) *
+// The two-shot's steps: one run and one area per rank.
+TPCOMM_HOST_DEVICE inline FusedTwoShotSteps fusedTwoShotSteps(size_t slot_vecs, size_t hv,
+                                                              int world, size_t rows) {
+  return fusedRunSteps(slot_vecs, hv, world, world, rows);
+}
+
+// The island's areas: the inputs of the other m - 1 members' runs, X (two), the result.
+TPCOMM_HOST_DEVICE constexpr int fusedIslandAreas(int m) {
+  return m + 2;
+}
+TPCOMM_HOST_DEVICE inline FusedTwoShotSteps fusedIslandSteps(size_t slot_vecs, size_t hv, int m,
+                                                             size_t rows) {
+  return fusedRunSteps(slot_vecs, hv, m, fusedIslandAreas(m), rows);
+}
+
+// Step s's rows: [first, first + len), owner d's run [first + d * run, first + min(len, (d + 1) *
 // run)).
 struct FusedTwoShotStep {
   size_t first;
@@ -46,15 +66,16 @@ struct FusedTwoShotStep {
 };
 
 TPCOMM_HOST_DEVICE inline FusedTwoShotStep fusedTwoShotStep(const FusedTwoShotSteps& k, size_t s,
-                                                            int world, size_t rows) {
+                                                            int parts, size_t rows) {
   const size_t first = s * k.step_rows;
   const size_t left = rows - first;
   const size_t len = left < k.step_rows ? left : k.step_rows;
-  const size_t w = static_cast<size_t>(world);
+  const size_t w = static_cast<size_t>(parts);
   return {first, len, (len + w - 1) / w};
 }
 
-// The area of rank `from`'s slot that holds its input of rank `owner`'s run (owner != from).
+// The area of `from`'s slot that holds its input of `owner`'s run (owner != from; ranks, or local
+// indices in an island of `world` members).
 TPCOMM_HOST_DEVICE inline int fusedTwoShotArea(int from, int owner, int world) {
   const int a = owner - from - 1;
   return a < 0 ? a + world : a;

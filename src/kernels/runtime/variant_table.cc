@@ -48,6 +48,8 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantFusedP2pOneShotPullFp8,  "fused_p2p_oneshot_pull_fp8", C::kFused,         X::kPeer,       true,  false, fusedPullFp8Kernels,      false, 0},
 {tpcommVariantFusedP2pTwoShotPull,     "fused_p2p_twoshot_pull",     C::kFused,         X::kPeer,       true,  false, fusedTwoShotPullKernels,  false, 0},
 {tpcommVariantFusedP2pTwoShotPullFp8,  "fused_p2p_twoshot_pull_fp8", C::kFused,         X::kPeer,       true,  false, fusedTwoShotPullFp8Kernels, false, 0},
+{tpcommVariantFusedP2pIslandPull,      "fused_p2p_island_pull",      C::kFused,         X::kPeer,       true,  true,  fusedIslandPullKernels,   false, 0},
+{tpcommVariantFusedP2pIslandPullFp8,   "fused_p2p_island_pull_fp8",  C::kFused,         X::kPeer,       true,  true,  fusedIslandPullFp8Kernels, false, 0},
 };
 // clang-format on
 
