@@ -68,7 +68,8 @@ if [[ ${TPCOMM_CI_CONTRACT:-1} != 0 ]]; then
   # The background venv build's outcome is only a head start: the script builds what is missing.
   wait "$CONTRACT_PREP_PID" || echo "   (the background venv build failed: $BUILD/contract-prepare.log)"
   cat "$BUILD/contract-prepare.log"
-  scripts/engine_contract.sh
+  # The CLI of this build: the collapse tests read its planner through `tpcomm doctor --probe`.
+  TPCOMM_CLI="$PWD/$BUILD/tools/tpcomm" scripts/engine_contract.sh
 fi
 
 # ---- Sanitizers and fuzzing (issue 18), after the main suite, each in a build folder of its own

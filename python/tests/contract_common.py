@@ -122,3 +122,30 @@ def binds(method, positional: int, keywords: Set[str]) -> bool:
         return True
     except TypeError:
         return False
+
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "cpu" / "data"
+
+
+def assert_fused_over_pull_under_write_collapse():
+    """What tpcomm runs for the engines' fused op (torch.ops.tpcomm.fused_allreduce_rmsnorm, i.e.
+    tpcommAllReduceAddRmsNorm) on the issue's box, simulated on the CPU: the 8-GPU two-socket PCIe
+    fixture with a fabric probe whose stores collapse (`tpcomm doctor --topology --probe`, the
+    planner the library runs). At every world 2..8 the decode sizes (1 and 16 tokens of 7168 bf16)
+    take a fused pull kernel, never a push and never the unfused pair; where the all-reduce is
+    island_pull the fused island."""
+    from tpcomm import cli
+
+    report = cli.doctor("--topology", str(DATA / "topo" / "rtx_pro_6000_8x_pcie_2socket.json"),
+                        "--probe", str(DATA / "probe" / "broadcom_turin_collapse.json"))
+    assert report["fabric_probe"]["policy_verdict"] == "write_collapse"
+    worlds = report["policy"]["worlds"]
+    assert [w["world"] for w in worlds] == list(range(2, 9))
+    for w in worlds:
+        for r in w["fused"]:
+            what = f"world {w['world']} T={r['tokens']}: {r['variant']} ({r['reason']})"
+            if r["tokens"] <= 16:
+                assert r["variant"] in ("fused_p2p_oneshot_pull", "fused_p2p_twoshot_pull"), what
+            if r["allreduce"] == "island_pull":
+                assert r["variant"] == "fused_p2p_island_pull", what
+            assert r["variant"] in ("add_rmsnorm",) or "pull" in r["variant"], what

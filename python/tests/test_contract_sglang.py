@@ -12,8 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from contract_common import (binds, call_sites, cpu_custom_allreduce, engine,  # noqa: E402
-                             plugin_fixtures, probed)
+from contract_common import (assert_fused_over_pull_under_write_collapse,  # noqa: E402
+                             binds, call_sites, cpu_custom_allreduce, engine, plugin_fixtures,
+                             probed)
 
 sglang = engine("sglang")
 sgl_plugins = engine("sglang.srt.plugins")
@@ -213,6 +214,14 @@ def test_the_flashinfer_fusion_path_becomes_tpcomms_fused_op(installed, fusion_s
     got = layernorm._forward_with_allreduce_fusion(norm, x, residual, extra, weight)
     want = testing.add_rmsnorm_reference(x.float() * 2, residual + extra, weight, 1e-6)
     assert flashinfer == [] and torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_under_a_write_collapse_verdict_the_fusion_path_still_reaches_a_fused_pull_kernel(
+        installed, fusion_setup):
+    # SGLang's fusion path reads no fabric verdict: it calls tpcomm's fused op on every box...
+    test_the_flashinfer_fusion_path_becomes_tpcomms_fused_op(installed, fusion_setup)
+    # ...which tpcomm runs fused, by pulls, on the simulated collapsing PCIe box.
+    assert_fused_over_pull_under_write_collapse()
 
 
 def test_disabled_the_fusion_path_is_flashinfers(clean_env, fusion_setup):

@@ -15,8 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from contract_common import (Spy, binds, call_sites, cpu_custom_allreduce, engine,  # noqa: E402
-                             plugin_fixtures)
+from contract_common import (Spy, assert_fused_over_pull_under_write_collapse,  # noqa: E402
+                             binds, call_sites, cpu_custom_allreduce, engine, plugin_fixtures)
 
 vllm = engine("vllm")
 plugins = engine("vllm.plugins")
@@ -228,6 +228,15 @@ def test_the_fuse_allreduce_rms_pass_emits_tpcomms_op(installed, monkeypatch):
     ref_out, ref_res = torch.ops.vllm_ir.fused_add_rms_norm(x * 2, residual, weight, 1e-6)
     torch.testing.assert_close(out, ref_out, atol=2e-2, rtol=2e-2)
     assert torch.equal(res, ref_res)
+
+
+def test_under_a_write_collapse_verdict_the_pass_still_reaches_a_fused_pull_kernel(installed,
+                                                                                  monkeypatch):
+    # The pass reads no fabric verdict: it emits tpcomm's op on every box...
+    test_the_fuse_allreduce_rms_pass_emits_tpcomms_op(installed, monkeypatch)
+    # ...and on the PCIe box whose switches collapse peer writes, tpcomm runs that op fused, by
+    # pulls (what the library's planner says for the simulated box).
+    assert_fused_over_pull_under_write_collapse()
 
 
 def test_without_a_tpcomm_communicator_the_pass_stands_aside_or_fails_strict(installed,

@@ -235,9 +235,55 @@ TEST_F(DoctorCli, BadKnobsAreFindings) {
   EXPECT_FALSE(has(fine.out, "TPCOMM_KNOBS=block_bytes")) << fine.out;
 }
 
+// The box simulated whole on the CPU: the 8-GPU two-socket PCIe fixture with a probe file
+// shaped like the published Broadcom + Turin box (stores collapse with all pairs, loads hold).
+// The verdict is write_collapse, no SM push is previewed, and the fused all-reduce + RMSNorm (what
+// the engines' fusion passes call) runs a fused pull kernel at every world and token count: the
+// one-shot or two-shot where the all-reduce pulls flat, the island where it is island_pull; never
+// a push, never unfused, except where the all-reduce itself goes to NCCL.
+TEST_F(DoctorCli, ASimulatedCollapseKeepsTheFusedCallFusedOverPull) {
+  const std::string probe =
+      std::string(" --probe '") + TPCOMM_TEST_DATA_DIR + "/probe/broadcom_turin_collapse.json'";
+  const std::string machine = topoFile("rtx_pro_6000_8x_pcie_2socket") + probe;
+  const CliResult text = doctor(machine);
+  EXPECT_EQ(text.status, 1) << text.out;  // a collapse costs speed
+  EXPECT_TRUE(has(text.out, "Fabric probe (file in ")) << text.out;
+  EXPECT_TRUE(has(text.out, "fabric probe verdict write_collapse")) << text.out;
+  EXPECT_TRUE(
+      has(text.out, "all-reduce + add + RMSNorm, 7168 bf16 rows: T=1 fused_p2p_oneshot_pull"))
+      << text.out;
+  const json::Value v = parsed(doctor("--json " + machine));
+  EXPECT_EQ(v.find("fabric_probe")->find("policy_verdict")->asString(), "write_collapse");
+  int islands = 0, fused = 0;
+  for (const json::Value& w : v.find("policy")->find("worlds")->items()) {
+    const int world = static_cast<int>(w.find("world")->asDouble());
+    for (const json::Value& r : w.find("fused")->items()) {
+      const std::string ar = r.find("allreduce")->asString(), k = r.find("variant")->asString();
+      const std::string what =
+          "world " + std::to_string(world) +
+          " T=" + std::to_string(static_cast<int>(r.find("tokens")->asDouble())) + ": " + ar +
+          " then " + k + " (" + r.find("reason")->asString() + ")";
+      if (ar == "nccl") continue;
+      ++fused;
+      EXPECT_EQ(k.rfind("fused_p2p_", 0), 0u) << what;
+      EXPECT_TRUE(has(k, "pull")) << what;
+      if (ar == "island_pull") {
+        EXPECT_EQ(k, "fused_p2p_island_pull") << what;
+        ++islands;
+      }
+    }
+  }
+  EXPECT_GE(fused, 7 * 3);  // 1, 16 and 64 tokens at every world 2..8
+  EXPECT_GE(islands, 2);    // above 1 MiB at 6 and 8 ranks
+}
+
 TEST_F(DoctorCli, UsageErrors) {
   EXPECT_EQ(doctor("--bogus").status, 2);
   EXPECT_EQ(doctor("--topology /nonexistent.json").status, 2);
+  EXPECT_EQ(doctor(topoFile("h200_2x_nvlink") + " --probe /nonexistent.json").status, 2);
+  EXPECT_EQ(doctor(topoFile("h200_2x_nvlink") + " --probe " + topoFile("h200_2x_nvlink").substr(11))
+                .status,
+            2);  // a topology file is not a probe
   const CliResult help = doctor("--help");
   EXPECT_EQ(help.status, 0);
   EXPECT_TRUE(has(help.out, "--retest-p2p")) << help.out;

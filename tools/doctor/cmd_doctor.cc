@@ -19,7 +19,7 @@ constexpr int kExitUsage = 2;
 void usage(FILE* out) {
   fprintf(out,
           "usage: tpcomm doctor [--json | --html] [--retest-p2p] [--reprobe] [--no-probe] [--env]\n"
-          "                     [--topology FILE]\n"
+          "                     [--topology FILE] [--probe FILE]\n"
           "\n"
           "Checks this machine before you trust it: NVIDIA driver and CUDA runtime, every GPU\n"
           "(name, cc, PCI bus id, NUMA node, UUID), this build's architecture coverage against\n"
@@ -27,8 +27,9 @@ void usage(FILE* out) {
           "(NVLinks, PCIe path, P2P supported, P2P working), the fabric probe (SM stores, SM\n"
           "loads, copy engines and latency per pair and with all pairs at once, and pinned host\n"
           "memory; its verdict, e.g. write collapse), the algorithm the policy would pick\n"
-          "for 1 KiB .. 64 MiB at each world size (and which tuning table it uses), NCCL, and\n"
-          "the TPCOMM_* variables that are set.\n"
+          "for 1 KiB .. 64 MiB at each world size (and which tuning table it uses) and the\n"
+          "kernel of the fused all-reduce + add + RMSNorm at 1 .. 1024 tokens, NCCL, and the\n"
+          "TPCOMM_* variables that are set.\n"
           "\n"
           "  --json           machine-readable output (keys in docs/DOCTOR.md)\n"
           "  --html           the report as a self-contained HTML page (tpcomm doctor --html >\n"
@@ -39,6 +40,9 @@ void usage(FILE* out) {
           "  --env            list every TPCOMM_* variable with its default and meaning\n"
           "  --topology FILE  judge a topology dump (tpcomm doctor --json's \"topology\", or\n"
           "                   docs/TOPOLOGY.md) instead of this machine's GPUs\n"
+          "  --probe FILE     take this fabric probe (tpcomm doctor --json's \"fabric_probe\"\n"
+          "                   \"probe\", the cache's format) instead of measuring: the verdict\n"
+          "                   and the policy preview for a fabric that probes so\n"
           "\n"
           "Exit status: 0 nothing wrong; 1 something keeps tpcomm from full speed (no kernel\n"
           "image, PTX JIT only, broken or missing P2P, NCCL missing, a bad TPCOMM_* value), each\n"
@@ -72,6 +76,10 @@ int cmdDoctor(int argc, char** argv) {
       opts.topology_file = argv[++i];
     } else if (arg.compare(0, 11, "--topology=") == 0) {
       opts.topology_file = arg.substr(11);
+    } else if (arg == "--probe" && i + 1 < argc) {
+      opts.probe_file = argv[++i];
+    } else if (arg.compare(0, 8, "--probe=") == 0) {
+      opts.probe_file = arg.substr(8);
     } else {
       fprintf(stderr, "tpcomm doctor: unknown option '%s'\n\n", arg.c_str());
       usage(stderr);
@@ -82,6 +90,10 @@ int cmdDoctor(int argc, char** argv) {
   collectFacts(opts, &facts);
   if (!opts.topology_file.empty() && facts.simulated_from.empty()) {
     fprintf(stderr, "tpcomm doctor: %s\n", facts.no_gpu_reason.c_str());
+    return kExitUsage;
+  }
+  if (!facts.probe_file_error.empty()) {
+    fprintf(stderr, "tpcomm doctor: %s\n", facts.probe_file_error.c_str());
     return kExitUsage;
   }
   const std::vector<Finding> findings = findingsFor(facts);

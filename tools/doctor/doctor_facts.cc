@@ -13,8 +13,10 @@
 #include "common/error.h"
 #include "kernels/runtime/fabric_probe_run.h"
 #include "kernels/runtime/image_check.h"
+#include "topo/cache_dir.h"
 #include "topo/discover.h"
 #include "topo/p2p_cache.h"
+#include "topo/probe/fabric_probe_json.h"
 #include "topo/topology_json.h"
 #include "transport/nccl_loader.h"
 
@@ -94,6 +96,23 @@ void collectProbe(const DoctorOptions& o, DoctorFacts* f) {
     f->probe_finding = topo::judgeFabric(f->probe, p2p);
 }
 
+// --probe FILE: a fabric probe in the cache's format (topo/probe/fabric_probe_json.h) in place of
+// measuring, judged as a measured one: with --topology, a whole machine simulated on the CPU.
+void loadProbeFile(const DoctorOptions& o, DoctorFacts* f) {
+  std::string text, why;
+  json::Value v;
+  if (!topo::readTextFile(o.probe_file, &text, &why) || !json::parse(text, &v, &why) ||
+      !topo::fabricProbeFromJson(v, &f->probe, &why)) {
+    f->probe_file_error = "--probe " + o.probe_file + ": " + why;
+    return;
+  }
+  bool p2p = true;
+  probeGpus(f->topo, &p2p);
+  f->probe_source = topo::ProbeSource::kFile;
+  f->probe_cache_path = o.probe_file;
+  f->probe_finding = topo::judgeFabric(f->probe, p2p);
+}
+
 void collectGpus(const DoctorOptions& o, DoctorFacts* f) {
   if (!o.topology_file.empty()) {
     f->simulated_from = o.topology_file;
@@ -104,6 +123,7 @@ void collectGpus(const DoctorOptions& o, DoctorFacts* f) {
       return;
     }
     f->gpus_visible = f->topo.size() > 0;
+    if (!o.probe_file.empty()) loadProbeFile(o, f);
     return;
   }
   if (topo::discover(&f->topo) != tpcommSuccess) {
@@ -120,7 +140,10 @@ void collectGpus(const DoctorOptions& o, DoctorFacts* f) {
     f->p2p_cache_path = topo::p2pCachePath(f->topo);
     f->p2p_checked = topo::checkP2pHealth(&f->topo, all, p2p) == tpcommSuccess;
   }
-  collectProbe(o, f);
+  if (o.probe_file.empty())
+    collectProbe(o, f);
+  else
+    loadProbeFile(o, f);
   // The driver's own answer (cudaFuncGetAttributes on every kernel), next to the inspector's.
   for (int g = 0; g < f->topo.size(); ++g)
     f->kernel_check.push_back(checkKernelImages(g) == tpcommSuccess ? "" : plainError(lastError()));

@@ -50,7 +50,8 @@ struct DoctorFacts {
   // GPU, --no-probe, a simulated topology, or it could not start: probe_why).
   topo::ProbeSource probe_source = topo::ProbeSource::kNone;
   std::string probe_why;
-  std::string probe_cache_path;
+  std::string probe_cache_path;  // where the probe was read (the cache, or --probe FILE)
+  std::string probe_file_error;  // --probe FILE could not be read or parsed: why (exit 2)
   topo::FabricProbe probe;
   topo::FabricFinding probe_finding;                       // judged when probe_source is not kNone
   FabricVerdict policy_verdict = FabricVerdict::kUnknown;  // what a communicator would use
@@ -90,6 +91,7 @@ struct DoctorOptions {
   bool reprobe = false;       // --reprobe: measure the fabric again instead of trusting the cache
   bool no_probe = false;      // --no-probe: no fabric probe (nor its cached result)
   std::string topology_file;  // non-empty: judge this topology dump instead of the live GPUs
+  std::string probe_file;     // non-empty: take this fabric probe (the cache's JSON) as measured
 };
 
 // The GPUs doctor probes (topology indices): the machine's first eight; with one GPU two buffers

@@ -169,6 +169,20 @@ Value previewJson(const DoctorFacts& f) {
       rows.push(std::move(row));
     }
     x.set("rows", std::move(rows));
+    Value fused = Value::array();
+    for (const PreviewFused& r : w.fused) {
+      Value row = Value::object();
+      const bool ok = r.error == tpcommSuccess;
+      row.set("tokens", Value::unsignedInteger(r.tokens));
+      row.set("hidden", Value::unsignedInteger(kPreviewHidden));
+      row.set("dtype", str("bf16"));
+      row.set("allreduce", ok ? str(tpcommVariantName(r.allreduce)) : Value());
+      row.set("variant", ok ? str(tpcommVariantName(r.variant)) : Value());
+      row.set("error", ok ? Value() : str(tpcommGetErrorString(r.error)));
+      row.set("reason", str(r.reason));
+      fused.push(std::move(row));
+    }
+    x.set("fused", std::move(fused));
     worlds.push(std::move(x));
   }
   o.set("worlds", std::move(worlds));

@@ -38,6 +38,18 @@ struct PreviewRow {
   tpcommVariant_t variant = tpcommVariantNone;  // with 16-byte aligned buffers
 };
 
+// The fused all-reduce + add + RMSNorm (tpcommAllReduceAddRmsNorm, what the engines' fusion passes
+// call) at a few token counts of one row width: the all-reduce of the same bytes and the kernel
+// that runs the call (a fused variant, or the epilogue kernel after the all-reduce).
+struct PreviewFused {
+  size_t tokens = 0;
+  tpcommResult_t error = tpcommSuccess;
+  tpcommVariant_t allreduce = tpcommVariantNone;
+  tpcommVariant_t variant = tpcommVariantNone;
+  std::string reason;
+};
+constexpr size_t kPreviewHidden = 7168;  // bf16 rows: DeepSeek-V3's and Kimi K2's width
+
 struct PreviewWorld {
   int world = 0;
   std::vector<int> gpus;  // rank r runs on GPU gpus[r]; empty for a hypothetical machine
@@ -48,6 +60,7 @@ struct PreviewWorld {
   bool tuned = false;  // the tuning table steers this world
   std::string table;   // "built-in defaults", "tuning table", or why the table is not used
   std::vector<PreviewRow> rows;
+  std::vector<PreviewFused> fused;
 };
 
 // 1 KiB .. 64 MiB in x4 steps (9 sizes): decode-sized messages up to prefill-sized ones.
@@ -57,7 +70,12 @@ inline std::vector<size_t> previewSizes() {
   return s;
 }
 
-// Decisions for every preview size, given the fabric facts of one world.
+// 1 .. 1024 tokens: decode steps up to a prefill chunk.
+inline std::vector<size_t> previewTokens() {
+  return {1, 16, 64, 256, 1024};
+}
+
+// Decisions for every preview size and fused call, given the fabric facts of one world.
 inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   const SizeTable* tuned = nullptr;
   if (o.tuning) {
@@ -99,6 +117,11 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   for (size_t bytes : previewSizes()) {
     const CallPlan p = planCall(f, Call{bytes, true});
     w->rows.push_back({bytes, p.decision, p.variant});
+  }
+  for (size_t tokens : previewTokens()) {
+    const CallPlan p = planCall(f, fusedCall(tokens, kPreviewHidden, tpcommBfloat16, false));
+    w->fused.push_back(
+        {tokens, p.decision.error, p.variant, p.epilogue.variant, p.epilogue.reason});
   }
 }
 

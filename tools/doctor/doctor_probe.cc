@@ -30,7 +30,9 @@ void probeSection(const DoctorFacts& f, std::string* out) {
   }
   const topo::FabricProbe& p = f.probe;
   *out += "\nFabric probe (" + std::string(topo::probeSourceName(f.probe_source)) +
-          (f.probe_source == topo::ProbeSource::kCache ? " in " + f.probe_cache_path : "") +
+          (f.probe_source == topo::ProbeSource::kCache || f.probe_source == topo::ProbeSource::kFile
+               ? " in " + f.probe_cache_path
+               : "") +
           strFormat(", %.0f ms", p.elapsed_ms) +
           (p.sameGpu() ? "; two buffers on one GPU: memory and launches, not a link" : "") + ")\n";
   TextTable t({"traffic", "SM stores GB/s", "SM loads GB/s", "copy engine GB/s", "one-way us"});

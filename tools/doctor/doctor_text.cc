@@ -170,7 +170,14 @@ std::string reasons(const PreviewWorld& w) {
     t.add({range, cellText(w.rows[i].decision), w.rows[i].decision.reason});
     i = j + 1;
   }
-  return out + t.render("    ");
+  out += t.render("    ");
+  // The fused call (the engines' fusion passes): the kernel that runs each token count.
+  out += "    all-reduce + add + RMSNorm, " + std::to_string(kPreviewHidden) + " bf16 rows:";
+  for (const PreviewFused& r : w.fused)
+    out += " T=" + std::to_string(r.tokens) + " " +
+           (r.error == tpcommSuccess ? tpcommVariantName(r.variant) : "n/a") +
+           (&r == &w.fused.back() ? "\n" : ";");
+  return out;
 }
 
 void previewSection(const DoctorFacts& f, std::string* out) {

@@ -23,6 +23,8 @@ const char* probeSourceName(ProbeSource s) {
       return "cached";
     case ProbeSource::kMeasured:
       return "measured";
+    case ProbeSource::kFile:
+      return "file";
   }
   return "?";
 }

@@ -42,8 +42,10 @@ struct FabricProbeOptions {
   FabricProber prober;     // empty: the cache only (as may_run = false)
 };
 
-enum class ProbeSource { kNone, kCache, kMeasured };
-const char* probeSourceName(ProbeSource s);  // "none", "cached", "measured"
+// kFile: named on the command line (tpcomm doctor --probe FILE: what the policy would do on a
+// fabric that probes so).
+enum class ProbeSource { kNone, kCache, kMeasured, kFile };
+const char* probeSourceName(ProbeSource s);  // "none", "cached", "measured", "file"
 
 // The probe of `gpus` (topology indices; P2P health already checked): from the cache when it is
 // current, else measured (when options allow) and cached; a probe cut short (an error) is not
