@@ -118,7 +118,9 @@ typedef enum {
   tpcommVariantFusedP2pTwoShotPullFp8 = 34,   /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pIslandPull = 35,       /* fused over island_pull: rows split by member */
   tpcommVariantFusedP2pIslandPullFp8 = 36,    /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 37
+  tpcommVariantFusedP2pTwoShot = 37,          /* fused two-shot over pushes: rows split by owner */
+  tpcommVariantFusedP2pTwoShotFp8 = 38,       /* the same with FP8 e4m3 output */
+  tpcommNumVariants = 39
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -284,10 +286,11 @@ TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
  * hidden 1..65536; tokens 0 does nothing. residualIn must hold the same values on every rank (as
  * tensor parallelism has it): the fused two-shot and island add a row's owner's. A fused kernel
  * takes whole rows of 16-byte vectors: a one-shot in one step of the all-reduce's transport (push,
- * pull or host memory), or over pull the two-shot or the island (any number of steps); other
- * calls run the all-reduce, then the epilogue kernel (Explain and GetLastCall say which). The
- * choice follows the shapes and the communicator, never one rank's pointers: a rank whose buffers
- * are not 16-byte aligned runs the same kernel on aligned copies, so the ranks never disagree. */
+ * pull or host memory), or a two-shot (over pull or pushes) or the island over pull (any number
+ * of steps); other calls run the all-reduce, then the epilogue kernel (Explain and GetLastCall say
+ * which). The choice follows the shapes and the communicator, never one rank's pointers: a rank
+ * whose buffers are not 16-byte aligned runs the same kernel on aligned copies, so the ranks never
+ * disagree. */
 #define TPCOMM_RMSNORM_PARAMS_VERSION 1u
 typedef struct {
   unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */

@@ -42,7 +42,7 @@ VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot
                  "fused_p2p_oneshot_pull_ll_fp8", "fused_p2p_oneshot_pull",
                  "fused_p2p_oneshot_pull_fp8", "fused_p2p_twoshot_pull",
                  "fused_p2p_twoshot_pull_fp8", "fused_p2p_island_pull",
-                 "fused_p2p_island_pull_fp8")
+                 "fused_p2p_island_pull_fp8", "fused_p2p_twoshot", "fused_p2p_twoshot_fp8")
 NUM_VARIANTS = len(VARIANT_NAMES)
 
 # tpcommColl_t (tpcommCommExplainCollective)

@@ -19,16 +19,18 @@ int plannedVariant(const CallPlan& p, const Call& call) {
 }
 
 // The options of a call, each combination once (0: the communicator's knobs): bit 0 flips lean,
-// bit 1 the host sentinel, bit 2 the fused pull's LL entries, bit 3 the fused two-shot over pull
-// (from one row, or never); option / 16 sets pull LL as is, off, or up to an LL slot's most.
-constexpr int kOptions = 48;
+// bit 1 the host sentinel, bit 2 the fused pull's LL entries, bit 3 the fused two-shot (from one
+// row, or never), bit 4 its form where the all-reduce pushes over NVLink; option / 32 sets pull
+// LL as is, off, or up to an LL slot's most.
+constexpr int kOptions = 96;
 LaunchKnobs withOption(LaunchKnobs k, int option) {
   if (option & 1) k.lean = !k.lean;
   if (option & 2) k.host_sentinel = !k.host_sentinel;
   if (option & 4) k.fused_pull_ll = !k.fused_pull_ll;
   if (option & 8) k.fused_twoshot_rows = k.fused_twoshot_rows == 1 ? 0 : 1;
-  if (option / 16 == 1) k.pull_ll_bytes = 0;
-  if (option / 16 == 2) k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
+  if (option & 16) k.fused_twoshot_push = !k.fused_twoshot_push;
+  if (option / 32 == 1) k.pull_ll_bytes = 0;
+  if (option / 32 == 2) k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
   return k;
 }
 

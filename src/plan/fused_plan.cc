@@ -72,7 +72,16 @@ ClusterChoice chooseCluster(const CommFacts& f, size_t rows, size_t row_bytes, s
 
 // The fused kernel's wire: the all-reduce's transport and protocol, one step of it (the pull
 // two-shot and island: any number of steps).
-enum class FusedWire { kNone, kPush, kPullLL, kPullFlag, kPullTwoShot, kPullIsland, kHost };
+enum class FusedWire {
+  kNone,
+  kPush,
+  kPushTwoShot,
+  kPullLL,
+  kPullFlag,
+  kPullTwoShot,
+  kPullIsland,
+  kHost
+};
 
 // The pull wires' kernels (fused_pull.cu, fused_twoshot_pull.cu, fused_island_pull.cu): the
 // one-pass path only, kFusedPullVecs a thread.
@@ -82,7 +91,13 @@ bool pulls(FusedWire w) {
 }
 // The wires that split a call's rows among owners, in as many steps as it needs.
 bool splitsRows(FusedWire w) {
-  return w == FusedWire::kPullTwoShot || w == FusedWire::kPullIsland;
+  return w == FusedWire::kPullTwoShot || w == FusedWire::kPullIsland ||
+         w == FusedWire::kPushTwoShot;
+}
+// The kernels with the one-pass path only (kFusedPullVecs a thread): every wire that pulls or
+// splits rows.
+bool registersOnly(FusedWire w) {
+  return pulls(w) || splitsRows(w);
 }
 // The longest row (in vectors) the pull kernels hold in registers: they have no second pass.
 constexpr size_t kPullRowVecs = static_cast<size_t>(kFusedThreads) * kFusedPullVecs;
@@ -119,9 +134,12 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
 // NVLink where it pushes: loads hold NVLink's bandwidth (vLLM's custom all-reduce reads its peers'
 // buffers there), and one H200 with 2, 4 and 8 ranks sharing it measured the two-shot over pull
 // ahead of the push one-shot and the unfused pair from the same row counts (docs/BENCHMARKS.md,
-// twentieth round). Not over PCIe without the write-collapse verdict: its loads there are
-// unmeasured. At two ranks each rank loads the call once either way (the one-shot: the peer's
-// rows; the two-shot: half of them twice), so the two-shot pays off only at twice the rows.
+// twentieth round). Over PCIe without the write-collapse verdict, where the all-reduce pushes,
+// the two-shot's push form (fused_twoshot_push.cu) from the same row counts: its loads there are
+// unmeasured, and its stores are what that fabric's all-reduce already runs on (the same
+// threshold is an estimate there: no healthy PCIe box has been lent). At two ranks each rank
+// moves the call once either way (the one-shot: the peer's rows; the two-shot: half of them
+// twice), so the two-shot pays off only at twice the rows.
 //
 // Where the all-reduce is island_pull (two islands, the write-collapse verdict), the fused call
 // takes the island's own schedule by whole rows, at every size (fused_island_pull.cu): what
@@ -133,14 +151,16 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size
             "island_pull's legs by whole rows (peer memory by pulls)"};
   const int knob = f.knobs.fused_twoshot_rows;
   const size_t at = static_cast<size_t>(knob) * (f.world == 2 && knob > 1 ? 2 : 1);
-  const bool loads_hold =
-      pulls(one.wire) || (one.wire == FusedWire::kPush && f.fabric == Fabric::kNvlink);
   // Rows the two-shot cannot hold stay with the one-shot's wire (which says why, if it cannot).
   const size_t row_bytes = call.hidden * dtypeSize(call.dtype);
   const bool fits = row_bytes % kVecBytes == 0 && row_bytes / kVecBytes <= kPullRowVecs;
-  if (!loads_hold || !fits || variantRow(ar.variant)->island || knob <= 0 ||
-      (call.rows < at && bytes <= one.cap))
+  if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits ||
+      variantRow(ar.variant)->island || knob <= 0 || (call.rows < at && bytes <= one.cap))
     return one;
+  if (one.wire == FusedWire::kPush &&
+      (f.fabric != Fabric::kNvlink || f.knobs.fused_twoshot_push))  // a whole slot, 2w areas
+    return {FusedWire::kPushTwoShot, 2 * f.slots.twoshot_chunk_vecs * kVecBytes,
+            "peer memory by pushes, rows split among the ranks"};
   return {FusedWire::kPullTwoShot, f.slots.pull_step_bytes,
           "peer memory by pulls, rows split among the ranks"};
 }
@@ -151,6 +171,8 @@ tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
       return fp8 ? tpcommVariantFusedHostOneShotFp8 : tpcommVariantFusedHostOneShot;
     case FusedWire::kPush:
       return fp8 ? tpcommVariantFusedP2pOneShotFp8 : tpcommVariantFusedP2pOneShot;
+    case FusedWire::kPushTwoShot:
+      return fp8 ? tpcommVariantFusedP2pTwoShotFp8 : tpcommVariantFusedP2pTwoShot;
     case FusedWire::kPullLL:
       return fp8 ? tpcommVariantFusedP2pOneShotPullLLFp8 : tpcommVariantFusedP2pOneShotPullLL;
     case FusedWire::kPullFlag:
@@ -170,9 +192,11 @@ int owners(const CommFacts& f, FusedWire w) {
   return w == FusedWire::kPullIsland ? f.world / 2 : f.world;
 }
 FusedTwoShotSteps rowSteps(const CommFacts& f, const WireChoice& w, size_t hv, size_t rows) {
-  return w.wire == FusedWire::kPullIsland
-             ? fusedIslandSteps(w.cap / kVecBytes, hv, owners(f, w.wire), rows)
-             : fusedTwoShotSteps(w.cap / kVecBytes, hv, owners(f, w.wire), rows);
+  const int n = owners(f, w.wire);
+  if (w.wire == FusedWire::kPullIsland) return fusedIslandSteps(w.cap / kVecBytes, hv, n, rows);
+  // The push form's slot: an RS and an AG area per rank (fused_twoshot_push.cu).
+  const int areas = w.wire == FusedWire::kPushTwoShot ? 2 * n : n;
+  return fusedRunSteps(w.cap / kVecBytes, hv, n, areas, rows);
 }
 
 // Why the fused kernel cannot take the call over wire w (empty: it can).
@@ -184,7 +208,7 @@ std::string whyNotFused(const CommFacts& f, const CallPlan& ar, const WireChoice
   if ((call.hidden * es) % kVecBytes != 0) return "rows are not whole 16-byte vectors";
   if (bytes > w.cap && !splitsRows(w.wire))
     return strFormat("%zu bytes exceed one step of the one-shot (%zu)", bytes, w.cap);
-  if (pulls(w.wire) && hv > kPullRowVecs)
+  if (registersOnly(w.wire) && hv > kPullRowVecs)
     return strFormat("rows of %zu vectors exceed the pull kernel's registers (%zu)", hv,
                      kPullRowVecs);
   if (splitsRows(w.wire) && rowSteps(f, w, hv, call.rows).area_rows == 0)
@@ -222,7 +246,7 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
   const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
   if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
   e->blocks = static_cast<int>(units * per);
-  const int vecs = pulls(w.wire) ? kFusedPullVecs : fusedVecsPerThread(worldClass(f.world));
+  const int vecs = registersOnly(w.wire) ? kFusedPullVecs : fusedVecsPerThread(worldClass(f.world));
   e->one_pass = e->cluster == 1 && hv <= static_cast<size_t>(e->threads) * vecs;
   e->region = w.cap / kVecBytes;
   e->pdl = f.knobs.pdl;

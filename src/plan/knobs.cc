@@ -31,6 +31,7 @@ constexpr Field kFields[] = {
     {"fused_cluster", nullptr, &LaunchKnobs::fused_cluster},
     {"fused_pull_ll", nullptr, &LaunchKnobs::fused_pull_ll},
     {"fused_twoshot_rows", &LaunchKnobs::fused_twoshot_rows, nullptr},
+    {"fused_twoshot_push", nullptr, &LaunchKnobs::fused_twoshot_push},
     {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},
     {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},

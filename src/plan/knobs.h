@@ -53,6 +53,12 @@ struct LaunchKnobs {
   // and 8 ranks (15.3 / 27.5 us against 16.0 / 38.2) and from 128 at 2 (12.5 against 12.9), slower
   // below (docs/BENCHMARKS.md, twentieth round).
   int fused_twoshot_rows = 64;
+  // Where the all-reduce pushes, the fused two-shot's form: 0 the push form
+  // (fused_twoshot_push.cu, the sentinel protocol) over PCIe only and the pull form over
+  // NVLink; 1 the push form over NVLink too. For measurement (and forcing by name on one GPU):
+  // the pull form's loads hold NVLink's bandwidth, and the push form is what PCIe without the
+  // write-collapse verdict needs.
+  bool fused_twoshot_push = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model
   // rather than by PCIe write ordering (docs/PROTOCOL.md, "The host sentinel's clears"). 0 off,

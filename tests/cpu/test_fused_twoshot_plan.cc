@@ -2,7 +2,8 @@
 // src/kernels/layout/fused_twoshot_layout.h, its rule in src/plan/fused_plan.cc): every row in
 // exactly one rank's run of exactly one step, the areas of a slot distinct and inside it, and the
 // planner taking it where the all-reduce pulls or pushes over NVLink, from fused_twoshot_rows rows
-// and beyond one step of the one-shot, never over PCIe pushes unless forced by name.
+// and beyond one step of the one-shot; over PCIe pushes the push form instead
+// (test_fused_twoshot_push_plan.cc).
 #include <gtest/gtest.h>
 
 #include <set>

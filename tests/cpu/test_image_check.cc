@@ -50,6 +50,8 @@ std::set<const void*> everyGetterKernel() {
       {"fusedPullFp8Kernels", fusedPullFp8Kernels},
       {"fusedTwoShotPullKernels", fusedTwoShotPullKernels},
       {"fusedTwoShotPullFp8Kernels", fusedTwoShotPullFp8Kernels},
+      {"fusedTwoShotPushKernels", fusedTwoShotPushKernels},
+      {"fusedTwoShotPushFp8Kernels", fusedTwoShotPushFp8Kernels},
       {"fusedIslandPullKernels", fusedIslandPullKernels},
       {"fusedIslandPullFp8Kernels", fusedIslandPullFp8Kernels},
       {"fusedHostKernels", fusedHostKernels},

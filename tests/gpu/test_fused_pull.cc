@@ -113,6 +113,7 @@ TEST(FusedPull, EveryPathGivesTheSameBits) {
       {tpcommAlgoOneShotPull, kLL, "fused_p2p_oneshot_pull_ll"},
       {tpcommAlgoOneShotPull, kFlag, "fused_p2p_oneshot_pull"},
       {tpcommAlgoOneShotPull, "fused_twoshot_rows=1,pull_ll_bytes=0", "fused_p2p_twoshot_pull"},
+      {tpcommAlgoTwoShot, "fused_twoshot_rows=1,fused_twoshot_push=1", "fused_p2p_twoshot"},
       {tpcommAlgoHostOneShot, nullptr, "fused_host_oneshot"},
   };
   const FusedCase cases[] = {

@@ -386,6 +386,11 @@ TEST(Poison, FusedAddRmsNorm) {
           C{f, tpcommAlgoOneShotPull, 2, tpcommBfloat16, 64, 7168, 0, "pull_ll_bytes=0"},
           C{q, tpcommAlgoOneShotPull, 3, tpcommBfloat16, 70, 4096, 1 << 20,
             "fused_twoshot_rows=1,pull_ll_bytes=0"},
+          // The fused two-shot's push form (fused_twoshot_push.cu): one step, many in FP8.
+          C{f, tpcommAlgoTwoShot, 2, tpcommBfloat16, 64, 7168, 0,
+            "fused_twoshot_rows=1,fused_twoshot_push=1"},
+          C{q, tpcommAlgoTwoShot, 3, tpcommBfloat16, 70, 4096, 1 << 20,
+            "fused_twoshot_rows=1,fused_twoshot_push=1"},
           // The fused island over pull (fused_island_pull.cu): one step, and many in FP8.
           C{f, tpcommAlgoIslandPull, 4, tpcommBfloat16, 16, 7168, 0, nullptr, 4},
           C{q, tpcommAlgoIslandPull, 4, tpcommBfloat16, 130, 4096, 1 << 20, nullptr, 4},

@@ -50,6 +50,8 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantFusedP2pTwoShotPullFp8,  "fused_p2p_twoshot_pull_fp8", C::kFused,         X::kPeer,       true,  false, fusedTwoShotPullFp8Kernels, false, 0},
 {tpcommVariantFusedP2pIslandPull,      "fused_p2p_island_pull",      C::kFused,         X::kPeer,       true,  true,  fusedIslandPullKernels,   false, 0},
 {tpcommVariantFusedP2pIslandPullFp8,   "fused_p2p_island_pull_fp8",  C::kFused,         X::kPeer,       true,  true,  fusedIslandPullFp8Kernels, false, 0},
+{tpcommVariantFusedP2pTwoShot,         "fused_p2p_twoshot",          C::kFused,         X::kPeer,       false, false, fusedTwoShotPushKernels,  false, 0},
+{tpcommVariantFusedP2pTwoShotFp8,      "fused_p2p_twoshot_fp8",      C::kFused,         X::kPeer,       false, false, fusedTwoShotPushFp8Kernels, false, 0},
 };
 // clang-format on
 
