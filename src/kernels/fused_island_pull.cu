@@ -210,13 +210,10 @@ struct FusedIslandPullEntry {
   }
 };
 
-// One kernel a row shape (the one-pass one), named as both the set's general and one-pass entry,
-// as fused_pull.cu's; built per island-size class for the worlds islandWorld serves.
+// Built per island-size class for the worlds islandWorld serves.
 template <bool kQuant>
 KernelSet fusedIslandPullSet(int world) {
-  KernelSet s = kernelSetByIsland<FusedIslandPullEntry<kQuant>, PullProto>(world);
-  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
-  return s;
+  return onePassOnly(kernelSetByIsland<FusedIslandPullEntry<kQuant>, PullProto>(world));
 }
 
 }  // namespace

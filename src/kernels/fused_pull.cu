@@ -116,13 +116,9 @@ struct FusedPullEntry {
   }
 };
 
-// One kernel a row shape (the one-pass one), named as both the set's general and one-pass entry:
-// the launch asks for the one-pass kernel (FusedLaunch::one_pass), the image check sees it once.
 template <bool kLL, bool kQuant>
 KernelSet fusedPullSet(int world) {
-  KernelSet s = kernelSetByWorld<FusedPullEntry<kLL, kQuant>, PullProto>(world);
-  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
-  return s;
+  return onePassOnly(kernelSetByWorld<FusedPullEntry<kLL, kQuant>, PullProto>(world));
 }
 
 }  // namespace

@@ -132,13 +132,9 @@ struct FusedTwoShotPullEntry {
   }
 };
 
-// One kernel a row shape (the one-pass one), named as both the set's general and one-pass entry,
-// as fused_pull.cu's.
 template <bool kQuant>
 KernelSet fusedTwoShotPullSet(int world) {
-  KernelSet s = kernelSetByWorld<FusedTwoShotPullEntry<kQuant>, PullProto>(world);
-  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
-  return s;
+  return onePassOnly(kernelSetByWorld<FusedTwoShotPullEntry<kQuant>, PullProto>(world));
 }
 
 }  // namespace

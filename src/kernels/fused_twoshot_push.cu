@@ -109,7 +109,6 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (int u = 0; u < V; ++u) {
         const size_t j = threadIdx.x + u * blockDim.x;
         if (j >= hv) continue;
-        static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
         for (int q = 1; q < world; ++q) {
           const int d = ringRank(rank, q, world);
           Proto::put(reinterpret_cast<uint4*>(slots[d] + slot_off) + (world + rank) * area_vecs +
@@ -117,8 +116,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                      y[u], flag);
         }
       }
-      const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
-      storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+      storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
     }
     if (s + 1 == k.nsteps) pdlLaunchDependents();
 
@@ -145,13 +143,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
           poisonRunRows<T, kQuant>(p, k, s, world);
           return;
         }
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-          const size_t j = threadIdx.x + u * blockDim.x;
-          if (j < hv) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-        }
-        const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
-        storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+        storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
       }
     }
     afterReads<Proto>(c);
@@ -167,13 +159,9 @@ struct FusedTwoShotPushEntry {
   }
 };
 
-// One kernel a row shape (the one-pass one), named as both the set's general and one-pass entry,
-// as fused_pull.cu's.
 template <bool kQuant>
 KernelSet fusedTwoShotPushSet(int world) {
-  KernelSet s = kernelSetByWorld<FusedTwoShotPushEntry<kQuant>, Proto>(world);
-  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
-  return s;
+  return onePassOnly(kernelSetByWorld<FusedTwoShotPushEntry<kQuant>, Proto>(world));
 }
 
 }  // namespace

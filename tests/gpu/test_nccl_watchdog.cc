@@ -15,6 +15,7 @@
 
 #include "comm/comm.h"
 #include "comm/lifecycle/nccl_watchdog.h"
+#include "common/error.h"
 #include "tests/gpu/harness.h"
 #include "tests/gpu/spin_kernel.h"
 
@@ -95,6 +96,44 @@ TEST(NcclWatchdog, HungCallIsAbortedWithinTheTimeout) {
   EXPECT_NE(w.report().find("fake NCCL call"), std::string::npos) << w.report();
   // A refused launch once hung: nothing more goes to the aborted communicator.
   EXPECT_EQ(watchedSpin(w, s, flag, "after"), tpcommTimeout);
+}
+
+// A launch that put a kernel on the stream and then reported an error (NCCL seeing a peer's
+// socket close while it enqueued a call across machines): the link breaks it at once
+// (breakAfterFailedLaunch), so the stream drains instead of hanging with no watch on it, the
+// launch's message stays the caller's, and nothing more is launched. Before, the stream waited
+// for ever (MultiNode.AMachineThatDiesIsATimeoutOnTheOther, run 60 s into its time limit).
+TEST(NcclWatchdog, AFailedLaunchEndsWhatItLeftOnTheStream) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  Rig rig(60000);  // the watchdog itself would not fire within the test
+  NcclWatch& w = rig.watch;
+  const cudaStream_t s = rig.stream;
+  const auto t0 = Clock::now();
+  cudaEvent_t start = nullptr;
+  const tpcommResult_t r = w.begin(
+      s,
+      [&] {
+        launchSpinUntilFlag(rig.flag.dev, kSpinBoundMs, s);
+        return fail(tpcommNcclError, "fake all_reduce failed: remote process exited");
+      },
+      &start);
+  ASSERT_EQ(r, tpcommNcclError);
+  w.breakAfterFailedLaunch();
+  EXPECT_NE(std::string(tpcommGetLastError()).find("remote process exited"), std::string::npos)
+      << tpcommGetLastError();
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  printf("[ nccl watchdog ] failed launch's kernel released after %.1f ms\n", ms);
+  EXPECT_LT(ms, 1000.0);
+  EXPECT_EQ(rig.aborts.load(), 1);
+  EXPECT_TRUE(w.hung());
+  EXPECT_TRUE(w.ended());
+  EXPECT_NE(w.report().find("remote process exited"), std::string::npos) << w.report();
+  EXPECT_NE(w.report().find("aborted"), std::string::npos) << w.report();
+  w.breakAfterFailedLaunch();  // once only
+  EXPECT_EQ(rig.aborts.load(), 1);
+  rig.flag.reset();
+  EXPECT_EQ(watchedSpin(w, s, rig.flag, "after"), tpcommTimeout);
 }
 
 TEST(NcclWatchdog, CallsThatFinishAreNeverAborted) {

@@ -89,6 +89,35 @@ tpcommResult_t NcclWatch::begin(cudaStream_t s, const std::function<tpcommResult
   return res;
 }
 
+void NcclWatch::breakAfterFailedLaunch() {
+  std::lock_guard<std::timed_mutex> lock(launch_mu_);
+  if (hung()) return;
+  const std::string why = lastError();
+  breakWith(why + abortNote());
+  setLastError(why);  // the launch's own message stays the caller's
+}
+
+const char* NcclWatch::abortNote() const {
+  return end_call_ ? "; the NCCL communicator was aborted"
+                   : "; the caller's ncclComm_t was not aborted (tpcomm does not own it): abort "
+                     "it with ncclCommAbort to release the stream";
+}
+
+// The communicator is broken from here on: the report, then the end of its NCCL calls.
+void NcclWatch::breakWith(const std::string& msg) {
+  {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    report_ = msg;
+  }
+  hung_.store(true, std::memory_order_release);
+  TPCOMM_WARN(COLL, "%s", msg.c_str());
+  if (end_call_) {
+    end_call_();
+    std::lock_guard<std::mutex> lock(report_mu_);
+    ended_ = true;
+  }
+}
+
 tpcommResult_t NcclWatch::finish(cudaStream_t s, cudaEvent_t start, std::string what) {
   cudaEvent_t end = nullptr;
   tpcommResult_t res = pool_->take(&end);
@@ -125,21 +154,8 @@ void NcclWatch::onHang(const std::string& what, double ran_ms) {
   snprintf(msg, sizeof(msg),
            "%s ran %.0f ms on the GPU without finishing (timeout %d ms): a peer is not taking "
            "part%s",
-           what.c_str(), ran_ms, timeout_ms_,
-           end_call_ ? "; the NCCL communicator was aborted"
-                     : "; the caller's ncclComm_t was not aborted (tpcomm does not own it): "
-                       "abort it with ncclCommAbort to release the stream");
-  {
-    std::lock_guard<std::mutex> lock(report_mu_);
-    report_ = msg;
-  }
-  hung_.store(true, std::memory_order_release);
-  TPCOMM_WARN(COLL, "%s", msg);
-  if (end_call_) {
-    end_call_();
-    std::lock_guard<std::mutex> lock(report_mu_);
-    ended_ = true;
-  }
+           what.c_str(), ran_ms, timeout_ms_, abortNote());
+  breakWith(msg);
   if (quiet) launch_mu_.unlock();
 }
 

@@ -52,6 +52,12 @@ class NcclWatch {
   // A call inside an open NCCL group launches at ncclGroupEnd: its end is recorded by finish().
   tpcommResult_t begin(cudaStream_t s, const std::function<tpcommResult_t()>& launch,
                        cudaEvent_t* start);
+  // After a launch that failed with the communicator in error (the caller knows: NCCL reported
+  // it): NCCL may have put a kernel on the stream before it saw the error (a peer's socket closed
+  // while the call was enqueued), and nothing would ever finish that kernel, so the caller's
+  // stream would hang. A communicator in error must be aborted anyway (NCCL's rule): end it now,
+  // as a hang would, so that later calls fail at once with this launch's message.
+  void breakAfterFailedLaunch();
   // Records the end event after the operation and hands the pair to the watchdog.
   tpcommResult_t finish(cudaStream_t s, cudaEvent_t start, std::string what);
 
@@ -64,6 +70,8 @@ class NcclWatch {
 
  private:
   void onHang(const std::string& what, double ran_ms);
+  void breakWith(const std::string& msg);
+  const char* abortNote() const;
 
   const int timeout_ms_;
   const std::function<void()> end_call_;

@@ -81,7 +81,12 @@ tpcommResult_t runLeg(tpcommComm* c, cudaStream_t s, bool capturing, Launch laun
   if (capturing) return enqueue();
   NcclWatch& w = watchOf(c, api);
   cudaEvent_t start = nullptr;
-  TPCOMM_CHECK(w.begin(s, enqueue, &start));
+  const tpcommResult_t r = w.begin(s, enqueue, &start);
+  // The link's calls are checked before they reach NCCL: an NCCL error here is the link in error
+  // (a machine gone) or stuck in ncclInProgress, and a kernel NCCL may have launched first would
+  // hang the stream.
+  if (r == tpcommNcclError || r == tpcommTimeout) w.breakAfterFailedLaunch();
+  if (r != tpcommSuccess) return r;
   return w.finish(s, start, what);
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/device/pull_ll_device.cuh"
 #include "kernels/fused_oneshot.h"
 #include "kernels/layout/fused_twoshot_layout.h"
+#include "kernels/runtime/algo_launch.h"
 
 namespace tpcomm {
 namespace fused_pull {
@@ -164,24 +165,34 @@ __device__ __forceinline__ float rowSquares(const uint4 (&y)[V], size_t hv) {
   return sumsq;
 }
 
-// An owned row's residual y (its squares summed in sumsq): into residual_out and, the same bits,
-// into `reduced` (my outbox's area the others read), then normalised from the registers.
+// A finished residual row in registers (y; total: the block's sum of its squares) into
+// residual_out, and its norm.
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void storeRowAndNorm(const FusedParams& p, size_t row, size_t hv,
+                                                const uint4 (&y)[V], const uint4 (&g)[V],
+                                                float total, float inv_scale) {
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j < hv) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+  }
+  const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
+  storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+}
+
+// An owned row's residual y (its squares summed in sumsq): the same bits into `reduced` (my
+// outbox's area the others read), then into residual_out and normalised from the registers.
 template <typename T, bool kQuant, int V>
 __device__ __forceinline__ void finishOwnRow(const FusedParams& p, size_t row, uint4* reduced,
                                              size_t hv, const uint4 (&y)[V], float sumsq,
                                              const uint4 (&g)[V], float inv_scale,
                                              BlockSumScratch& scratch, unsigned parity) {
 #pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = threadIdx.x + u * blockDim.x;
-    if (j >= hv) continue;
-    static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-    storeVec16(reduced + j, y[u]);
-  }
+  for (int u = 0; u < V; ++u)
+    if (threadIdx.x + u * blockDim.x < hv) storeVec16(reduced + threadIdx.x + u * blockDim.x, y[u]);
   bool none = false;  // the waits were the flags': no thread gave up after them
   const float total = blockSumFixedOrder(sumsq, scratch, parity, false, &none);
-  const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
-  storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+  storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
 }
 
 // Rows [first, first + len) (this block's) of their owner's finished residual rows at `from`
@@ -200,16 +211,18 @@ __device__ __forceinline__ void normaliseRun(const FusedParams& p, const uint4* 
       const size_t j = threadIdx.x + u * blockDim.x;
       y[u] = j < hv ? loadVolatile(from + i * hv + j) : make_uint4(0, 0, 0, 0);
     }
-#pragma unroll
-    for (int u = 0; u < V; ++u) {
-      const size_t j = threadIdx.x + u * blockDim.x;
-      if (j < hv) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-    }
     bool none = false;
     const float total = blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, false, &none);
-    const float rs = rsqrtf(total / static_cast<float>(p.hidden) + p.eps);
-    storeNormRegs<T, kQuant, V>(p, row * hv, hv, y, g, rs, inv_scale);
+    storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
   }
+}
+
+// A set of one kernel a row shape (rows in registers: no second pass), each entry also its
+// one-pass entry: the launch asks for the one-pass kernel (FusedLaunch::one_pass), the image
+// check sees it once.
+inline KernelSet onePassOnly(KernelSet s) {
+  for (int d = 0; d < kNumDtypes; ++d) s.one_pass[d] = s.fn[d];
+  return s;
 }
 
 }  // namespace fused_pull
