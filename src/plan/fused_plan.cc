@@ -135,9 +135,11 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
 // buffers there), and one H200 with 2, 4 and 8 ranks sharing it measured the two-shot over pull
 // ahead of the push one-shot and the unfused pair from the same row counts (docs/BENCHMARKS.md,
 // twentieth round). Over PCIe without the write-collapse verdict, where the all-reduce pushes,
-// the two-shot's push form (fused_twoshot_push.cu) from the same row counts: its loads there are
-// unmeasured, and its stores are what that fabric's all-reduce already runs on (the same
-// threshold is an estimate there: no healthy PCIe box has been lent). At two ranks each rank
+// the two-shot's push form (fused_twoshot_push.cu) from the same row counts within one step of
+// the push one-shot: its loads there are unmeasured, and its stores are what that fabric's
+// all-reduce already runs on (the threshold is an estimate there: no healthy PCIe box has been
+// lent; one H200 measured the push form ahead of the push one-shot from 64 rows, 15.4 / 36.0 us
+// against 21.4 / 77.6 at 4 and 8 ranks). At two ranks each rank
 // moves the call once either way (the one-shot: the peer's rows; the two-shot: half of them
 // twice), so the two-shot pays off only at twice the rows.
 //
@@ -157,10 +159,15 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size
   if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits ||
       variantRow(ar.variant)->island || knob <= 0 || (call.rows < at && bytes <= one.cap))
     return one;
-  if (one.wire == FusedWire::kPush &&
-      (f.fabric != Fabric::kNvlink || f.knobs.fused_twoshot_push))  // a whole slot, 2w areas
+  // The push form within the push one-shot's step (beyond it one H200 with 4 and 8 ranks sharing
+  // it measured the push form behind the unfused pair: 262.6 / 583.2 us against 234.3 / 474.6 at
+  // 1024 rows; docs/BENCHMARKS.md, twenty-first round), any steps with fused_twoshot_push=1.
+  const bool push_form =
+      f.knobs.fused_twoshot_push || (f.fabric != Fabric::kNvlink && bytes <= one.cap);
+  if (one.wire == FusedWire::kPush && push_form)  // a whole slot, 2w areas
     return {FusedWire::kPushTwoShot, 2 * f.slots.twoshot_chunk_vecs * kVecBytes,
             "peer memory by pushes, rows split among the ranks"};
+  if (one.wire == FusedWire::kPush && f.fabric != Fabric::kNvlink) return one;
   return {FusedWire::kPullTwoShot, f.slots.pull_step_bytes,
           "peer memory by pulls, rows split among the ranks"};
 }

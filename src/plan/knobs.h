@@ -54,10 +54,13 @@ struct LaunchKnobs {
   // below (docs/BENCHMARKS.md, twentieth round).
   int fused_twoshot_rows = 64;
   // Where the all-reduce pushes, the fused two-shot's form: 0 the push form
-  // (fused_twoshot_push.cu, the sentinel protocol) over PCIe only and the pull form over
-  // NVLink; 1 the push form over NVLink too. For measurement (and forcing by name on one GPU):
-  // the pull form's loads hold NVLink's bandwidth, and the push form is what PCIe without the
-  // write-collapse verdict needs.
+  // (fused_twoshot_push.cu, the sentinel protocol) over PCIe within one step of the push
+  // one-shot (beyond it the call runs unfused) and the pull form over NVLink; 1 the push form
+  // wherever the all-reduce pushes, any number of steps (for measuring it, and forcing it by
+  // name). 0: one H200 with 2, 4 and 8 ranks sharing it measured the pull form ahead of the push
+  // form over NVLink at 8 ranks from 64 rows and at 4 from 256 (27.8 / 48.2 us against 36.0 /
+  // 62.7), within 10% below, and the push form behind the unfused pair beyond the step
+  // (docs/BENCHMARKS.md, twenty-first round).
   bool fused_twoshot_push = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model

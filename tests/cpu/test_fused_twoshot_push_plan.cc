@@ -1,9 +1,9 @@
 // The fused two-shot's push form (src/kernels/fused_twoshot_push.cu; its rule in
 // src/plan/fused_plan.cc): where the all-reduce pushes over PCIe (no write-collapse verdict), fused
-// calls of fused_twoshot_rows rows or more (twice that at two ranks), and calls beyond one step of
-// the push one-shot, take it in as many steps as they need; over NVLink the pull form unless the
-// knob fused_twoshot_push says otherwise; a collapse never gets it (no push there); its slot holds
-// an RS and an AG area per rank.
+// calls of fused_twoshot_rows rows or more (twice that at two ranks) within one step of the push
+// one-shot take it; beyond the step they run unfused, or with fused_twoshot_push=1 take it in as
+// many steps as they need; over NVLink the pull form unless that knob says otherwise; a collapse
+// never gets it (no push there); its slot holds an RS and an AG area per rank.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -51,11 +51,16 @@ TEST(FusedTwoShotPushPlan, PciePushesTakeItFromTheKnobsRows) {
       }
 }
 
-// Beyond one step of the push one-shot the push form takes the call in steps (before: unfused);
-// NVLink keeps the pull form unless fused_twoshot_push=1; a write collapse never pushes.
+// Beyond one step of the push one-shot the call runs unfused (measured faster than the push form
+// there) unless fused_twoshot_push=1, which takes it in steps; NVLink keeps the pull form unless
+// the knob says otherwise; a write collapse never pushes.
 TEST(FusedTwoShotPushPlan, BeyondAStepNvlinkAndCollapse) {
   CommFacts f = factsFor(8, Fabric::kPcie, tpcommAlgoTwoShot);  // auto sends 14 MiB to NCCL
   EpiloguePlan e = planCall(f, fusedCall(1024, kH, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(e.variant, tpcommVariantAddRmsNorm) << e.reason;
+  EXPECT_NE(e.reason.find("exceed one step"), std::string::npos) << e.reason;
+  f.knobs.fused_twoshot_push = true;
+  e = planCall(f, fusedCall(1024, kH, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(e.variant, tpcommVariantFusedP2pTwoShot) << e.reason;
   EXPECT_GT(fusedRunSteps(e.region, kHv, 8, 16, 1024).nsteps, 1u) << e.reason;
   for (int w : {2, 4, 8}) {
