@@ -148,7 +148,8 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
 // crosses the socket link stays the partial, once each way.
 WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size_t bytes) {
   const WireChoice one = oneShotWireOf(f, ar);
-  if (ar.variant == tpcommVariantIslandPull)
+  const VariantRow* row = variantRow(ar.variant);
+  if (row && row->island && row->pull)  // island_pull
     return {FusedWire::kPullIsland, f.slots.pull_step_bytes,
             "island_pull's legs by whole rows (peer memory by pulls)"};
   const int knob = f.knobs.fused_twoshot_rows;
@@ -156,8 +157,8 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size
   // Rows the two-shot cannot hold stay with the one-shot's wire (which says why, if it cannot).
   const size_t row_bytes = call.hidden * dtypeSize(call.dtype);
   const bool fits = row_bytes % kVecBytes == 0 && row_bytes / kVecBytes <= kPullRowVecs;
-  if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits ||
-      variantRow(ar.variant)->island || knob <= 0 || (call.rows < at && bytes <= one.cap))
+  if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits || (row && row->island) ||
+      knob <= 0 || (call.rows < at && bytes <= one.cap))
     return one;
   // The push form within the push one-shot's step (beyond it one H200 with 4 and 8 ranks sharing
   // it measured the push form behind the unfused pair: 262.6 / 583.2 us against 234.3 / 474.6 at

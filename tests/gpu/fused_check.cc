@@ -160,6 +160,32 @@ void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split, Fu
 // of the eager call (the same inputs: residual out of place), with clusters and with a block per
 // row; prints the replay's time per call for both (a rough number, the ranks share the GPU:
 // tpcomm-bench-fused measures).
+void runFusedMatrix(int world, int algo, const char* knobs, size_t buffer_bytes, bool light,
+                    const char* variant) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  tpcommConfig_t cfg = configFor(algo, 0, 5000);
+  cfg.launchKnobs = knobs;
+  cfg.bufferBytes = buffer_bytes;
+  std::string err;
+  auto g = makeGroup(world, &cfg, 0, &err);
+  ASSERT_TRUE(g) << err;
+  const Path f = Path::kFused;
+  for (size_t h : {size_t{128}, size_t{4096}, size_t{7168}})
+    for (size_t t : {size_t{1}, size_t{3}, size_t{17}, size_t{64}, size_t{130}}) {
+      if (light && t != 3 && t != 130) continue;
+      FusedBits bits;
+      runFused(*g, algo, {{tpcommBfloat16, t, h, 1e-6f, false, 0.f}}, f, Split::kAny, &bits);
+      EXPECT_EQ(bits.variant, variant) << "world " << world << " T=" << t;
+      if (::testing::Test::HasFailure()) return;
+    }
+  runFused(*g, algo, {{tpcommFloat16, 9, 7168, 1e-5f, true, 0.f}}, f);
+  runFused(*g, algo, {{tpcommFloat32, 20, 4096, 1e-6f, false, 0.f}}, f);
+  runFused(*g, algo, {{tpcommBfloat16, 33, 7168, 1e-6f, false, 0.05f}}, f);
+  runFused(*g, algo, {{tpcommBfloat16, 12, 7168, 1e-6f, false, 0.f}, true, true}, f);
+  runFused(*g, algo, {{tpcommFloat16, 10, 6144, 1e-6f, true, 3.f}, true, false}, f);
+  runFused(*g, algo, {{tpcommBfloat16, 70, 4096, 1e-6f, false, 0.f}, false, false, 4}, f);
+}
+
 void graphReplayMatches(int algo, const char* knobs, size_t rows, size_t hidden, int world) {
   const tpcommDataType_t dt = tpcommBfloat16;
   tpcommConfig_t cfg = configFor(algo);

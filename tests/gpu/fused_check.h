@@ -45,6 +45,13 @@ std::string nameOf(const FusedCase& f, int algo, int world);
 void runFused(Group& g, int algo, const FusedCase& f, Path want, Split split = Split::kAny,
               FusedBits* bits = nullptr);
 
+// The matrix the fused variants' tests share, on `world` ranks (algo, knobs and slots the
+// communicator's): rows 1, 3, 17, 64 and 130 (light: 3 and 130) of 128, 4096 and 7168 bf16 that
+// must run `variant`, then fp16 Gemma, fp32, FP8, in place, the norm into the input and unaligned
+// ranks.
+void runFusedMatrix(int world, int algo, const char* knobs, size_t buffer_bytes, bool light,
+                    const char* variant);
+
 // Captures 20 fused calls of `rows` x `hidden` bf16 on `world` ranks (algo and knobs: the
 // communicator's) into a graph per rank, replays it 50 times, and checks every rank's outputs
 // against its eager call's and rank 0's; prints the time per call.

@@ -19,27 +19,7 @@ namespace {
 constexpr int kIslandPull = tpcommAlgoIslandPull;
 
 void runIslandMatrix(int world, size_t buffer_bytes, bool light) {
-  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  tpcommConfig_t cfg = configFor(kIslandPull, 0, 5000);
-  cfg.bufferBytes = buffer_bytes;
-  std::string err;
-  auto g = makeGroup(world, &cfg, 0, &err);
-  ASSERT_TRUE(g) << err;
-  const Path f = Path::kFused;
-  for (size_t h : {size_t{128}, size_t{4096}, size_t{7168}})
-    for (size_t t : {size_t{1}, size_t{3}, size_t{17}, size_t{64}, size_t{130}}) {
-      if (light && t != 1 && t != 130) continue;
-      FusedBits bits;
-      runFused(*g, kIslandPull, {{tpcommBfloat16, t, h, 1e-6f, false, 0.f}}, f, Split::kAny, &bits);
-      EXPECT_EQ(bits.variant, "fused_p2p_island_pull") << "world " << world << " T=" << t;
-      if (::testing::Test::HasFailure()) return;
-    }
-  runFused(*g, kIslandPull, {{tpcommFloat16, 9, 7168, 1e-5f, true, 0.f}}, f);
-  runFused(*g, kIslandPull, {{tpcommFloat32, 20, 4096, 1e-6f, false, 0.f}}, f);
-  runFused(*g, kIslandPull, {{tpcommBfloat16, 33, 7168, 1e-6f, false, 0.05f}}, f);
-  runFused(*g, kIslandPull, {{tpcommBfloat16, 12, 7168, 1e-6f, false, 0.f}, true, true}, f);
-  runFused(*g, kIslandPull, {{tpcommFloat16, 10, 6144, 1e-6f, true, 3.f}, true, false}, f);
-  runFused(*g, kIslandPull, {{tpcommBfloat16, 70, 4096, 1e-6f, false, 0.f}, false, false, 4}, f);
+  runFusedMatrix(world, kIslandPull, nullptr, buffer_bytes, light, "fused_p2p_island_pull");
 }
 
 // The default slots and 1 MiB ones (256 KiB outbox slots: 3 rows of 7168 bf16 a run at world 8,

@@ -20,28 +20,7 @@ constexpr const char* kPushForm = "fused_twoshot_rows=1,fused_twoshot_push=1";
 constexpr int kPushAlgo = tpcommAlgoTwoShot;
 
 void runPushMatrix(int world, size_t buffer_bytes, bool light) {
-  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
-  tpcommConfig_t cfg = configFor(kPushAlgo, 0, 5000);
-  cfg.launchKnobs = kPushForm;
-  cfg.bufferBytes = buffer_bytes;
-  std::string err;
-  auto g = makeGroup(world, &cfg, 0, &err);
-  ASSERT_TRUE(g) << err;
-  const Path f = Path::kFused;
-  for (size_t h : {size_t{128}, size_t{4096}, size_t{7168}})
-    for (size_t t : {size_t{1}, size_t{3}, size_t{17}, size_t{64}, size_t{130}}) {
-      if (light && t != 3 && t != 130) continue;
-      FusedBits bits;
-      runFused(*g, kPushAlgo, {{tpcommBfloat16, t, h, 1e-6f, false, 0.f}}, f, Split::kAny, &bits);
-      EXPECT_EQ(bits.variant, "fused_p2p_twoshot") << "world " << world << " T=" << t;
-      if (::testing::Test::HasFailure()) return;
-    }
-  runFused(*g, kPushAlgo, {{tpcommFloat16, 9, 7168, 1e-5f, true, 0.f}}, f);
-  runFused(*g, kPushAlgo, {{tpcommFloat32, 20, 4096, 1e-6f, false, 0.f}}, f);
-  runFused(*g, kPushAlgo, {{tpcommBfloat16, 33, 7168, 1e-6f, false, 0.05f}}, f);
-  runFused(*g, kPushAlgo, {{tpcommBfloat16, 12, 7168, 1e-6f, false, 0.f}, true, true}, f);
-  runFused(*g, kPushAlgo, {{tpcommFloat16, 10, 6144, 1e-6f, true, 3.f}, true, false}, f);
-  runFused(*g, kPushAlgo, {{tpcommBfloat16, 70, 4096, 1e-6f, false, 0.f}, false, false, 4}, f);
+  runFusedMatrix(world, kPushAlgo, kPushForm, buffer_bytes, light, "fused_p2p_twoshot");
 }
 
 // The default slots (one step for every case here) and 1 MiB ones (4 areas of 16 KiB at two
