@@ -17,7 +17,7 @@ namespace {
 // else all-gather, run r of every rank's output is rank r's input, bit for bit.
 template <typename Proto, typename T, int kW, bool kScatter>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    halfKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+    rsagKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
@@ -69,26 +69,26 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kScatter>
-struct Half {
+struct Rsag {
   template <typename Proto, typename T, int kW>
   static const void* get() {
-    return reinterpret_cast<const void*>(&halfKernel<Proto, T, kW, kScatter>);
+    return reinterpret_cast<const void*>(&rsagKernel<Proto, T, kW, kScatter>);
   }
 };
 
 }  // namespace
 
 KernelSet reduceScatterKernels(int world) {
-  return kernelSetByWorld<Half<true>, SentinelProto>(world);
+  return kernelSetByWorld<Rsag<true>, SentinelProto>(world);
 }
 KernelSet allGatherKernels(int world) {
-  return kernelSetByWorld<Half<false>, SentinelProto>(world);
+  return kernelSetByWorld<Rsag<false>, SentinelProto>(world);
 }
 KernelSet hostReduceScatterKernels(int world) {
-  return kernelSetByWorld<Half<true>, LLProto>(world);
+  return kernelSetByWorld<Rsag<true>, LLProto>(world);
 }
 KernelSet hostAllGatherKernels(int world) {
-  return kernelSetByWorld<Half<false>, LLProto>(world);
+  return kernelSetByWorld<Rsag<false>, LLProto>(world);
 }
 
 }  // namespace tpcomm

@@ -24,7 +24,7 @@ namespace {
 // else all-gather, run r of every rank's output is rank r's input, bit for bit.
 template <typename Proto, typename T, int kW, bool kScatter>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    pullHalfKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+    rsagPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                    size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
@@ -85,7 +85,7 @@ template <bool kScatter>
 struct PullHalf {
   template <typename Proto, typename T, int kW>
   static const void* get() {
-    return reinterpret_cast<const void*>(&pullHalfKernel<Proto, T, kW, kScatter>);
+    return reinterpret_cast<const void*>(&rsagPullKernel<Proto, T, kW, kScatter>);
   }
 };
 

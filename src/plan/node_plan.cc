@@ -10,7 +10,7 @@ NodePlan nodeShape(const NodePlanArgs& a) {
   NodePlan p;
   char why[160];
   if (a.coll != tpcommCollAllReduce) {
-    p.shape = NodeShape::kHalf;
+    p.shape = NodeShape::kRsag;
     if (!a.contiguous) {
       p.error = tpcommUnsupported;
       p.why =
@@ -54,7 +54,7 @@ std::string nodeLegsText(const NodePlanArgs& a, const NodePlan& p, int first, in
       return head + (solo ? "nccl all_reduce" + over
                           : std::string(f ? f : "?") + " -> nccl all_reduce" + over + " -> " +
                                 (l ? l : "?"));
-    case NodeShape::kHalf:
+    case NodeShape::kRsag:
       if (a.coll == tpcommCollReduceScatter)
         return "hierarchical: " + (solo ? "" : std::string(f ? f : "?") + " per node -> ") +
                "nccl reduce_scatter" + over;

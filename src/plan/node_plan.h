@@ -17,7 +17,7 @@ enum class NodeShape {
            // intra-node all-gather (a count that does not divide by L is padded in a scratch)
   kSmall,  // all-reduce: intra-node all-reduce -> NCCL all-reduce of the whole message, on every
            // local index at once (no reduce-scatter / all-gather launches)
-  kHalf,   // reduce-scatter: intra-node reduce-scatter per machine's segments -> NCCL
+  kRsag,   // reduce-scatter: intra-node reduce-scatter per machine's segments -> NCCL
            // reduce-scatter; all-gather: NCCL all-gather -> intra-node all-gather per machine
 };
 

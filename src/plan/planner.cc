@@ -229,7 +229,7 @@ CallPlan planCall(const CommFacts& f, const Call& call) {
   if (f.knobs.variant >= 0 && variantServes(f.knobs.variant, call))
     return forcedVariantRules(f, call);
   if (call.rows > 0) return fusedRules(f, call);
-  if (call.collective != tpcommCollAllReduce) return halfRules(f, call);
+  if (call.collective != tpcommCollAllReduce) return rsagRules(f, call);
   return allReduceRules(f, call);
 }
 

@@ -13,9 +13,9 @@ int launchedThreads(tpcommVariant_t variant, int grid_threads);
 // grid and one-shot geometry.
 CallPlan allReduceRules(const CommFacts& f, const Call& call);
 
-// Reduce-scatter and all-gather (plan/half_plan.cc): the all-reduce's policy for the same bytes
+// Reduce-scatter and all-gather (plan/rsag_plan.cc): the all-reduce's policy for the same bytes
 // picks the transport; the half of the two-shot over it runs the call.
-CallPlan halfRules(const CommFacts& f, const Call& call);
+CallPlan rsagRules(const CommFacts& f, const Call& call);
 
 // All-reduce + residual + RMSNorm (plan/fused_plan.cc): the all-reduce's plan, and in
 // CallPlan::epilogue the fused one-shot that takes the whole call or the epilogue kernel after it.

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/call/call_common.h"
-#include "comm/checks/validate_half.h"
+#include "comm/checks/validate_rsag.h"
 #include "comm/comm.h"
 #include "comm/lifecycle/async_error.h"
 #include "comm/lifecycle/registry.h"
@@ -17,7 +17,7 @@
 #include "kernels/runtime/algo_launch.h"
 #include "kernels/runtime/call_print.h"
 #include "kernels/runtime/variant_table.h"
-#include "plan/half_plan.h"
+#include "plan/rsag_plan.h"
 #include "tests/cpu/support/plan_facts.h"
 
 namespace tpcomm {
@@ -33,33 +33,33 @@ bool says(const char* word) {
 TEST(HalfValidate, EveryBadArgumentHasItsCodeAndMessage) {
   alignas(16) static char buf[8192];
   size_t bytes = 0;
-  EXPECT_EQ(validateHalfArgs(kRS, nullptr, buf, 8, tpcommFloat32, 0, 2, &bytes),
+  EXPECT_EQ(validateRsagArgs(kRS, nullptr, buf, 8, tpcommFloat32, 0, 2, &bytes),
             tpcommInvalidArgument);
   EXPECT_TRUE(says("tpcommReduceScatter: sendbuff is NULL")) << lastError();
-  EXPECT_EQ(validateHalfArgs(kAG, buf, nullptr, 8, tpcommFloat32, 0, 2, &bytes),
+  EXPECT_EQ(validateRsagArgs(kAG, buf, nullptr, 8, tpcommFloat32, 0, 2, &bytes),
             tpcommInvalidArgument);
   EXPECT_TRUE(says("tpcommAllGather: recvbuff is NULL")) << lastError();
-  EXPECT_EQ(validateHalfArgs(kRS, buf, buf + 4096, 8, 3, 0, 2, &bytes), tpcommInvalidArgument);
+  EXPECT_EQ(validateRsagArgs(kRS, buf, buf + 4096, 8, 3, 0, 2, &bytes), tpcommInvalidArgument);
   EXPECT_TRUE(says("datatype 3")) << lastError();
-  EXPECT_EQ(validateHalfArgs(kAG, buf + 1, buf + 4096, 8, tpcommBfloat16, 0, 2, &bytes),
+  EXPECT_EQ(validateRsagArgs(kAG, buf + 1, buf + 4096, 8, tpcommBfloat16, 0, 2, &bytes),
             tpcommInvalidArgument);
   EXPECT_TRUE(says("not aligned")) << lastError();
   // The per-rank count fits, the whole message does not.
-  EXPECT_EQ(validateHalfArgs(kRS, buf, buf, SIZE_MAX / 8, tpcommFloat32, 0, 8, &bytes),
+  EXPECT_EQ(validateRsagArgs(kRS, buf, buf, SIZE_MAX / 8, tpcommFloat32, 0, 8, &bytes),
             tpcommInvalidArgument);
   EXPECT_TRUE(says("recvcount")) << lastError();
   EXPECT_TRUE(says("overflows")) << lastError();
-  EXPECT_EQ(validateHalfArgs(kAG, buf, buf, SIZE_MAX / 2, tpcommFloat32, 0, 2, &bytes),
+  EXPECT_EQ(validateRsagArgs(kAG, buf, buf, SIZE_MAX / 2, tpcommFloat32, 0, 2, &bytes),
             tpcommInvalidArgument);
   EXPECT_TRUE(says("overflows")) << lastError();
 }
 
 TEST(HalfValidate, CountZeroIsValidEvenWithNullBuffers) {
   size_t bytes = 1;
-  EXPECT_EQ(validateHalfArgs(kRS, nullptr, nullptr, 0, tpcommFloat16, 1, 4, &bytes), tpcommSuccess)
+  EXPECT_EQ(validateRsagArgs(kRS, nullptr, nullptr, 0, tpcommFloat16, 1, 4, &bytes), tpcommSuccess)
       << lastError();
   EXPECT_EQ(bytes, 0u);
-  EXPECT_EQ(validateHalfArgs(kAG, nullptr, nullptr, 0, tpcommBfloat16, 0, 2, &bytes),
+  EXPECT_EQ(validateRsagArgs(kAG, nullptr, nullptr, 0, tpcommBfloat16, 0, 2, &bytes),
             tpcommSuccess);
 }
 
@@ -69,27 +69,27 @@ TEST(HalfValidate, InPlaceOnlyAtTheRanksRun) {
   alignas(16) static float whole[4 * 6];
   size_t bytes = 0;
   for (int rank = 0; rank < 4; ++rank) {
-    EXPECT_EQ(validateHalfArgs(kRS, whole, whole + rank * 6, 6, tpcommFloat32, rank, 4, &bytes),
+    EXPECT_EQ(validateRsagArgs(kRS, whole, whole + rank * 6, 6, tpcommFloat32, rank, 4, &bytes),
               tpcommSuccess)
         << lastError();
     EXPECT_EQ(bytes, 4u * 6 * 4);
-    EXPECT_EQ(validateHalfArgs(kAG, whole + rank * 6, whole, 6, tpcommFloat32, rank, 4, &bytes),
+    EXPECT_EQ(validateRsagArgs(kAG, whole + rank * 6, whole, 6, tpcommFloat32, rank, 4, &bytes),
               tpcommSuccess)
         << lastError();
     const int other = (rank + 1) % 4;
-    EXPECT_EQ(validateHalfArgs(kRS, whole, whole + other * 6, 6, tpcommFloat32, rank, 4, &bytes),
+    EXPECT_EQ(validateRsagArgs(kRS, whole, whole + other * 6, 6, tpcommFloat32, rank, 4, &bytes),
               tpcommInvalidArgument);
     EXPECT_TRUE(says("overlap without being in place")) << lastError();
     EXPECT_TRUE(says("recvbuff == sendbuff + rank * recvcount")) << lastError();
-    EXPECT_EQ(validateHalfArgs(kAG, whole + other * 6, whole, 6, tpcommFloat32, rank, 4, &bytes),
+    EXPECT_EQ(validateRsagArgs(kAG, whole + other * 6, whole, 6, tpcommFloat32, rank, 4, &bytes),
               tpcommInvalidArgument);
     EXPECT_TRUE(says("sendbuff == recvbuff + rank * sendcount")) << lastError();
   }
   // Half a run off is an overlap too; a buffer just past the whole one is not.
-  EXPECT_EQ(validateHalfArgs(kRS, whole, whole + 3, 6, tpcommFloat32, 0, 4, &bytes),
+  EXPECT_EQ(validateRsagArgs(kRS, whole, whole + 3, 6, tpcommFloat32, 0, 4, &bytes),
             tpcommInvalidArgument);
   alignas(16) static float apart[4 * 6 + 6];
-  EXPECT_EQ(validateHalfArgs(kRS, apart, apart + 24, 6, tpcommFloat32, 1, 4, &bytes), tpcommSuccess)
+  EXPECT_EQ(validateRsagArgs(kRS, apart, apart + 24, 6, tpcommFloat32, 1, 4, &bytes), tpcommSuccess)
       << lastError();
 }
 
@@ -194,10 +194,10 @@ TEST(HalfPlan, EveryHalfVariantIsInTheVariantTableAndNamed) {
       for (int d = 0; d < kNumDtypes; ++d)
         EXPECT_NE(variantKernel(halves[i], world, d), nullptr) << names[i] << " world " << world;
   }
-  EXPECT_EQ(halfVariant(tpcommCollAllReduce, tpcommAlgoTwoShot, false), tpcommVariantNone);
-  EXPECT_EQ(halfVariant(kRS, tpcommAlgoTwoShotPull, false), tpcommVariantP2pReduceScatterPull);
-  EXPECT_EQ(halfVariant(kAG, tpcommAlgoOneShotCe, true), tpcommVariantP2pAllGatherPull);
-  EXPECT_EQ(halfVariant(kAG, tpcommAlgoOneShotCe, false), tpcommVariantP2pAllGather);
+  EXPECT_EQ(rsagVariant(tpcommCollAllReduce, tpcommAlgoTwoShot, false), tpcommVariantNone);
+  EXPECT_EQ(rsagVariant(kRS, tpcommAlgoTwoShotPull, false), tpcommVariantP2pReduceScatterPull);
+  EXPECT_EQ(rsagVariant(kAG, tpcommAlgoOneShotCe, true), tpcommVariantP2pAllGatherPull);
+  EXPECT_EQ(rsagVariant(kAG, tpcommAlgoOneShotCe, false), tpcommVariantP2pAllGather);
 }
 
 // A registered communicator object: the planner needs no GPU.

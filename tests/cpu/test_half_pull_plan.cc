@@ -14,7 +14,7 @@
 #include "kernels/layout/chunk_layout.h"
 #include "kernels/runtime/algo_launch.h"
 #include "kernels/runtime/variant_table.h"
-#include "plan/half_plan.h"
+#include "plan/rsag_plan.h"
 #include "tests/cpu/support/plan_facts.h"
 
 namespace tpcomm {

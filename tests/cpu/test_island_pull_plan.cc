@@ -15,8 +15,8 @@
 #include "kernels/layout/chunk_layout.h"
 #include "kernels/runtime/variant_table.h"
 #include "plan/fused_plan.h"
-#include "plan/half_plan.h"
 #include "plan/planner.h"
+#include "plan/rsag_plan.h"
 #include "support/synthetic_fabrics.h"
 #include "tests/cpu/support/plan_facts.h"
 #include "tools/doctor/doctor_preview.h"
@@ -260,9 +260,9 @@ TEST(IslandPullPlan, TheFusedCallTakesTheFusedIsland) {
 // as twoshot_pull's: a collapsing fabric gets no SM pushes from them either.
 TEST(IslandPullPlan, HalvesAreThePullHalves) {
   for (const bool collapse : {false, true}) {
-    EXPECT_EQ(halfVariant(tpcommCollReduceScatter, tpcommAlgoIslandPull, collapse),
+    EXPECT_EQ(rsagVariant(tpcommCollReduceScatter, tpcommAlgoIslandPull, collapse),
               tpcommVariantP2pReduceScatterPull);
-    EXPECT_EQ(halfVariant(tpcommCollAllGather, tpcommAlgoIslandPull, collapse),
+    EXPECT_EQ(rsagVariant(tpcommCollAllGather, tpcommAlgoIslandPull, collapse),
               tpcommVariantP2pAllGatherPull);
   }
 }

@@ -69,7 +69,7 @@ TEST(NodePlan, HalvesNeedConsecutiveRanksPerMachine) {
   NodePlanArgs a = ar(4096);
   a.coll = tpcommCollReduceScatter;
   EXPECT_EQ(nodeShape(a).error, tpcommSuccess);
-  EXPECT_EQ(nodeShape(a).shape, NodeShape::kHalf);
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kRsag);
   a.contiguous = false;
   const NodePlan p = nodeShape(a);
   EXPECT_EQ(p.error, tpcommUnsupported);
@@ -150,7 +150,7 @@ TEST(NodePlan, ThePlannerGivesAHalfItsMachinesSegments) {
   const CallPlan p =
       planCall(spanning(4), call(tpcommCollReduceScatter, 8 * 1024 * 4, tpcommFloat32));
   ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
-  EXPECT_EQ(p.node.shape, NodeShape::kHalf);
+  EXPECT_EQ(p.node.shape, NodeShape::kRsag);
   const CallPlan leg =
       planCall(factsFor(4, Fabric::kNvlink), Call{4 * 1024 * 4, true, tpcommCollReduceScatter});
   EXPECT_EQ(p.variant, leg.variant);

@@ -25,15 +25,15 @@ TEST(PoisonOutputs, AllReduceIsRecvbuff) {
 
 TEST(PoisonOutputs, ReduceScatterIsItsRunAllGatherEveryRun) {
   for (int world : {2, 3, 8}) {
-    const OutputSpan rs = halfOutput(tpcommCollReduceScatter, at(0x2000), 96, 2, world);
+    const OutputSpan rs = rsagOutput(tpcommCollReduceScatter, at(0x2000), 96, 2, world);
     EXPECT_EQ(rs.ptr, at(0x2000));
     EXPECT_EQ(rs.bytes, 96u * 2) << "recvcount elements, whatever the world (" << world << ")";
-    const OutputSpan ag = halfOutput(tpcommCollAllGather, at(0x3000), 96, 4, world);
+    const OutputSpan ag = rsagOutput(tpcommCollAllGather, at(0x3000), 96, 4, world);
     EXPECT_EQ(ag.ptr, at(0x3000));
     EXPECT_EQ(ag.bytes, static_cast<size_t>(world) * 96 * 4) << "world runs of sendcount";
   }
   // A communicator across machines passes its global world (16 ranks: two machines of 8).
-  EXPECT_EQ(halfOutput(tpcommCollAllGather, at(0x3000), 5, 2, 16).bytes, 160u);
+  EXPECT_EQ(rsagOutput(tpcommCollAllGather, at(0x3000), 5, 2, 16).bytes, 160u);
 }
 
 TEST(PoisonOutputs, FusedIsResidualAndNorm) {

@@ -52,7 +52,7 @@ std::vector<uint8_t> fp32Reference(tpcommDataType_t dt, size_t count, int rank,
 // One call of `coll` on every rank (count per rank), checked. Buffers: the whole message is
 // world x count elements at `off` elements into g.send (reduce-scatter) or g.recv (all-gather);
 // in place, the per-rank buffer is this rank's run of it. `outputs`, if given: every rank's output.
-Outcome runHalf(Group& g, tpcommColl_t coll, const Case& c,
+Outcome runRsag(Group& g, tpcommColl_t coll, const Case& c,
                 std::vector<std::vector<uint8_t>>* outputs = nullptr) {
   Outcome o;
   const size_t es = elemSize(c.dtype), part = c.count * es, whole = part * g.world;
@@ -132,7 +132,7 @@ Outcome runHalf(Group& g, tpcommColl_t coll, const Case& c,
   return o;
 }
 
-std::string halfName(tpcommColl_t coll, const Case& c, int algo, int world) {
+std::string rsagName(tpcommColl_t coll, const Case& c, int algo, int world) {
   return std::string(collName(coll)) + " " + caseName(c, algo, world);
 }
 
@@ -158,8 +158,8 @@ void runHalfMatrix(int world, int algo, bool light) {
           for (size_t offset : {size_t{0}, size_t{1}}) {
             if (light && offset == 1 && in_place) continue;
             const Case c{dt, count, in_place == 1, offset, 5000 + count + offset};
-            const std::string name = halfName(coll, c, algo, world);
-            const Outcome o = runHalf(*g, coll, c);
+            const std::string name = rsagName(coll, c, algo, world);
+            const Outcome o = runRsag(*g, coll, c);
             ++cases;
             ASSERT_EQ(o.result, tpcommSuccess) << name << ": " << o.describe();
             EXPECT_EQ(o.wrong, 0u) << name << ": " << o.describe();
@@ -228,10 +228,10 @@ TEST(HalfCollectives, ManyStepsWithAPartialLastStep) {
     for (int rep = 0; rep < 6; ++rep) {
       const Case c{tpcommFloat32, 200003 + 4099u * rep, rep % 2 == 1, 0, 900u + rep};
       for (tpcommColl_t coll : {kRS, kAG}) {
-        const Outcome o = runHalf(*g, coll, c);
-        ASSERT_EQ(o.result, tpcommSuccess) << halfName(coll, c, algo, 3) << ": " << o.describe();
-        EXPECT_EQ(o.wrong, 0u) << halfName(coll, c, algo, 3) << ": " << o.describe();
-        EXPECT_TRUE(o.ranks_agree) << halfName(coll, c, algo, 3);
+        const Outcome o = runRsag(*g, coll, c);
+        ASSERT_EQ(o.result, tpcommSuccess) << rsagName(coll, c, algo, 3) << ": " << o.describe();
+        EXPECT_EQ(o.wrong, 0u) << rsagName(coll, c, algo, 3) << ": " << o.describe();
+        EXPECT_TRUE(o.ranks_agree) << rsagName(coll, c, algo, 3);
       }
     }
   }
@@ -360,10 +360,10 @@ TEST(HalfCollectives, PullHalvesEqualThePushHalvesBitForBit) {
       for (size_t count : {size_t{3}, size_t{4097}, size_t{(1u << 18) + 1}})
         for (tpcommColl_t coll : {kRS, kAG}) {
           const Case c{dt, count, count == 4097, count == 3 ? size_t{1} : 0, 70 + count};
-          const Outcome o = runHalf(*g, coll, c, &by_algo[i]);
+          const Outcome o = runRsag(*g, coll, c, &by_algo[i]);
           ++cases;
-          ASSERT_EQ(o.result, tpcommSuccess) << halfName(coll, c, algo, world) << o.describe();
-          EXPECT_EQ(o.wrong, 0u) << halfName(coll, c, algo, world) << ": " << o.describe();
+          ASSERT_EQ(o.result, tpcommSuccess) << rsagName(coll, c, algo, world) << o.describe();
+          EXPECT_EQ(o.wrong, 0u) << rsagName(coll, c, algo, world) << ": " << o.describe();
         }
   }
   ASSERT_EQ(by_algo[0].size(), by_algo[1].size());
@@ -395,8 +395,8 @@ TEST(HalfCollectives, EveryForcedPeerAlgorithmHasAHalf) {
     ASSERT_TRUE(g) << tpcommAlgoName(row.algo) << ": " << err;
     for (tpcommColl_t coll : {kRS, kAG}) {
       const Case c{tpcommBfloat16, 4097, false, 0, 31};
-      const Outcome o = runHalf(*g, coll, c);
-      const std::string name = halfName(coll, c, row.algo, world);
+      const Outcome o = runRsag(*g, coll, c);
+      const std::string name = rsagName(coll, c, row.algo, world);
       ASSERT_EQ(o.result, tpcommSuccess) << name << ": " << o.describe();
       EXPECT_EQ(o.wrong, 0u) << name << ": " << o.describe();
       EXPECT_TRUE(o.ranks_agree) << name;
@@ -491,7 +491,7 @@ TEST(HalfCollectives, NcclFallbackServesBoth) {
   ASSERT_TRUE(g) << err;
   for (tpcommColl_t coll : {kRS, kAG}) {
     const Case c{tpcommFloat32, 4097, false, 0, 77};
-    const Outcome o = runHalf(*g, coll, c);
+    const Outcome o = runRsag(*g, coll, c);
     EXPECT_EQ(o.result, tpcommSuccess) << o.describe();
     EXPECT_EQ(o.wrong, 0u) << o.describe();
     tpcommCallInfo_t info{};

@@ -13,7 +13,7 @@ namespace tpcomm {
 // capture has not materialised yet), after it checked the caller's buffers.
 tpcommResult_t localAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
                               int op, tpcommComm* c, cudaStream_t s, bool check_buffers);
-tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+tpcommResult_t localRsag(tpcommColl_t coll, const void* send, void* recv, size_t count,
                          tpcommDataType_t dt, tpcommComm* c, cudaStream_t s, bool check_buffers);
 
 }  // namespace tpcomm

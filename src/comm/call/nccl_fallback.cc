@@ -156,7 +156,7 @@ tpcommResult_t ncclFallbackAllReduce(tpcommComm* c, const void* send, void* recv
                     servedWhat("tpcommAllReduce", count * dtypeSize(dtype), c->rank));
 }
 
-tpcommResult_t ncclFallbackHalf(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
+tpcommResult_t ncclFallbackRsag(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
                                 size_t count, tpcommDataType_t dtype, cudaStream_t stream,
                                 bool capturing) {
   const NcclApi* api = ncclApi(nullptr);

@@ -22,7 +22,7 @@ tpcommResult_t ncclFallbackAllReduce(tpcommComm* c, const void* send, void* recv
                                      tpcommDataType_t dtype, cudaStream_t stream, bool capturing);
 // tpcommReduceScatter / tpcommAllGather through ncclReduceScatter / ncclAllGather, watched the
 // same way. count: the per-rank count (recvcount, sendcount).
-tpcommResult_t ncclFallbackHalf(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
+tpcommResult_t ncclFallbackRsag(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
                                 size_t count, tpcommDataType_t dtype, cudaStream_t stream,
                                 bool capturing);
 // tpcommGroupStart / End. A watched call inside a group is enqueued at the outermost group end,

@@ -6,7 +6,7 @@ OutputSpan allReduceOutput(void* recv, size_t count, size_t elem_bytes) {
   return OutputSpan{recv, count * elem_bytes};
 }
 
-OutputSpan halfOutput(tpcommColl_t coll, void* recv, size_t count, size_t elem_bytes, int world) {
+OutputSpan rsagOutput(tpcommColl_t coll, void* recv, size_t count, size_t elem_bytes, int world) {
   const size_t runs = coll == tpcommCollAllGather ? static_cast<size_t>(world) : 1;
   return OutputSpan{recv, runs * count * elem_bytes};
 }

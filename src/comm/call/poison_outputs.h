@@ -27,7 +27,7 @@ struct OutputSpan {
 OutputSpan allReduceOutput(void* recv, size_t count, size_t elem_bytes);
 // Reduce-scatter: recvcount elements; all-gather: world runs of sendcount (world: the ranks of
 // the call, every machine's for a communicator that spans machines).
-OutputSpan halfOutput(tpcommColl_t coll, void* recv, size_t count, size_t elem_bytes, int world);
+OutputSpan rsagOutput(tpcommColl_t coll, void* recv, size_t count, size_t elem_bytes, int world);
 // tpcommAllReduceAddRmsNorm: residualOut, and normOut (one byte an element with FP8 output).
 struct FusedOutputs {
   OutputSpan residual, norm;

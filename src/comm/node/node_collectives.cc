@@ -9,7 +9,7 @@
 #include "comm/call/poison_outputs.h"
 #include "comm/call/run_call.h"
 #include "comm/checks/validate.h"
-#include "comm/checks/validate_half.h"
+#include "comm/checks/validate_rsag.h"
 #include "comm/node/node_link.h"
 #include "common/error.h"
 #include "kernels/runtime/algo_launch.h"
@@ -87,11 +87,11 @@ tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_
     send = base;
   }
   char* mine = base + static_cast<size_t>(c->rank) * shard * es;
-  TPCOMM_CHECK(localHalf(tpcommCollReduceScatter, send, mine, shard, dt, c, s, false));
+  TPCOMM_CHECK(localRsag(tpcommCollReduceScatter, send, mine, shard, dt, c, s, false));
   *first = c->last;
   TPCOMM_CHECK(nodeLinkAllReduce(c, mine, mine, shard, dt, s, capturing));
   recordLeg(c, shard * es, dt, capturing);
-  TPCOMM_CHECK(localHalf(tpcommCollAllGather, mine, base, shard, dt, c, s, false));
+  TPCOMM_CHECK(localRsag(tpcommCollAllGather, mine, base, shard, dt, c, s, false));
   if (base != recv)
     TPCOMM_CUDA_CHECK(cudaMemcpyAsync(recv, base, count * es, cudaMemcpyDeviceToDevice, s));
   return tpcommSuccess;
@@ -99,7 +99,7 @@ tpcommResult_t largeAllReduce(tpcommComm* c, const void* send, void* recv, size_
 
 // The legs of a spanning reduce-scatter or all-gather (the large shape's halves, or NCCL alone
 // with one rank a machine), each recording itself, then the whole call's record.
-tpcommResult_t nodeHalfLegs(tpcommColl_t coll, const void* send, void* recv, size_t count,
+tpcommResult_t nodeRsagLegs(tpcommColl_t coll, const void* send, void* recv, size_t count,
                             size_t bytes, tpcommDataType_t dt, tpcommComm* c, cudaStream_t s,
                             bool capturing, const std::string& text) {
   const NodeSpan& sp = *c->span;
@@ -110,7 +110,7 @@ tpcommResult_t nodeHalfLegs(tpcommColl_t coll, const void* send, void* recv, siz
   tpcommCallInfo_t first = ncclOnly();
   if (L == 1) {
     // One rank a machine: the machines' order is the ranks' order (contiguous).
-    TPCOMM_CHECK(nodeLinkHalf(c, coll, send, recv, count, dt, s, capturing));
+    TPCOMM_CHECK(nodeLinkRsag(c, coll, send, recv, count, dt, s, capturing));
     recordLeg(c, leg_bytes, dt, capturing);
   } else {
     Scratch scratch(s);
@@ -123,17 +123,17 @@ tpcommResult_t nodeHalfLegs(tpcommColl_t coll, const void* send, void* recv, siz
       // segment of them; NCCL then sums run n over the machines for node n.
       for (size_t m = 0; m < N; ++m) {
         TPCOMM_CHECK(
-            localHalf(coll, in + m * L * count * es, tmp + m * count * es, count, dt, c, s, false));
+            localRsag(coll, in + m * L * count * es, tmp + m * count * es, count, dt, c, s, false));
         if (m == 0) first = c->last;
       }
-      TPCOMM_CHECK(nodeLinkHalf(c, coll, tmp, recv, count, dt, s, capturing));
+      TPCOMM_CHECK(nodeLinkRsag(c, coll, tmp, recv, count, dt, s, capturing));
       recordLeg(c, leg_bytes, dt, capturing);
     } else {
       // Every machine's contribution of this local index, then each machine's block gathered.
-      TPCOMM_CHECK(nodeLinkHalf(c, coll, send, tmp, count, dt, s, capturing));
+      TPCOMM_CHECK(nodeLinkRsag(c, coll, send, tmp, count, dt, s, capturing));
       recordLeg(c, leg_bytes, dt, capturing);
       for (size_t m = 0; m < N; ++m) {
-        TPCOMM_CHECK(localHalf(coll, tmp + m * count * es, out + m * L * count * es, count, dt, c,
+        TPCOMM_CHECK(localRsag(coll, tmp + m * count * es, out + m * L * count * es, count, dt, c,
                                s, false));
         if (m == 0) first = c->last;
       }
@@ -200,20 +200,20 @@ tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommD
       });
 }
 
-tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+tpcommResult_t nodeRsag(tpcommColl_t coll, const void* send, void* recv, size_t count,
                         tpcommDataType_t dt, tpcommComm* c, cudaStream_t s) {
   const char* name = collOpName(coll);
   TPCOMM_CHECK(nodeLinkReady(c, name));  // a spanning communicator's calls need its link
   const NodeSpan& sp = *c->span;
   size_t bytes = 0;
-  TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,
+  TPCOMM_CHECK(validateRsagArgs(coll, send, recv, count, static_cast<int>(dt), sp.global_rank,
                                 sp.global_world, &bytes));
   // The node rules refuse ranks of a machine that are not consecutive (the plan's error, with
   // why).
   return runSpanning(c, s, name, coll, bytes, dt, send, recv, count,
-                     halfOutput(coll, recv, count, dtypeSize(dt), sp.global_world),
+                     rsagOutput(coll, recv, count, dtypeSize(dt), sp.global_world),
                      [&](const CallPlan& p, cudaStream_t st, bool capturing) {
-                       return nodeHalfLegs(coll, send, recv, count, bytes, dt, c, st, capturing,
+                       return nodeRsagLegs(coll, send, recv, count, bytes, dt, c, st, capturing,
                                            p.node.text);
                      });
 }

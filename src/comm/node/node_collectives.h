@@ -11,7 +11,7 @@ namespace tpcomm {
 
 tpcommResult_t nodeAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
                              int op, tpcommComm* c, cudaStream_t s);
-tpcommResult_t nodeHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+tpcommResult_t nodeRsag(tpcommColl_t coll, const void* send, void* recv, size_t count,
                         tpcommDataType_t dt, tpcommComm* c, cudaStream_t s);
 // tpcommCommExplain / ExplainCollective: bytes is the payload (reduce-scatter / all-gather: the
 // global world x the count's bytes). The variant is the first intra-node leg's (NCCL's on

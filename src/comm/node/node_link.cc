@@ -173,7 +173,7 @@ tpcommResult_t nodeLinkAllReduce(tpcommComm* c, const void* send, void* recv, si
       legWhat("all_reduce", count * dtypeSize(dt), c));
 }
 
-tpcommResult_t nodeLinkHalf(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
+tpcommResult_t nodeLinkRsag(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
                             size_t count, tpcommDataType_t dt, cudaStream_t s, bool capturing) {
   const ncclDataType_t nt = static_cast<ncclDataType_t>(dt);
   const bool rs = coll == tpcommCollReduceScatter;

@@ -30,7 +30,7 @@ bool nodeLinkHung(const tpcommComm* c, std::string* report);
 // (captured calls are not watched). count: elements per rank for reduce_scatter / all_gather.
 tpcommResult_t nodeLinkAllReduce(tpcommComm* c, const void* send, void* recv, size_t count,
                                  tpcommDataType_t dt, cudaStream_t s, bool capturing);
-tpcommResult_t nodeLinkHalf(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
+tpcommResult_t nodeLinkRsag(tpcommComm* c, tpcommColl_t coll, const void* send, void* recv,
                             size_t count, tpcommDataType_t dt, cudaStream_t s, bool capturing);
 
 }  // namespace tpcomm

@@ -1,4 +1,4 @@
-#include "comm/checks/validate_half.h"
+#include "comm/checks/validate_rsag.h"
 
 #include <cstdint>
 
@@ -20,7 +20,7 @@ const char* collOpName(tpcommColl_t coll) {
   }
 }
 
-tpcommResult_t validateHalfArgs(tpcommColl_t coll, const void* send, const void* recv, size_t count,
+tpcommResult_t validateRsagArgs(tpcommColl_t coll, const void* send, const void* recv, size_t count,
                                 int datatype, int rank, int world, size_t* bytes) {
   const char* op = collOpName(coll);
   const bool rs = coll == tpcommCollReduceScatter;

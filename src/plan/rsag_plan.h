@@ -1,7 +1,7 @@
 // Reduce-scatter and all-gather (tpcommReduceScatter / tpcommAllGather) run the halves of the
 // two-shot: the all-reduce's policy decides where a call of the same bytes goes (peer memory by
 // push or pull, host memory, or NCCL where it measured faster), and the half of the two-shot over
-// that transport and protocol runs it (halfRules, plan/rules.h).
+// that transport and protocol runs it (rsagRules, plan/rules.h).
 #pragma once
 
 #include "plan/planner.h"
@@ -13,6 +13,6 @@ namespace tpcomm {
 // None for the all-reduce itself or an algorithm that is not one. The copy-engine one-shot has no
 // half: the pull halves run it where `stores_collapse` (the probe's write_collapse verdict over
 // PCIe, as the policy reads it), the push halves elsewhere.
-tpcommVariant_t halfVariant(tpcommColl_t coll, int algo, bool stores_collapse);
+tpcommVariant_t rsagVariant(tpcommColl_t coll, int algo, bool stores_collapse);
 
 }  // namespace tpcomm

@@ -1,9 +1,9 @@
-#include "plan/half_plan.h"
+#include "plan/rsag_plan.h"
 #include "plan/rules.h"
 
 namespace tpcomm {
 
-tpcommVariant_t halfVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
+tpcommVariant_t rsagVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
   if (coll != tpcommCollReduceScatter && coll != tpcommCollAllGather) return tpcommVariantNone;
   const bool rs = coll == tpcommCollReduceScatter;
   const tpcommVariant_t push = rs ? tpcommVariantP2pReduceScatter : tpcommVariantP2pAllGather;
@@ -34,7 +34,7 @@ tpcommVariant_t halfVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
 // the two-shot's slots carries, as in an all-reduce of those bytes. call.aligned: both buffers
 // and the per-rank runs are 16-byte aligned. The plan's algorithm is twoshot, twoshot_pull,
 // host_twoshot or nccl (what the stats count).
-CallPlan halfRules(const CommFacts& f, const Call& call) {
+CallPlan rsagRules(const CommFacts& f, const Call& call) {
   const tpcommColl_t coll = call.collective;
   CallPlan p;
   p.decision = choose(policyInputOf(f, call.bytes));
@@ -47,7 +47,7 @@ CallPlan halfRules(const CommFacts& f, const Call& call) {
   // The probe's verdict as the policy reads it (policy.cc): it steers PCIe only.
   const bool collapse =
       f.fabric == Fabric::kPcie && f.fabric_verdict == FabricVerdict::kWriteCollapse;
-  p.variant = halfVariant(coll, d.algo, collapse);
+  p.variant = rsagVariant(coll, d.algo, collapse);
   if (p.variant == tpcommVariantNone) {
     d.error = tpcommInternalError;
     d.reason = std::string(what) + ": no half of algorithm " + std::to_string(d.algo);

@@ -1,6 +1,6 @@
 // tpcommReduceScatter and tpcommAllGather: the all-reduce's path (allreduce.cc) for the halves of
 // the two-shot: validate, then the call's pipeline (run_call.h) around the launch of the planned
-// half (plan/half_plan.h; or the hand-off to NCCL, counted and logged).
+// half (plan/rsag_plan.h; or the hand-off to NCCL, counted and logged).
 #include <cuda_runtime_api.h>
 
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "comm/call/poison_outputs.h"
 #include "comm/call/run_call.h"
 #include "comm/checks/validate.h"
-#include "comm/checks/validate_half.h"
+#include "comm/checks/validate_rsag.h"
 #include "comm/comm.h"
 #include "comm/lifecycle/registry.h"
 #include "comm/node/node_collectives.h"
@@ -24,25 +24,25 @@ namespace {
 
 // The kernels take whole vectors of every rank's run where the buffers and the run length are
 // 16-byte aligned; else they move elements one by one at the edges (vec_device.cuh).
-bool halfAligned(const void* send, const void* recv, size_t bytes, int world) {
+bool rsagAligned(const void* send, const void* recv, size_t bytes, int world) {
   return aligned16(send) && aligned16(recv) &&
          (bytes / static_cast<size_t>(world)) % kVecBytes == 0;
 }
 
 }  // namespace
 
-tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+tpcommResult_t localRsag(tpcommColl_t coll, const void* send, void* recv, size_t count,
                          tpcommDataType_t dt, tpcommComm* comm, cudaStream_t s,
                          bool check_buffers) {
   const char* op = collOpName(coll);
   size_t bytes = 0;
-  TPCOMM_CHECK(validateHalfArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
+  TPCOMM_CHECK(validateRsagArgs(coll, send, recv, count, static_cast<int>(dt), comm->rank,
                                 comm->world, &bytes));
   const CallSteps steps{op,
-                        Call{bytes, halfAligned(send, recv, bytes, comm->world), coll},
+                        Call{bytes, rsagAligned(send, recv, bytes, comm->world), coll},
                         bytes,
                         {{send, "sendbuff"}, {recv, "recvbuff"}},
-                        {halfOutput(coll, recv, count, elementBytes(dt), comm->world)},
+                        {rsagOutput(coll, recv, count, elementBytes(dt), comm->world)},
                         check_buffers,
                         /*nothing=*/count == 0};
   return runCall(
@@ -54,19 +54,19 @@ tpcommResult_t localHalf(tpcommColl_t coll, const void* send, void* recv, size_t
             dt,         isKernelVariant(p.variant) ? p.grid.blocks : 0,
             &d.reason,  coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"};
         if (p.variant == tpcommVariantNccl)
-          return ncclFallbackHalf(comm, coll, send, recv, count, dt, st, capturing);
+          return ncclFallbackRsag(comm, coll, send, recv, count, dt, st, capturing);
         return launchAllReduceKernel(comm->dev, launchArgsOf(p, send, recv, count, dt), st);
       });
 }
 
 namespace {
 
-tpcommResult_t runHalf(tpcommColl_t coll, const void* send, void* recv, size_t count,
+tpcommResult_t runRsag(tpcommColl_t coll, const void* send, void* recv, size_t count,
                        tpcommDataType_t dt, tpcommComm_t comm, tpcommStream_t stream) {
   TPCOMM_CHECK(checkComm(comm, collOpName(coll)));
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  if (comm->span) return nodeHalf(coll, send, recv, count, dt, comm, s);
-  return localHalf(coll, send, recv, count, dt, comm, s, /*check_buffers=*/true);
+  if (comm->span) return nodeRsag(coll, send, recv, count, dt, comm, s);
+  return localRsag(coll, send, recv, count, dt, comm, s, /*check_buffers=*/true);
 }
 
 }  // namespace
@@ -77,13 +77,13 @@ using namespace tpcomm;
 extern "C" tpcommResult_t tpcommReduceScatter(const void* sendbuff, void* recvbuff,
                                               size_t recvcount, tpcommDataType_t datatype,
                                               tpcommComm_t comm, tpcommStream_t stream) {
-  return runHalf(tpcommCollReduceScatter, sendbuff, recvbuff, recvcount, datatype, comm, stream);
+  return runRsag(tpcommCollReduceScatter, sendbuff, recvbuff, recvcount, datatype, comm, stream);
 }
 
 extern "C" tpcommResult_t tpcommAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                           tpcommDataType_t datatype, tpcommComm_t comm,
                                           tpcommStream_t stream) {
-  return runHalf(tpcommCollAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  return runRsag(tpcommCollAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
 }
 
 extern "C" tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommColl_t collective,

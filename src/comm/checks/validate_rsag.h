@@ -15,7 +15,7 @@ const char* collOpName(tpcommColl_t coll);
 // all-gather's recvbuff) holds world x count elements, the other one count. In place only as NCCL
 // allows it: the per-rank buffer is rank's run of the whole one. Count 0 is valid and then the
 // buffers may be NULL. On success *bytes is the whole message's size.
-tpcommResult_t validateHalfArgs(tpcommColl_t coll, const void* send, const void* recv, size_t count,
+tpcommResult_t validateRsagArgs(tpcommColl_t coll, const void* send, const void* recv, size_t count,
                                 int datatype, int rank, int world, size_t* bytes);
 
 }  // namespace tpcomm
