@@ -45,8 +45,8 @@ struct tpcommComm {
   std::unique_ptr<tpcomm::RendezvousHold> rendezvous;
 
   tpcomm::Fabric fabric = tpcomm::Fabric::kNvlink;
-  tpcomm::TuningTable tuning;                // this machine's table (`tpcomm tune`), if any
-  const tpcomm::SizeTable* tuned = nullptr;  // its rows for this world and fabric, if agreed
+  tpcomm::TuningTable tuning;                 // this machine's table (`tpcomm tune`), if any
+  const tpcomm::WorldTable* tuned = nullptr;  // its entry for this world and fabric, if agreed
   bool ranks_share_gpu = false;
   tpcomm::GridCaps grid_caps;  // grids capped so ranks sharing a GPU co-reside (fabric.cc)
   bool clusters = false;       // every rank's GPU launches thread-block clusters (fabric.cc)

@@ -127,6 +127,20 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
   return {};
 }
 
+// The row count from which a call within one step of the one-shot takes the two-shot (0: never):
+// the knob where set (doubled at two ranks), else the tuning table's measured crossover for this
+// world, else kDefaultFusedTwoShotRows. The default: one H200 with 2, 4 and 8 ranks sharing it,
+// 7168 bf16, measured the two-shot faster than the fused one-shot from 64 rows at 4 and 8 ranks
+// (15.3 / 27.5 us against 16.0 / 38.2) and from 128 at 2 (12.5 against 12.9), slower below
+// (docs/BENCHMARKS.md, twentieth round).
+constexpr size_t kDefaultFusedTwoShotRows = 64;
+size_t twoShotRows(const CommFacts& f) {
+  const int knob = f.knobs.fused_twoshot_rows;
+  const size_t base = knob >= 0 ? static_cast<size_t>(knob) : kDefaultFusedTwoShotRows;
+  if (knob < 0 && f.tuned_fused_twoshot_rows > 0) return f.tuned_fused_twoshot_rows;
+  return base * (f.world == 2 && base > 1 ? 2 : 1);
+}
+
 // Calls of fused_twoshot_rows rows or more, and calls beyond one step of the one-shot, take the
 // fused two-shot over pull (knobs.h): each rank reads (world - 1) / world of the call twice instead
 // of (world - 1) times all of it, in as many steps as the call needs. Where the all-reduce pulls
@@ -152,13 +166,12 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size
   if (row && row->island && row->pull)  // island_pull
     return {FusedWire::kPullIsland, f.slots.pull_step_bytes,
             "island_pull's legs by whole rows (peer memory by pulls)"};
-  const int knob = f.knobs.fused_twoshot_rows;
-  const size_t at = static_cast<size_t>(knob) * (f.world == 2 && knob > 1 ? 2 : 1);
+  const size_t at = twoShotRows(f);
   // Rows the two-shot cannot hold stay with the one-shot's wire (which says why, if it cannot).
   const size_t row_bytes = call.hidden * dtypeSize(call.dtype);
   const bool fits = row_bytes % kVecBytes == 0 && row_bytes / kVecBytes <= kPullRowVecs;
   if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits || (row && row->island) ||
-      knob <= 0 || (call.rows < at && bytes <= one.cap))
+      at == 0 || (call.rows < at && bytes <= one.cap))
     return one;
   // The push form within the push one-shot's step (beyond it one H200 with 4 and 8 ranks sharing
   // it measured the push form behind the unfused pair: 262.6 / 583.2 us against 234.3 / 474.6 at

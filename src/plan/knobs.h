@@ -48,11 +48,10 @@ struct LaunchKnobs {
   // Fused calls over pull of this many rows or more (twice as many at two ranks), and those
   // beyond one step of the pull one-shot, take the fused two-shot over pull
   // (fused_p2p_twoshot_pull: rows split among the ranks, only the residual crosses the fabric);
-  // 0: never (beyond a step they go unfused); 1: always. 64: one H200 with 2, 4 and 8 ranks
-  // sharing it, 7168 bf16, measured the two-shot faster than the fused one-shot from 64 rows at 4
-  // and 8 ranks (15.3 / 27.5 us against 16.0 / 38.2) and from 128 at 2 (12.5 against 12.9), slower
-  // below (docs/BENCHMARKS.md, twentieth round).
-  int fused_twoshot_rows = 64;
+  // 0: never (beyond a step they go unfused); 1: always. -1 (unset): the crossover `tpcomm tune`
+  // measured for the world (the tuning table's fused_twoshot_rows), else
+  // kDefaultFusedTwoShotRows (fused_plan.cc says what it rests on).
+  int fused_twoshot_rows = -1;
   // Where the all-reduce pushes, the fused two-shot's form: 0 the push form
   // (fused_twoshot_push.cu, the sentinel protocol) over PCIe within one step of the push
   // one-shot (beyond it the call runs unfused) and the pull form over NVLink; 1 the push form

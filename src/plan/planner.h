@@ -39,6 +39,9 @@ struct CommFacts : PolicyFacts {
   // global ranks (comm/node/node_layout.h). Its calls run as legs (plan/node_plan.h).
   int nodes = 1;
   bool node_contiguous = true;
+  // The tuning table's fused_twoshot_rows for this world (plan/tuning_table.h), where the table
+  // steers the communicator: 0 none, SIZE_MAX the two-shot only beyond a step.
+  size_t tuned_fused_twoshot_rows = 0;
 };
 
 // A call, as every rank knows it: no pointer enters the plan (one rank's alignment would make the

@@ -83,6 +83,19 @@ bool rulesFromJson(const json::Value& v, const std::string& where, SizeTable* ou
   return true;
 }
 
+// A world's fused_twoshot_rows: a row count the planner can take (1 .. 2^30, as the knob), or
+// "inf" (the two-shot only beyond one step of the one-shot).
+bool fusedRowsFromJson(const json::Value& v, size_t* out) {
+  uint64_t rows = 0;
+  if (v.isString() && v.asString() == "inf") {
+    *out = SIZE_MAX;
+    return true;
+  }
+  if (!v.getUint64(&rows) || rows == 0 || rows > (uint64_t{1} << 30)) return false;
+  *out = static_cast<size_t>(rows);
+  return true;
+}
+
 }  // namespace
 
 const SizeTable* TuningTable::tableFor(int world) const {
@@ -93,6 +106,13 @@ const SizeTable* TuningTable::tableFor(int world) const {
 
 const SizeTable* TuningTable::tableFor(int world, Fabric f) const {
   return f == fabric ? tableFor(world) : nullptr;
+}
+
+const WorldTable* TuningTable::worldFor(int world, Fabric f) const {
+  if (f != fabric) return nullptr;
+  for (const WorldTable& t : tables)
+    if (t.world == world) return &t;
+  return nullptr;
 }
 
 bool validateTuningTable(const TuningTable& table, std::string* why) {
@@ -160,11 +180,14 @@ bool parseTuningTable(const std::string& text, const std::string& expected_key, 
     int64_t world = 0;
     tr.integer("world", 2, 64, &world);
     const json::Value* rules = tr.required("rules");
-    tr.onlyKeys({"world", "rules"});
+    const json::Value* fused = tables->items()[i].find("fused_twoshot_rows");
+    tr.onlyKeys({"world", "rules", "fused_twoshot_rows"});
     if (!tr.ok()) return false;
     WorldTable wt;
     wt.world = static_cast<int>(world);
     if (!rulesFromJson(*rules, at + ".rules", &wt.rules, why)) return false;
+    if (fused && !fusedRowsFromJson(*fused, &wt.fused_twoshot_rows))
+      return tr.fail("fused_twoshot_rows", "expected a row count from 1 to 2^30 or \"inf\"");
     t.tables.push_back(std::move(wt));
   }
   if (const json::Value* m = root.find("measured")) t.measured = *m;
@@ -191,6 +214,10 @@ std::string tuningTableText(const TuningTable& table) {
       rules.push(std::move(o));
     }
     t.set("rules", std::move(rules));
+    if (wt.fused_twoshot_rows > 0)
+      t.set("fused_twoshot_rows", wt.fused_twoshot_rows == SIZE_MAX
+                                      ? json::Value::string("inf")
+                                      : json::Value::unsignedInteger(wt.fused_twoshot_rows));
     tables.push(std::move(t));
   }
   root.set("tables", std::move(tables));

@@ -2,7 +2,8 @@
 // of the built-in defaults. The file (format in docs/TOPOLOGY.md):
 //   {"tpcomm_tuning": 1, "topology_key": "8gpu-...", "fabric": "pcie",
 //    "tables": [{"world": 8, "rules": [{"max_bytes": 65536, "algo": "oneshot"},
-//                                      {"max_bytes": "inf", "algo": "nccl"}]}],
+//                                      {"max_bytes": "inf", "algo": "nccl"}],
+//                "fused_twoshot_rows": 48}],              ("fused_twoshot_rows" is optional)
 //    "measured": {...}}                                     ("measured" is optional, kept as is)
 // A table decides which code runs, so it is validated completely and never trusted in part: a
 // corrupt file, one from another machine or driver (topology key), an unknown algorithm or a rule
@@ -25,6 +26,11 @@ constexpr int kTuningFormatVersion = 1;
 struct WorldTable {
   int world = 0;
   SizeTable rules;  // max_bytes strictly increasing, the last SIZE_MAX
+  // The fused call's (tpcommAllReduceAddRmsNorm) measured crossover: calls of this many rows or
+  // more within one step of the fused one-shot take the fused two-shot (plan/knobs.h,
+  // fused_twoshot_rows); SIZE_MAX ("inf"): the one-shot won at every row count measured; 0: not
+  // measured (the planner's default).
+  size_t fused_twoshot_rows = 0;
 };
 
 struct TuningTable {
@@ -36,6 +42,8 @@ struct TuningTable {
 
   // The rules for a world size, nullptr if the file has none.
   const SizeTable* tableFor(int world) const;
+  // The whole entry of a world measured on `fabric`, nullptr if the file has none.
+  const WorldTable* worldFor(int world, Fabric fabric) const;
   // The same, but nullptr unless the table was measured on `fabric` (a table measured with P2P
   // must not steer a communicator that runs through host memory, and the reverse).
   const SizeTable* tableFor(int world, Fabric fabric) const;

@@ -83,7 +83,7 @@ TEST(FusedTwoShotPlan, WriteCollapseTakesItFromTheKnobsRows) {
     for (size_t t : {size_t{1}, size_t{16}, size_t{63}, size_t{64}, size_t{127}, size_t{128}})
       for (bool fp8 : {false, true}) {
         const CommFacts f = collapsed(w);
-        ASSERT_EQ(f.knobs.fused_twoshot_rows, 64);
+        ASSERT_EQ(f.knobs.fused_twoshot_rows, -1);  // unset: 64, no tuning table
         const CallPlan p = planCall(f, fusedCall(t, 7168, tpcommBfloat16, fp8));
         if (!pulls(p.variant)) continue;  // NCCL's (checked below), not this test's
         const EpiloguePlan& e = p.epilogue;
@@ -123,6 +123,34 @@ TEST(FusedTwoShotPlan, BeyondAStepOfTheOneShot) {
   // The plain default: where auto sends the all-reduce to NCCL the fused call follows, unfused.
   e = planCall(collapsed(8), fusedCall(t, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_NE(e.reason.find("nccl"), std::string::npos) << e.reason;
+}
+
+// A tuning table's measured crossover (tpcomm tune: fused_twoshot_rows per world) steers the
+// planner where the knob is unset, as it is, not doubled at two ranks; "inf" keeps the one-shot
+// within a step and the two-shot beyond it; a knob the user sets wins over the table.
+TEST(FusedTwoShotPlan, TheTuningTablesCrossoverUnlessTheKnobIsSet) {
+  const auto variant = [](const CommFacts& f, size_t t) {
+    return planCall(f, fusedCall(t, 7168, tpcommBfloat16, false)).epilogue.variant;
+  };
+  for (int w : {2, 4, 8}) {
+    CommFacts f = collapsed(w);
+    f.tuned_fused_twoshot_rows = 16;
+    EXPECT_EQ(variant(f, 15), tpcommVariantFusedP2pOneShotPull) << w;
+    EXPECT_EQ(variant(f, 16), tpcommVariantFusedP2pTwoShotPull) << w;
+    EXPECT_EQ(variant(f, 40), tpcommVariantFusedP2pTwoShotPull) << w;
+    f.knobs.fused_twoshot_rows = 64;  // set by the user: the table is not asked
+    EXPECT_EQ(variant(f, 40), tpcommVariantFusedP2pOneShotPull) << w;
+    f.knobs.fused_twoshot_rows = 0;
+    EXPECT_EQ(variant(f, 40), tpcommVariantFusedP2pOneShotPull) << w;
+  }
+  CommFacts f = collapsed(8);
+  f.forced_algo = tpcommAlgoTwoShotPull;  // auto sends 14 MiB to NCCL here
+  f.tuned_fused_twoshot_rows = SIZE_MAX;  // the one-shot held at every count measured
+  EXPECT_EQ(variant(f, 256), tpcommVariantFusedP2pOneShotPull);
+  EXPECT_EQ(variant(f, 1024), tpcommVariantFusedP2pTwoShotPull);  // beyond one step
+  f.tuned_fused_twoshot_rows = 0;                                 // none: the default, 64
+  EXPECT_EQ(variant(f, 63), tpcommVariantFusedP2pOneShotPull);
+  EXPECT_EQ(variant(f, 64), tpcommVariantFusedP2pTwoShotPull);
 }
 
 // Where the all-reduce pushes over NVLink the two-shot takes the same row counts (measured on

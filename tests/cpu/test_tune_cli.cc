@@ -37,7 +37,8 @@ TEST(TuneCli, NoGpuExitsTwoAndWritesNothing) {
 
 TEST(TuneCli, UsageErrorsExitTwo) {
   for (const char* bad :
-       {"--bogus", "--world 1", "--world 9", "--world two", "--dtype int8", "--tie 0.5", "--out"}) {
+       {"--bogus", "--world 1", "--world 9", "--world two", "--dtype int8", "--tie 0.5", "--out",
+        "--hidden 0", "--hidden 65537", "--hidden wide", "--hidden"}) {
     const CliResult r = tune(bad);
     EXPECT_EQ(r.status, 2) << bad << ": " << r.out;
     EXPECT_FALSE(has(r.out, "no GPU visible")) << bad << ": options are checked first";
@@ -46,6 +47,15 @@ TEST(TuneCli, UsageErrorsExitTwo) {
   EXPECT_EQ(help.status, 0);
   EXPECT_TRUE(has(help.out, "--quick")) << help.out;
   EXPECT_TRUE(has(help.out, "--out FILE")) << help.out;
+  EXPECT_TRUE(has(help.out, "--hidden H")) << help.out;
+  EXPECT_TRUE(has(help.out, "--share-gpu")) << help.out;
+}
+
+// --share-gpu needs a GPU too: without one it says so and exits 2.
+TEST(TuneCli, ShareGpuWithoutAGpuExitsTwo) {
+  const CliResult r = tune("--share-gpu --world 4");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "tpcomm tune: no GPU visible")) << r.out;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan/tuning_table.h"
+#include "tools/tune/tune_fused_pick.h"
 #include "tools/tune/tune_rules.h"
 
 namespace tpcomm::cli {
@@ -195,7 +196,7 @@ TEST(TuneRules, MergeTableKeepsOtherWorldsOfTheSameMachineAndFabric) {
   json::Value m4 = json::Value::object();
   m4.set("world", json::Value::integer(4));
   TuningTable t =
-      mergeTable(&previous, key, Fabric::kPcie, 4, {{64 * KiB, kO}, {SIZE_MAX, kN}}, m4);
+      mergeTable(&previous, key, Fabric::kPcie, {4, {{64 * KiB, kO}, {SIZE_MAX, kN}}, 0}, m4);
   ASSERT_EQ(t.tables.size(), 3u);
   EXPECT_EQ(t.tables[0].world, 2);
   EXPECT_EQ(t.tables[1].world, 4);
@@ -208,19 +209,19 @@ TEST(TuneRules, MergeTableKeepsOtherWorldsOfTheSameMachineAndFabric) {
   EXPECT_EQ(back.tables.size(), 3u);
 
   // Re-tuning world 8 replaces it.
-  t = mergeTable(&previous, key, Fabric::kPcie, 8, {{SIZE_MAX, kN}}, json::Value::object());
+  t = mergeTable(&previous, key, Fabric::kPcie, {8, {{SIZE_MAX, kN}}, 0}, json::Value::object());
   ASSERT_EQ(t.tables.size(), 2u);
   EXPECT_EQ(t.tables[1].rules[0].algo, kN);
   EXPECT_EQ(t.measured.find("worlds")->items().size(), 2u);
 
   // Another fabric (e.g. TPCOMM_TRANSPORT=host) or another machine: start over.
-  t = mergeTable(&previous, key, Fabric::kHost, 4, {{SIZE_MAX, tpcommAlgoHostTwoShot}},
+  t = mergeTable(&previous, key, Fabric::kHost, {4, {{SIZE_MAX, tpcommAlgoHostTwoShot}}, 0},
                  json::Value::object());
   EXPECT_EQ(t.tables.size(), 1u);
-  t = mergeTable(&previous, "8gpu-ffffffffffffffff", Fabric::kPcie, 4, {{SIZE_MAX, kO}},
+  t = mergeTable(&previous, "8gpu-ffffffffffffffff", Fabric::kPcie, {4, {{SIZE_MAX, kO}}, 0},
                  json::Value::object());
   EXPECT_EQ(t.tables.size(), 1u);
-  t = mergeTable(nullptr, key, Fabric::kPcie, 4, {{SIZE_MAX, kO}}, json::Value::object());
+  t = mergeTable(nullptr, key, Fabric::kPcie, {4, {{SIZE_MAX, kO}}, 0}, json::Value::object());
   EXPECT_EQ(t.tables.size(), 1u);
   EXPECT_EQ(t.measured.find("tool")->asString(), "tpcomm tune");
 }
@@ -263,6 +264,59 @@ TEST(TuneRules, OnACollapsingFabricThePullsWinAndNcclKeepsTheLargeSizes) {
   TuningTable t = tableOf(rules, 8);
   t.fabric = Fabric::kPcie;
   EXPECT_TRUE(tableNeverSlowerThanNccl(t, s, 0.05, &why)) << why;
+}
+
+// The fused crossover: the smallest row count from which the two-shot wins by more than the tie
+// at every measured count; a tie, or a loss at the largest count, keeps the one-shot; counts
+// where either form did not run (beyond a step the "one-shot" is the unfused pair) are skipped.
+TEST(TuneRules, FusedTwoShotRowsIsWhereTheTwoShotWinsForGood) {
+  const auto pt = [](size_t rows, double one, double two) {
+    FusedPoint p;
+    p.rows = rows;
+    p.oneshot_us = one;
+    p.twoshot_us = two;
+    return p;
+  };
+  EXPECT_EQ(fusedTwoShotRows({pt(1, 3, 5), pt(16, 8, 9), pt(64, 20, 15), pt(256, 60, 40)}, 0.02),
+            64u);
+  // A win below a loss does not count: only wins that hold up to the largest count.
+  EXPECT_EQ(fusedTwoShotRows({pt(1, 3, 2), pt(16, 8, 9), pt(64, 20, 15)}, 0.02), 64u);
+  EXPECT_EQ(fusedTwoShotRows({pt(1, 3, 2), pt(16, 8, 7)}, 0.02), 1u);
+  // Within the tie the one-shot holds: "inf".
+  EXPECT_EQ(fusedTwoShotRows({pt(1, 3, 5), pt(64, 20, 19.9)}, 0.02), SIZE_MAX);
+  EXPECT_EQ(fusedTwoShotRows({pt(1, 3, 5), pt(64, 20, 30)}, 0.02), SIZE_MAX);
+  // Beyond a step (no one-shot) and unmeasured counts are skipped.
+  EXPECT_EQ(fusedTwoShotRows({pt(1, 3, 5), pt(64, 20, 15), pt(1024, -1, 300)}, 0.02), 64u);
+  EXPECT_EQ(fusedTwoShotRows({pt(1, -1, 5), pt(64, 20, -1)}, 0.02), 0u);
+  EXPECT_EQ(fusedTwoShotRows({}, 0.02), 0u);
+
+  std::vector<FusedPoint> pts = {pt(1, 3.004, 5), pt(64, 20, -1)};
+  pts[0].pair_us = 6;
+  pts[0].oneshot_variant = "fused_p2p_oneshot_pull";
+  const json::Value j = fusedMeasuredJson(pts, 7168, SIZE_MAX);
+  EXPECT_EQ(j.find("twoshot_rows")->asString(), "inf");
+  EXPECT_TRUE(j.find("us")->find("twoshot")->items()[1].isNull());
+  EXPECT_EQ(j.find("variants")->find("oneshot")->items()[0].asString(), "fused_p2p_oneshot_pull");
+  EXPECT_TRUE(fusedMeasuredJson(pts, 7168, 0).find("twoshot_rows")->isNull());
+}
+
+// A world re-tuned keeps its fused crossover in the file written, and the other worlds keep
+// theirs.
+TEST(TuneRules, MergeTableKeepsTheFusedCrossover) {
+  const std::string key = "4gpu-0123456789abcdef";
+  TuningTable previous;
+  previous.topology_key = key;
+  previous.fabric = Fabric::kPcie;
+  previous.tables = {{2, {{SIZE_MAX, tpcommAlgoOneShot}}, 128}};
+  const TuningTable t =
+      mergeTable(&previous, key, Fabric::kPcie, {4, {{SIZE_MAX, tpcommAlgoOneShot}}, SIZE_MAX},
+                 json::Value::object());
+  TuningTable back;
+  std::string why;
+  ASSERT_TRUE(parseTuningTable(tuningTableText(t), key, &back, &why)) << why;
+  ASSERT_EQ(back.tables.size(), 2u);
+  EXPECT_EQ(back.worldFor(2, Fabric::kPcie)->fused_twoshot_rows, 128u);
+  EXPECT_EQ(back.worldFor(4, Fabric::kPcie)->fused_twoshot_rows, SIZE_MAX);
 }
 
 }  // namespace

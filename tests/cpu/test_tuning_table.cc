@@ -67,6 +67,34 @@ TEST(TuningTable, GoodFileIsReadExactly) {
   EXPECT_TRUE(t.measured.isObject());
 }
 
+// A world's fused crossover (tpcomm tune): a row count or "inf", read and written exactly; a
+// file without it has none (0); anything else rejects the file.
+TEST(TuningTable, FusedTwoShotRows) {
+  TuningTable t;
+  std::string why;
+  ASSERT_TRUE(parseTuningTable(kGood, kKey, &t, &why)) << why;
+  EXPECT_EQ(t.tables[0].fused_twoshot_rows, 0u);
+  const std::string rules = R"("rules": [{"max_bytes": 18446744073709551615, "algo": "island"}]})";
+  const std::string with48 =
+      with(kGood, rules, R"("rules": [{"max_bytes": "inf", "algo": "island"}],
+      "fused_twoshot_rows": 48})");
+  ASSERT_TRUE(parseTuningTable(with48, kKey, &t, &why)) << why;
+  ASSERT_NE(t.worldFor(4, Fabric::kNvlink), nullptr);
+  EXPECT_EQ(t.worldFor(4, Fabric::kNvlink)->fused_twoshot_rows, 48u);
+  EXPECT_EQ(t.worldFor(4, Fabric::kPcie), nullptr);  // measured on NVLink
+  EXPECT_EQ(t.worldFor(8, Fabric::kNvlink), nullptr);
+  TuningTable back;
+  ASSERT_TRUE(parseTuningTable(tuningTableText(t), kKey, &back, &why)) << why;
+  EXPECT_EQ(back.tables[1].fused_twoshot_rows, 48u);
+  ASSERT_TRUE(parseTuningTable(with(with48, "48", "\"inf\""), kKey, &t, &why)) << why;
+  EXPECT_EQ(t.tables[1].fused_twoshot_rows, SIZE_MAX);
+  ASSERT_TRUE(parseTuningTable(tuningTableText(t), kKey, &back, &why)) << why;
+  EXPECT_EQ(back.tables[1].fused_twoshot_rows, SIZE_MAX);
+  for (const char* bad : {"0", "-3", "1.5", "\"many\"", "1073741825", "[48]"})
+    EXPECT_NE(rejection(with(with48, "48", bad)).find("fused_twoshot_rows"), std::string::npos)
+        << bad;
+}
+
 TEST(TuningTable, AlgoForSize) {
   TuningTable t;
   std::string why;

@@ -77,9 +77,9 @@ inline std::vector<size_t> previewTokens() {
 
 // Decisions for every preview size and fused call, given the fabric facts of one world.
 inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
-  const SizeTable* tuned = nullptr;
+  const WorldTable* tuned = nullptr;
   if (o.tuning) {
-    tuned = o.tuning->tableFor(w->world, w->fabric);
+    tuned = o.tuning->worldFor(w->world, w->fabric);
     if (tuned) {
       w->table = "tuning table";
     } else if (o.tuning->tableFor(w->world)) {
@@ -101,7 +101,8 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.host_transport = o.host_transport && needsHostTransport(w->world, w->fabric, o.forced_algo);
   f.forced_algo = o.forced_algo;
   f.strict = o.strict;
-  f.tuned = tuned;
+  f.tuned = tuned ? &tuned->rules : nullptr;
+  f.tuned_fused_twoshot_rows = tuned ? tuned->fused_twoshot_rows : 0;
   f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;

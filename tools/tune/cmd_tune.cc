@@ -14,6 +14,7 @@
 #include "tools/doctor/doctor_facts.h"
 #include "tools/doctor/doctor_preview.h"
 #include "tools/doctor/doctor_table.h"
+#include "tools/tune/tune_fused.h"
 #include "tools/tune/tune_measure.h"
 #include "tools/tune/tune_report.h"
 #include "tools/tune/tune_rules.h"
@@ -38,19 +39,26 @@ struct TuneArgs {
   int iters = 0, reps = 0;  // 0: by --quick
   double tie = 0.02;
   double tolerance = 0.05;
+  bool fused = true;     // measure the fused call's forms too
+  size_t hidden = 7168;  // their row width (elements)
+  bool share_gpu = false;
 };
 
 void usage(FILE* out) {
   fprintf(out,
           "usage: tpcomm tune [--out FILE] [--world N] [--quick] [--dtype bf16|fp16|fp32]\n"
           "                   [--dry-run] [--iters N] [--reps N] [--tie F] [--tolerance F]\n"
-          "                   [--no-check]\n"
+          "                   [--no-check] [--hidden H] [--no-fused] [--share-gpu]\n"
           "\n"
           "Measures tpcomm's algorithms (each forced) and NCCL on this machine, one rank per GPU\n"
           "in this process, in CUDA-graph mode, for 1 KiB .. 64 MiB (x2 steps; --quick: x4 and\n"
           "fewer repetitions), picks the fastest per size, merges sizes into rules and writes\n"
           "the tuning table for this machine's topology. Other world sizes already in the file\n"
           "are kept. A rule slower than NCCL by more than the tolerance is never written.\n"
+          "Then the fused all-reduce + add + RMSNorm (rows of --hidden elements, 1 .. 1024 rows):\n"
+          "its one-shot, its two-shot and the unfused pair, each checked against the pair's\n"
+          "bits; the row count from which the two-shot wins goes into the table\n"
+          "(fused_twoshot_rows).\n"
           "\n"
           "  --out FILE       write here (default: TPCOMM_TUNING_FILE, else the user's cache\n"
           "                   folder: tuning-<topology key>.json)\n"
@@ -62,6 +70,10 @@ void usage(FILE* out) {
           "  --tie F          times within F of the fastest count as equal (default 0.02)\n"
           "  --tolerance F    never slower than NCCL x (1 + F) (default 0.05)\n"
           "  --no-check       do not check results against the host reference\n"
+          "  --hidden H       the fused call's row width in elements (default 7168)\n"
+          "  --no-fused       do not measure the fused call (the table keeps no crossover)\n"
+          "  --share-gpu      every rank on GPU 0, for testing tune itself: the numbers are\n"
+          "                   not this machine's links, so nothing is written (--dry-run)\n"
           "\n"
           "Exit status: 0 table written, 1 measured but not written or wrong results seen, 2\n"
           "cannot run here (no GPU, fewer than 2 GPUs, bad option). See docs/TUNING.md.\n");
@@ -105,6 +117,13 @@ bool parseArgs(int argc, char** argv, TuneArgs* a, int* code) {
       a->dry_run = true;
     } else if (arg == "--no-check") {
       a->check = false;
+    } else if (arg == "--no-fused") {
+      a->fused = false;
+    } else if (arg == "--share-gpu") {
+      a->share_gpu = a->dry_run = true;
+    } else if (arg == "--hidden" && has_value) {
+      ok = parseNumber(argv[++i], 1, 65536, &num) && num == static_cast<int>(num);
+      a->hidden = static_cast<size_t>(num);
     } else if (arg == "--out" && has_value) {
       a->out = argv[++i];
     } else if (arg == "--dtype" && has_value) {
@@ -155,6 +174,10 @@ bool pickWorld(const TuneArgs& a, topo::Topology* topo, int* world) {
     return false;
   }
   const int max_world = topo->size() < kMaxRanks ? topo->size() : kMaxRanks;
+  if (a.share_gpu) {  // every rank on GPU 0
+    *world = a.world ? a.world : 2;
+    return true;
+  }
   if (max_world < 2) {
     fprintf(stderr, "tpcomm tune: %d GPU visible: an all-reduce needs at least 2 GPUs\n",
             topo->size());
@@ -189,7 +212,7 @@ void printProbe(const topo::Topology& topo, const std::vector<int>& devlist) {
 
 MeasureConfig measureConfig(const TuneArgs& a, int world) {
   MeasureConfig cfg;
-  for (int g = 0; g < world; ++g) cfg.devlist.push_back(g);
+  for (int g = 0; g < world; ++g) cfg.devlist.push_back(a.share_gpu ? 0 : g);
   cfg.dtype = a.dtype;
   cfg.sizes = sweepSizes(1024, size_t{64} << 20, a.quick ? 4 : 2);
   cfg.iters = a.iters ? a.iters : a.quick ? 20 : 50;
@@ -210,6 +233,70 @@ void printMeasured(const TuneArgs& a, int world, Fabric fabric, const MeasureRes
   for (const std::string& f : m.failures) printf("  failed: %s\n", f.c_str());
   printf("\nRules for world %d (fabric %s):\n%s", world, fabricName(fabric),
          rulesText(rules).c_str());
+}
+
+std::string usText(double us) {
+  char buf[32];
+  if (us < 0)
+    snprintf(buf, sizeof(buf), "%10s", "-");
+  else
+    snprintf(buf, sizeof(buf), "%10.2f", us);
+  return buf;
+}
+
+void printFused(const TuneArgs& a, int world, const FusedMeasureResult& m, size_t rows) {
+  printf("\nThe fused call: world %d, rows of %zu %s, CUDA graphs, us per call%s\n", world,
+         a.hidden, a.dtype_name, a.share_gpu ? " (ranks sharing one GPU)" : "");
+  printf("%7s %10s %10s %10s  %s\n", "rows", "one-shot", "two-shot", "unfused", "variants");
+  for (const FusedPoint& p : m.points)
+    printf("%7zu %s %s %s  %s / %s / %s\n", p.rows, usText(p.oneshot_us).c_str(),
+           usText(p.twoshot_us).c_str(), usText(p.pair_us).c_str(),
+           p.oneshot_variant.empty() ? "-" : p.oneshot_variant.c_str(),
+           p.twoshot_variant.empty() ? "-" : p.twoshot_variant.c_str(),
+           p.pair_variant.empty() ? "-" : p.pair_variant.c_str());
+  for (const std::string& f : m.failures) printf("  failed: %s\n", f.c_str());
+  if (rows == 0)
+    printf(
+        "fused_twoshot_rows: not measured here (no row count ran both forms): the planner "
+        "keeps its default\n");
+  else if (rows == SIZE_MAX)
+    printf(
+        "fused_twoshot_rows: inf (the one-shot held at every row count; the two-shot only "
+        "beyond one step of it)\n");
+  else
+    printf(
+        "fused_twoshot_rows: %zu (the two-shot from %zu rows within one step of the "
+        "one-shot)\n",
+        rows, rows);
+}
+
+// Measures the fused call's forms and picks the crossover (tune_fused.h); false when the
+// measuring could not run. *rows: 0 when nothing was picked.
+bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, size_t* rows, json::Value* record,
+               long* wrong) {
+  *rows = 0;
+  if (!a.fused) return true;
+  FusedMeasureConfig fc;
+  fc.devlist = cfg.devlist;
+  fc.dtype = a.dtype;
+  fc.hidden = a.hidden;
+  fc.rows = sweepSizes(1, 1024, a.quick ? 4 : 2);
+  fc.iters = cfg.iters;
+  fc.reps = cfg.reps;
+  fc.check = a.check;
+  fprintf(stderr, "tpcomm tune: the fused call: rows of %zu x %s, %zu .. %zu rows\n", a.hidden,
+          a.dtype_name, fc.rows.front(), fc.rows.back());
+  FusedMeasureResult m;
+  const std::string fatal = measureFused(fc, &m);
+  if (!fatal.empty()) {
+    fprintf(stderr, "tpcomm tune: measuring the fused call failed: %s\n", fatal.c_str());
+    return false;
+  }
+  *rows = fusedTwoShotRows(m.points, a.tie);
+  printFused(a, static_cast<int>(cfg.devlist.size()), m, *rows);
+  *record = fusedMeasuredJson(m.points, a.hidden, *rows);
+  *wrong += m.wrong;
+  return true;
 }
 
 // Checks the table and writes it to `path` (or says what --dry-run would write); false on error.
@@ -253,7 +340,12 @@ int cmdTune(int argc, char** argv) {
 
   // The fabric these ranks will run on, as the communicator sees it (P2P health from the cache).
   topo::checkP2pHealth(&topo, cfg.devlist);
-  printProbe(topo, cfg.devlist);
+  if (a.share_gpu)
+    fprintf(stderr,
+            "tpcomm tune: --share-gpu: every rank on GPU 0; the numbers measure protocol and "
+            "launch overhead, not a link, and nothing is written\n");
+  else
+    printProbe(topo, cfg.devlist);
   PreviewOptions popts;
   popts.transport = env().transport;
   const PreviewWorld fabric = previewWorld(topo, cfg.devlist, popts);
@@ -299,12 +391,18 @@ int cmdTune(int argc, char** argv) {
   std::string why;
   const bool have_previous =
       !path.empty() && loadTuningTable(path, topo.key(), &previous, &why) == TuningLoad::kLoaded;
-  const TuningTable table =
-      mergeTable(have_previous ? &previous : nullptr, topo.key(), fabric.fabric, world, rules,
-                 measuredWorldJson(m.samples, world, cfg.sizes, m.candidates, picks, a.dtype_name));
+  json::Value measured =
+      measuredWorldJson(m.samples, world, cfg.sizes, m.candidates, picks, a.dtype_name);
+  WorldTable entry{world, rules, 0};
+  json::Value fused;
+  long wrong = m.wrong;
+  if (!tuneFused(a, cfg, &entry.fused_twoshot_rows, &fused, &wrong)) return kExitFailed;
+  if (!fused.isNull()) measured.set("fused", std::move(fused));
+  const TuningTable table = mergeTable(have_previous ? &previous : nullptr, topo.key(),
+                                       fabric.fabric, std::move(entry), std::move(measured));
   if (!checkAndWrite(a, path, table, m)) return kExitFailed;
-  if (m.wrong > 0) {
-    fprintf(stderr, "tpcomm tune: %ld wrong results were seen (listed above, not used)\n", m.wrong);
+  if (wrong > 0) {
+    fprintf(stderr, "tpcomm tune: %ld wrong results were seen (listed above, not used)\n", wrong);
     return kExitFailed;
   }
   return kExitOk;

@@ -162,10 +162,12 @@ inline json::Value measuredWorldJson(const std::vector<TuningSample>& samples, i
   return o;
 }
 
-// The file to write: the new world's rules and measurements, plus the other worlds of `previous`
-// (the file already there for this machine) when it was measured on the same fabric.
+// The file to write: the new world's entry (its rules, the fused crossover) and measurements, plus
+// the other worlds of `previous` (the file already there for this machine) when it was measured on
+// the same fabric.
 inline TuningTable mergeTable(const TuningTable* previous, const std::string& key, Fabric fabric,
-                              int world, SizeTable rules, json::Value measured_world) {
+                              WorldTable entry, json::Value measured_world) {
+  const int world = entry.world;
   TuningTable t;
   t.topology_key = key;
   t.fabric = fabric;
@@ -183,7 +185,7 @@ inline TuningTable mergeTable(const TuningTable* previous, const std::string& ke
         if (w && w->getInt64(&n) && n != world) worlds.push(m);
       }
   }
-  t.tables.push_back({world, std::move(rules)});
+  t.tables.push_back(std::move(entry));
   std::sort(t.tables.begin(), t.tables.end(),
             [](const WorldTable& a, const WorldTable& b) { return a.world < b.world; });
   worlds.push(std::move(measured_world));

@@ -39,7 +39,8 @@ CommFacts factsOf(const tpcommComm* c) {
   f.ce_staging = c->dev.ce[c->rank] != nullptr;
   f.forced_algo = c->settings.algo;
   f.strict = c->settings.strict;
-  f.tuned = c->tuned;
+  f.tuned = c->tuned ? &c->tuned->rules : nullptr;
+  f.tuned_fused_twoshot_rows = c->tuned ? c->tuned->fused_twoshot_rows : 0;
   f.fabric_verdict = c->fabric_verdict;
   f.slots = c->slots;
   f.knobs = c->knobs;

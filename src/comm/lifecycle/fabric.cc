@@ -62,7 +62,7 @@ tpcommResult_t detectFabric(tpcommComm* c, const RankInfo* all) {
   // A tuning table is used only when every rank loaded the same one: the policy must pick the
   // same algorithm on every rank.
   c->tuned = nullptr;
-  if (agreeTuning(all, c->world)) c->tuned = c->tuning.tableFor(c->world, c->fabric);
+  if (agreeTuning(all, c->world)) c->tuned = c->tuning.worldFor(c->world, c->fabric);
   TPCOMM_INFO(INIT, "rank %d: fabric %s%s%s%s, fabric probe %s, %s", c->rank, fabricName(c->fabric),
               c->settings.transport == 2 ? " (TPCOMM_TRANSPORT=host)" : "",
               c->ranks_share_gpu ? ", some ranks share a GPU" : "",

@@ -1,0 +1,82 @@
+// `tpcomm tune`'s decision for the fused call (tpcommAllReduceAddRmsNorm), apart from the
+// measuring (tune_fused.h): from which row count the fused two-shot takes over from the fused
+// one-shot, the one choice among the fused wires the planner leaves to a number
+// (plan/fused_plan.cc, twoShotRows). Pure and header-only, so the CPU tests check it on made-up
+// measurements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+
+namespace tpcomm::cli {
+
+// One row count's times (us per call; < 0: not measured, or the form did not run there: beyond
+// one step of the one-shot its "one-shot" goes unfused).
+struct FusedPoint {
+  size_t rows = 0;
+  double oneshot_us = -1;  // the fused one-shot (fused_twoshot_rows=0)
+  double twoshot_us = -1;  // the fused two-shot (fused_twoshot_rows=1)
+  double pair_us = -1;     // the unfused pair (variant=add_rmsnorm): shown, not a candidate
+  std::string oneshot_variant, twoshot_variant, pair_variant;  // what each ran
+};
+
+// The tuning table's fused_twoshot_rows from points ascending by rows: the smallest measured row
+// count from which the two-shot beats the one-shot by more than `tie` at every measured count
+// (a tie keeps the one-shot: one phase, not two); SIZE_MAX when the one-shot holds at the largest
+// count measured; 0 when no count has both.
+inline size_t fusedTwoShotRows(const std::vector<FusedPoint>& points, double tie) {
+  size_t from = 0;
+  bool any = false;
+  for (auto it = points.rbegin(); it != points.rend(); ++it) {
+    if (it->oneshot_us < 0 || it->twoshot_us < 0) continue;
+    any = true;
+    if (!(it->twoshot_us * (1.0 + tie) < it->oneshot_us)) break;
+    from = it->rows;
+  }
+  if (!any) return 0;
+  return from > 0 ? from : SIZE_MAX;
+}
+
+// The "fused" record of a world's measurements: {"hidden", "rows": [...], "us": {"oneshot": [...],
+// "twoshot": [...], "unfused": [...]}, "variants": {...: [...]}, "twoshot_rows": N or "inf"}.
+inline json::Value fusedMeasuredJson(const std::vector<FusedPoint>& points, size_t hidden,
+                                     size_t twoshot_rows) {
+  using json::Value;
+  const auto us = [](double v) {
+    return v < 0 ? Value() : Value::number(static_cast<int64_t>(v * 100 + 0.5) / 100.0);
+  };
+  const auto name = [](const std::string& s) { return s.empty() ? Value() : Value::string(s); };
+  Value rows = Value::array(), one = Value::array(), two = Value::array(), pair = Value::array();
+  Value one_v = Value::array(), two_v = Value::array(), pair_v = Value::array();
+  for (const FusedPoint& p : points) {
+    rows.push(Value::unsignedInteger(p.rows));
+    one.push(us(p.oneshot_us));
+    two.push(us(p.twoshot_us));
+    pair.push(us(p.pair_us));
+    one_v.push(name(p.oneshot_variant));
+    two_v.push(name(p.twoshot_variant));
+    pair_v.push(name(p.pair_variant));
+  }
+  Value times = Value::object(), variants = Value::object();
+  times.set("oneshot", std::move(one));
+  times.set("twoshot", std::move(two));
+  times.set("unfused", std::move(pair));
+  variants.set("oneshot", std::move(one_v));
+  variants.set("twoshot", std::move(two_v));
+  variants.set("unfused", std::move(pair_v));
+  Value o = Value::object();
+  o.set("hidden", Value::unsignedInteger(hidden));
+  o.set("rows", std::move(rows));
+  o.set("us", std::move(times));
+  o.set("variants", std::move(variants));
+  o.set("twoshot_rows", twoshot_rows == SIZE_MAX ? Value::string("inf")
+                        : twoshot_rows == 0      ? Value()
+                                                 : Value::unsignedInteger(twoshot_rows));
+  return o;
+}
+
+}  // namespace tpcomm::cli
