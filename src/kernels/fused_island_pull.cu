@@ -86,15 +86,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   };
   CallSession session(c);
 
-  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   uint4 g[V];
-  loadSlice<V>(p.gamma, 0, 0, hv, g);
-  session.openThread();
-  const bool aborted = session.aborted();
-  const bool checker = isFusedPrintChecker();
-  if (checker && !aborted)
-    session.announce<PullProto, kMaxRanks>(fusedPrint<T, kQuant>(session, p));
-  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  const RowSplitOpen open = openRowSplit<PullProto, kMaxRanks, T, kQuant>(session, p, hv, g);
+  const bool aborted = open.aborted;
+  const float inv_scale = open.inv_scale;
   WaitCtx wait = session.startWaits();
   unsigned parity = 0;
   for (size_t s = 0; s < k.nsteps; ++s) {
@@ -109,18 +104,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         stageRun<T>(p, box + static_cast<size_t>(fusedTwoShotArea(me, j, m)) * area_vecs,
                     st.first + st.runBegin(j), st.runLen(j), hv);
       }
-    if (s == 0) {
-      // Every thread's epoch read has returned, and every store of the block is ordered before
-      // thread 0's publish, by this barrier, before the block is counted in.
-      if (!session.arriveBlock(aborted)) {  // aborted before this call: every row is poison
-        poisonRunRows<T, kQuant>(p, k, 0, m);
-        return;
-      }
-      publishFlag<PullProto>(c, step);
-      // Every peer's fingerprint before any wait for their data (the partner's included).
-      if (checker) session.checkPeers<PullProto>(wait, fusedPrint<T, kQuant>(session, p));
-    } else {
-      bulkPublish<PullProto>(c, blockDim.x, step);
+    // Aborted before this call: every row is poison.
+    if (!publishPullStep<T, kQuant>(session, c, p, s, step, aborted, open.checker, wait)) {
+      poisonRunRows<T, kQuant>(p, k, 0, m);
+      return;
     }
     if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, step, wait)) {
       poisonRunRows<T, kQuant>(p, k, s, m);
@@ -202,27 +189,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-template <bool kQuant>
-struct FusedIslandPullEntry {
-  template <typename Proto, typename T, int kM>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&fusedIslandPullKernel<T, kM, kQuant>);
-  }
-};
-
-// Built per island-size class for the worlds islandWorld serves.
-template <bool kQuant>
-KernelSet fusedIslandPullSet(int world) {
-  return onePassOnly(kernelSetByIsland<FusedIslandPullEntry<kQuant>, PullProto>(world));
-}
-
 }  // namespace
 
-KernelSet fusedIslandPullKernels(int world) {
-  return fusedIslandPullSet<false>(world);
-}
-KernelSet fusedIslandPullFp8Kernels(int world) {
-  return fusedIslandPullSet<true>(world);
-}
+// Built per island-size class for the worlds islandWorld serves.
+TPCOMM_ONE_PASS_FUSED_SETS(fusedIslandPull, fusedIslandPullKernel, kernelSetByIsland, PullProto)
 
 }  // namespace tpcomm

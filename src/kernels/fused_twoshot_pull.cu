@@ -42,14 +42,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   char* const mine = c.pulls[rank];
   CallSession session(c);
 
-  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   uint4 g[V];
-  loadSlice<V>(p.gamma, 0, 0, hv, g);
-  session.openThread();
-  const bool aborted = session.aborted();
-  const bool checker = isFusedPrintChecker();
-  if (checker && !aborted) session.announce<PullProto, kW>(fusedPrint<T, kQuant>(session, p));
-  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  const RowSplitOpen open = openRowSplit<PullProto, kW, T, kQuant>(session, p, hv, g);
+  const bool aborted = open.aborted;
+  const float inv_scale = open.inv_scale;
   WaitCtx wait = session.startWaits();
   unsigned parity = 0;
   for (size_t s = 0; s < k.nsteps; ++s) {
@@ -64,19 +60,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         stageRun<T>(p, box + static_cast<size_t>(fusedTwoShotArea(rank, d, world)) * area_vecs,
                     st.first + st.runBegin(d), st.runLen(d), hv);
       }
-    if (s == 0) {
-      // Every thread's epoch read has returned, and every store of the block is ordered before
-      // thread 0's publish, by this barrier, before the block is counted in.
-      if (!session.arriveBlock(aborted)) {  // aborted before this call: every row is poison
-        poisonRunRows<T, kQuant>(p, k, 0, world);
-        return;
-      }
-      publishFlag<PullProto>(c, step);
-      // The peers' fingerprints before any wait for their data: a peer in another call is an
-      // error here, not a timeout (the await takes the checker's verdict to the whole block).
-      if (checker) session.checkPeers<PullProto>(wait, fusedPrint<T, kQuant>(session, p));
-    } else {
-      bulkPublish<PullProto>(c, blockDim.x, step);
+    // Aborted before this call: every row is poison.
+    if (!publishPullStep<T, kQuant>(session, c, p, s, step, aborted, open.checker, wait)) {
+      poisonRunRows<T, kQuant>(p, k, 0, world);
+      return;
     }
     if (!pullAwait<0>(c, threadIdx.x, blockDim.x, step, wait)) {
       poisonRunRows<T, kQuant>(p, k, s, world);
@@ -124,26 +111,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-template <bool kQuant>
-struct FusedTwoShotPullEntry {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&fusedTwoShotPullKernel<T, kW, kQuant>);
-  }
-};
-
-template <bool kQuant>
-KernelSet fusedTwoShotPullSet(int world) {
-  return onePassOnly(kernelSetByWorld<FusedTwoShotPullEntry<kQuant>, PullProto>(world));
-}
-
 }  // namespace
 
-KernelSet fusedTwoShotPullKernels(int world) {
-  return fusedTwoShotPullSet<false>(world);
-}
-KernelSet fusedTwoShotPullFp8Kernels(int world) {
-  return fusedTwoShotPullSet<true>(world);
-}
+TPCOMM_ONE_PASS_FUSED_SETS(fusedTwoShotPull, fusedTwoShotPullKernel, kernelSetByWorld, PullProto)
 
 }  // namespace tpcomm

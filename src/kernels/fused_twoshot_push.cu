@@ -44,14 +44,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   char* const* slots = Proto::bufs(c);  // every rank's slots, as seen from here
   CallSession session(c);
 
-  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   uint4 g[V];
-  loadSlice<V>(p.gamma, 0, 0, hv, g);
-  session.openThread();
-  const bool aborted = session.aborted();
-  const bool checker = isFusedPrintChecker();
-  if (checker && !aborted) session.announce<Proto, kW>(fusedPrint<T, kQuant>(session, p));
-  const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
+  const RowSplitOpen open = openRowSplit<Proto, kW, T, kQuant>(session, p, hv, g);
+  const bool aborted = open.aborted;
+  const float inv_scale = open.inv_scale;
   WaitCtx wait = session.startWaits();
   unsigned parity = 0;
   for (size_t s = 0; s < k.nsteps; ++s) {
@@ -78,7 +74,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       }
       // The peers' fingerprints before any wait for their data: a peer in another call is an
       // error here, not a timeout.
-      if (checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
+      if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
     }
 
     // 2. My run: every rank's input summed, the residual added, normalised; the residual rows
@@ -151,26 +147,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-template <bool kQuant>
-struct FusedTwoShotPushEntry {
-  template <typename, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&fusedTwoShotPushKernel<T, kW, kQuant>);
-  }
-};
-
-template <bool kQuant>
-KernelSet fusedTwoShotPushSet(int world) {
-  return onePassOnly(kernelSetByWorld<FusedTwoShotPushEntry<kQuant>, Proto>(world));
-}
-
 }  // namespace
 
-KernelSet fusedTwoShotPushKernels(int world) {
-  return fusedTwoShotPushSet<false>(world);
-}
-KernelSet fusedTwoShotPushFp8Kernels(int world) {
-  return fusedTwoShotPushSet<true>(world);
-}
+TPCOMM_ONE_PASS_FUSED_SETS(fusedTwoShotPush, fusedTwoShotPushKernel, kernelSetByWorld, Proto)
 
 }  // namespace tpcomm

@@ -77,6 +77,16 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   CallPlan p = natural;
   const bool ready = transportReady(f, want);
   bool found = ready && runs(natural, call, want);
+  // The epilogue kernel's row is the unfused pair: the all-reduce as planned, then that kernel,
+  // whichever fused kernel would take the call (tpcomm tune measures the pair this way).
+  if (!found && call.rows > 0 && natural.decision.error == tpcommSuccess &&
+      variantRow(want)->collective == VariantCollective::kEpilogue) {
+    epilogueAfter(f, call,
+                  "unfused: " + std::string(tpcommVariantName(natural.variant)) +
+                      ", then the add+RMSNorm kernel",
+                  &p.epilogue);
+    found = p.epilogue.variant == want;
+  }
   for (int algo = tpcommAlgoOneShot; ready && !found && algo < tpcommNumAlgos; ++algo)
     for (int option = 0; !found && option < kOptions; ++option) {
       g.forced_algo = algo;

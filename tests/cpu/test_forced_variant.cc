@@ -99,6 +99,21 @@ TEST(ForcedVariant, TheFusedCallRunsAForcedFusedOrEpilogueRow) {
       << p.epilogue.reason;
   // An FP8 row for a call without FP8 output: refused.
   EXPECT_EQ(planCall(forcing("fused_p2p_oneshot_fp8"), fused).decision.error, tpcommUnsupported);
+  // The pair keeps the all-reduce the planner gives the call, on every fabric and at every size
+  // a fused kernel would take (tpcomm tune measures the pair this way).
+  for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie, Fabric::kHost})
+    for (size_t t : {size_t{1}, size_t{64}, size_t{256}}) {
+      CommFacts f = factsFor(4, fabric);
+      f.host_transport = fabric == Fabric::kHost;
+      if (fabric == Fabric::kPcie) f.fabric_verdict = FabricVerdict::kWriteCollapse;
+      const Call c = fusedCall(t, 7168, tpcommBfloat16, false);
+      const CallPlan natural = planCall(f, c);
+      ASSERT_EQ(parseLaunchKnobs("variant=add_rmsnorm", &f.knobs), "");
+      const CallPlan pair = planCall(f, c);
+      ASSERT_EQ(pair.decision.error, tpcommSuccess) << pair.decision.reason;
+      EXPECT_EQ(nameOf(pair.epilogue.variant), "add_rmsnorm") << pair.epilogue.reason;
+      EXPECT_EQ(pair.variant, natural.variant) << pair.epilogue.reason;
+    }
 }
 
 // Every row the planner gives somewhere can be forced there, and the plan is the row's.

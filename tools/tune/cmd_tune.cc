@@ -294,6 +294,14 @@ bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, size_t* rows, json::
   }
   *rows = fusedTwoShotRows(m.points, a.tie);
   printFused(a, static_cast<int>(cfg.devlist.size()), m, *rows);
+  bool any = false;
+  for (const FusedPoint& p : m.points) any = any || p.pair_us >= 0;
+  if (!any) {
+    fprintf(stderr,
+            "tpcomm tune: the fused call could not be measured at any row count (see "
+            "the failures above)\n");
+    return false;
+  }
   *record = fusedMeasuredJson(m.points, a.hidden, *rows);
   *wrong += m.wrong;
   return true;

@@ -51,9 +51,11 @@ std::string setup(Run* run) {
     cudaSetDevice(run->ranks[r].dev);
     err = timing::cudaWhy(cudaMalloc(&b.res_in, bytes), "cudaMalloc (residual)");
     if (err.empty()) err = timing::cudaWhy(cudaMalloc(&b.res_out, bytes), "cudaMalloc (residual)");
-    if (err.empty()) err = timing::cudaWhy(cudaMalloc(&b.gamma, gamma.size()), "cudaMalloc (gamma)");
     if (err.empty())
-      err = upload(run->ranks[r].send, test::makeInput(cfg.dtype, count, 4321, static_cast<int>(r)));
+      err = timing::cudaWhy(cudaMalloc(&b.gamma, gamma.size()), "cudaMalloc (gamma)");
+    if (err.empty())
+      err =
+          upload(run->ranks[r].send, test::makeInput(cfg.dtype, count, 4321, static_cast<int>(r)));
     // Every rank's residual is the same (tpcomm.h: residualIn is the same on every rank).
     if (err.empty()) err = upload(b.res_in, test::makeInput(cfg.dtype, count, 777, 0));
     if (err.empty()) err = upload(b.gamma, gamma);
@@ -86,12 +88,13 @@ std::string create(Form* f, const std::vector<int>& devlist) {
 
 std::string enqueue(Run& run, const Form& f, size_t rows) {
   std::string err;
+  const tpcommRmsNormParams_t params = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
   tpcommGroupStart();
   for (size_t r = 0; r < run.ranks.size() && err.empty(); ++r) {
     const Bufs& b = run.bufs[r];
     if (tpcommAllReduceAddRmsNorm(run.ranks[r].send, b.res_in, b.res_out, run.ranks[r].recv,
-                                  b.gamma, rows, run.cfg.hidden, run.cfg.dtype, nullptr,
-                                  f.comms[r], run.ranks[r].stream) != tpcommSuccess)
+                                  b.gamma, rows, run.cfg.hidden, run.cfg.dtype, &params, f.comms[r],
+                                  run.ranks[r].stream) != tpcommSuccess)
       err = tpcommGetLastError();
   }
   tpcommGroupEnd();
@@ -180,9 +183,9 @@ double measureForm(Run& run, Form& f, size_t rows, std::vector<uint8_t>* want,
     const bool same = want->empty() || got == *want;
     if (!agree || !same) {
       ++out->wrong;
-      out->failures.push_back(at + (agree ? "bits differ from the unfused pair's"
-                                          : "the ranks' bits differ") +
-                              " (not used; please report this)");
+      out->failures.push_back(
+          at + (agree ? "bits differ from the unfused pair's" : "the ranks' bits differ") +
+          " (not used; please report this)");
       return -1;
     }
     if (want->empty()) want->swap(got);

@@ -217,6 +217,47 @@ __device__ __forceinline__ void normaliseRun(const FusedParams& p, const uint4* 
   }
 }
 
+// The opening of a kernel that splits the rows by owner (the two-shots, the island): the gamma
+// row in registers, the call's epoch opened, whether the communicator was aborted before it, and
+// the fingerprint checker's announce of the call (kA: the announce's peer bound).
+struct RowSplitOpen {
+  bool aborted;
+  bool checker;     // this thread checks the peers' fingerprints (isFusedPrintChecker)
+  float inv_scale;  // FP8 output: 1 / *quant_scale
+};
+template <typename P, int kA, typename T, bool kQuant, int V>
+__device__ __forceinline__ RowSplitOpen openRowSplit(CallSession& session, const FusedParams& p,
+                                                     size_t hv, uint4 (&g)[V]) {
+  pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
+  loadSlice<V>(p.gamma, 0, 0, hv, g);
+  session.openThread();
+  const bool aborted = session.aborted();
+  const bool checker = isFusedPrintChecker();
+  if (checker && !aborted) session.template announce<P, kA>(fusedPrint<T, kQuant>(session, p));
+  return RowSplitOpen{aborted, checker, kQuant ? 1.f / *p.quant_scale : 0.f};
+}
+
+// A pull kernel's publish of step s (the block's stores to its own slot done). At the first step
+// the block is counted in: every thread's epoch read has returned, and every store of the block is
+// ordered before thread 0's publish, by arriveBlock's barrier; then the checker checks the peers'
+// fingerprints before any wait for their data, so a peer in another call is an error here, not a
+// timeout (the await takes the checker's verdict to the whole block). False: the communicator
+// was aborted before this call (the caller poisons its rows and returns).
+template <typename T, bool kQuant>
+__device__ __forceinline__ bool publishPullStep(CallSession& session, const DeviceComm& c,
+                                                const FusedParams& p, size_t s,
+                                                unsigned long long step, bool aborted, bool checker,
+                                                WaitCtx& wait) {
+  if (s == 0) {
+    if (!session.arriveBlock(aborted)) return false;
+    publishFlag<PullProto>(c, step);
+    if (checker) session.checkPeers<PullProto>(wait, fusedPrint<T, kQuant>(session, p));
+  } else {
+    bulkPublish<PullProto>(c, blockDim.x, step);
+  }
+  return true;
+}
+
 // A set of one kernel a row shape (rows in registers: no second pass), each entry also its
 // one-pass entry: the launch asks for the one-pass kernel (FusedLaunch::one_pass), the image
 // check sees it once.
@@ -227,3 +268,24 @@ inline KernelSet onePassOnly(KernelSet s) {
 
 }  // namespace fused_pull
 }  // namespace tpcomm
+
+// The kernel sets of a fused kernel template Kernel<T, kW, kQuant> with the one-pass path only:
+// NameKernels(world) and NameFp8Kernels(world) (fused_oneshot.h declares them), built per world
+// class or island-size class (By: kernelSetByWorld or kernelSetByIsland). At namespace tpcomm
+// scope, after the kernel. A macro: a kernel template's address cannot be a template argument.
+#define TPCOMM_ONE_PASS_FUSED_SETS(Name, Kernel, By, Proto)               \
+  namespace {                                                             \
+  template <bool kQuant>                                                  \
+  struct Name##Entry {                                                    \
+    template <typename, typename T, int kW>                               \
+    static const void* get() {                                            \
+      return reinterpret_cast<const void*>(&Kernel<T, kW, kQuant>);       \
+    }                                                                     \
+  };                                                                      \
+  }                                                                       \
+  KernelSet Name##Kernels(int world) {                                    \
+    return fused_pull::onePassOnly(By<Name##Entry<false>, Proto>(world)); \
+  }                                                                       \
+  KernelSet Name##Fp8Kernels(int world) {                                 \
+    return fused_pull::onePassOnly(By<Name##Entry<true>, Proto>(world));  \
+  }
