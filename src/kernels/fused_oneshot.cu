@@ -1,5 +1,6 @@
-// The fused all-reduce + add + RMSNorm (+ FP8) one-shot (fused_oneshot.h). Block b owns rows b,
-// b + grid, ...: it pushes their vectors into every peer's slot, counts itself in, then for each
+// The fused all-reduce + add + RMSNorm (+ FP8) one-shot (fused_oneshot.h). Of a grid of n + 1
+// blocks, block b < n owns rows b, b + n, ... (the last block checks the call's fingerprints:
+// fusedCheckBlock): it pushes their vectors into every peer's slot, counts itself in, then for each
 // of its rows waits for every rank's vectors, sums them in rank order in fp32 (the one-shot's
 // session's sum: the same slots, entries, clears and epoch bookkeeping as the lean one-shot, so the
 // protocol's argument in docs/PROTOCOL.md holds as written), adds the residual and normalises the
@@ -50,6 +51,27 @@ __device__ __forceinline__ void storeRowNorm(const FusedParams& p, size_t base, 
     storeNorm<T, kQuant>(p, base + j, res_out[base + j], gamma[j], rs, inv_scale);
 }
 
+// The grid's last block carries no rows: it announces the call's fingerprint and checks the
+// peers' (a warp, every peer at once: checkPeerCallsWarp) beside the row blocks' data waits, as
+// the cluster kernel's checker warp does, so the check is on no row's path (in a data thread it
+// cost the call 0.9 to 1.9 us at 1..16 rows: docs/BENCHMARKS.md, twenty-second round). A failed
+// check sets the abort flag, which ends the row blocks' waits: they poison their rows.
+template <typename Proto, typename T, int kW, bool kQuant>
+__device__ __forceinline__ void fusedCheckBlock(CallSession& session, const DeviceComm& c,
+                                                const FusedParams& p) {
+  session.openThread();
+  const bool aborted = session.aborted();
+  if (threadIdx.x == 0 && !aborted) session.announce<Proto, kW>(fusedPrint<T, kQuant>(session, p));
+  if (!session.arriveBlock(aborted)) return;
+  if (threadIdx.x < 32) {
+    WaitCtx wait = session.startWaits();
+    if (!checkPeerCallsWarp<Proto>(c, session.epoch, fusedPrint<T, kQuant>(session, p),
+                                   wait.deadline))
+      return;  // gave up: no close, as a row block that gave up
+  }
+  session.close(1);
+}
+
 // Rows of up to blockDim.x * V vectors (fusedVecsPerThread) stay in registers: the residual and
 // gamma are loaded before the waits, every vector's wait is batched with the others, and the norm
 // is computed from the sums without a second pass over memory. Longer rows take two passes, the
@@ -68,9 +90,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t H = p.hidden, hv = H / E;
   const int rank = c.rank, world = c.world;
   const bool in_regs = kOnePass || hv <= static_cast<size_t>(V) * blockDim.x;
+  CallSession session(c);
+  // The row blocks; with a check block (p.check_block), all but the last (at least one:
+  // launchFusedOneShot checks).
+  const bool check_block = p.check_block != 0;
+  const unsigned nb = check_block ? gridDim.x - 1 : gridDim.x;
+  if (check_block && blockIdx.x == nb) {
+    pdlWait();  // the previous kernel's epoch
+    fusedCheckBlock<Proto, T, kW, kQuant>(session, c, p);
+    return;
+  }
   char* peer[kW];
   fusedPeers<Proto, kW>(c, rank, world, peer);
-  CallSession session(c);
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   trace.mark(kTraceWaited);
@@ -81,35 +112,33 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   loadSlice<V>(p.gamma, 0, 0, in_regs ? hv : 0, g);
   loadSlice<V>(p.send, row0 * hv, 0, regs_hi, x);
   loadSlice<V>(p.residual_in, row0 * hv, 0, regs_hi, res);
-  const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
+  const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p, !check_block);
   trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
   if (!aborted) {
     if (in_regs) {
       pushSliceRegs<Proto, T, kW, V>(p, peer, slot_off, rank, world, row0 * hv, 0, regs_hi, x);
-      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0 + gridDim.x, gridDim.x,
-                                  0, hv);
+      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0 + nb, nb, 0, hv);
     } else {
-      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0, gridDim.x, 0, hv);
+      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0, nb, 0, hv);
     }
   }
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) {  // aborted before this call: the block's rows are poison
-    poisonFused<T, kQuant>(p, row0, gridDim.x, threadIdx.x, blockDim.x, hv);
+    poisonFused<T, kQuant>(p, row0, nb, threadIdx.x, blockDim.x, hv);
     return;
   }
   trace.mark(kTracePushed);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
-  // The checker (block 0's last thread) checks the peers' fingerprints once its own first loads
-  // are out (the one-pass path: before_waits), so that the check overlaps them; the two-pass path
-  // checks first. A check before the loads put its warp's sums, and with them the block sum, a
-  // memory trip after the record (docs/BENCHMARKS.md, "Kernel notes moved out of the code").
+  // Without a check block, the checker (block 0's last thread) checks the peers' fingerprints once
+  // its own first loads are out (the one-pass path: before_waits), so that the check overlaps
+  // them; the two-pass path checks first.
   if (open.checker && !in_regs) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
   unsigned parity = 0;
-  for (size_t row = row0; row < p.rows; row += gridDim.x, parity ^= 1u) {
+  for (size_t row = row0; row < p.rows; row += nb, parity ^= 1u) {
     const RowCtx r{session,  wait, reinterpret_cast<uint4*>(peer[0] + slot_off),
                    row * hv, hv,   p.rows * H,
                    rank,     world};
@@ -130,7 +159,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     bool failed = false;
     const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
     if (failed) {  // this row and the block's later ones are poison (poisonFused)
-      poisonFused<T, kQuant>(p, row, gridDim.x, threadIdx.x, blockDim.x, hv);
+      poisonFused<T, kQuant>(p, row, nb, threadIdx.x, blockDim.x, hv);
       return;
     }
     if (row == row0) trace.mark(kTraceRowSum);
@@ -208,6 +237,10 @@ tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cud
     return fail(tpcommInternalError,
                 "fused launch: a cluster of %d blocks (grid %d, %zu rows) on compute capability %d",
                 f.cluster, f.blocks, f.p.rows, f.cc_major);
+  // A block per row: the grid's last block checks the fingerprints and carries no rows.
+  if (f.p.check_block && f.blocks < 2)
+    return fail(tpcommInternalError, "fused launch: a grid of %d block(s) has no row block",
+                f.blocks);
   DeviceComm dc = c;
   dc.aligned = 1;  // the planner sends whole-vector rows of aligned buffers only
   FusedParams p = f.p;

@@ -28,6 +28,9 @@ struct FusedParams {
   size_t region;  // vectors of a source's region of a slot
   float eps;
   int weight_offset;  // tpcommRmsNormParams_t::weightOffset: w = 1 + gamma (Gemma)
+  // The block-per-row one-shot (fused_oneshot.cu): 1, the grid's last block checks the
+  // fingerprints and carries no rows; 0, block 0's last thread checks them (FusedLaunch).
+  int check_block;
 };
 
 struct FusedLaunch {

@@ -237,6 +237,12 @@ std::string whyNotFused(const CommFacts& f, const CallPlan& ar, const WireChoice
   return "";
 }
 
+// The fused one-shot's kernel with a block per row (fused_oneshot.cu: pushes or host memory)
+// launches one more block, which checks the peers' fingerprints and carries no rows.
+bool checkBlock(FusedWire w, int cluster) {
+  return (w == FusedWire::kPush || w == FusedWire::kHost) && cluster == 1;
+}
+
 // The fused kernel's grid over wire w: a cluster or a block per row (peer-memory pushes may use
 // clusters), capped where ranks share a GPU, and the reason.
 void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t bytes,
@@ -266,7 +272,12 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
   const int fit = residentCap(f);
   const bool capped = fit > 0 && units * per > static_cast<size_t>(fit);
   if (capped) units = std::max<size_t>(1, static_cast<size_t>(fit) / per);
-  e->blocks = static_cast<int>(units * per);
+  // The fused one-shot with a block per row checks the fingerprints in a block of its own
+  // (fused_oneshot.cu, fusedCheckBlock), beyond the grid budget (a soft bound) but within the
+  // co-resident cap (a hard one); where the cap leaves no room, block 0's last thread checks them.
+  e->check_block =
+      checkBlock(w.wire, e->cluster) && (fit <= 0 || units * per + 1 <= static_cast<size_t>(fit));
+  e->blocks = static_cast<int>(units * per + (e->check_block ? 1 : 0));
   const int vecs = registersOnly(w.wire) ? kFusedPullVecs : fusedVecsPerThread(worldClass(f.world));
   e->one_pass = e->cluster == 1 && hv <= static_cast<size_t>(e->threads) * vecs;
   e->region = w.cap / kVecBytes;

@@ -79,6 +79,9 @@ struct EpiloguePlan {
   int cluster = 1;
   // Fused variants with a block per row whose rows fit the registers: the one-pass kernel.
   bool one_pass = false;
+  // The fused one-shot with a block per row: the grid's last block checks the fingerprints and
+  // carries no rows (kernels/fused_oneshot.cu), so blocks is the row blocks + 1.
+  bool check_block = false;
   size_t region = 0;  // fused variants: vectors of a source's region of a slot
   bool pdl = false;
   std::string reason;

@@ -241,18 +241,20 @@ TEST(CoResidency, FusedGridIsCappedForItsKernel) {
   const Call call = fusedCall(256, 4096, tpcommBfloat16, false);
   EpiloguePlan p = planCall(f, call).epilogue;
   ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << p.reason;
-  EXPECT_EQ(p.blocks, 128);  // without sharing: a block per row up to the default
+  EXPECT_EQ(p.blocks, 129);  // without sharing: a block per row up to the default, the check block
   f.grid_caps = &caps;
   p = planCall(f, call).epilogue;
   EXPECT_EQ(p.threads, 512);
-  EXPECT_EQ(p.blocks, 16);  // 132 / (4 ranks x 2 grids)
+  EXPECT_EQ(p.blocks, 16);  // 132 / (4 ranks x 2 grids): no room for the check block
+  EXPECT_FALSE(p.check_block);
   EXPECT_NE(p.reason.find("; capped at 16 blocks: 4 ranks share a GPU"), std::string::npos)
       << p.reason;
   f.knobs.max_blocks = 512;
   EXPECT_EQ(planCall(f, call).epilogue.blocks, 16);
   // Few rows: fewer blocks than the cap, nothing said.
   p = planCall(f, fusedCall(4, 4096, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.blocks, 4);
+  EXPECT_EQ(p.blocks, 5);  // and the check block, within the cap
+  EXPECT_TRUE(p.check_block);
   EXPECT_EQ(p.reason.find(kNote), std::string::npos) << p.reason;
 }
 

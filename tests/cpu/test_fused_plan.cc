@@ -17,6 +17,11 @@
 namespace tpcomm {
 namespace {
 
+// The blocks that own rows (the fused one-shot's check block owns none).
+int rowBlocks(const EpiloguePlan& p) {
+  return p.blocks - (p.check_block ? 1 : 0);
+}
+
 constexpr size_t KiB = 1024, MiB = 1024 * KiB;
 
 struct Row {
@@ -58,8 +63,14 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
     EXPECT_EQ(p.variant, r.want) << what;
     EXPECT_EQ(isFusedVariant(p.variant), p.reason.rfind("fused ", 0) == 0) << what;
     if (isFusedVariant(p.variant)) {
-      EXPECT_GE(p.blocks, 1) << what;
-      EXPECT_LE(static_cast<size_t>(p.blocks), r.rows) << what;
+      EXPECT_GE(rowBlocks(p), 1) << what;
+      EXPECT_LE(static_cast<size_t>(rowBlocks(p)), r.rows) << what;
+      // The one-shot with a block per row checks in a block of its own (pushes, host memory).
+      const bool one_shot = p.variant == tpcommVariantFusedP2pOneShot ||
+                            p.variant == tpcommVariantFusedP2pOneShotFp8 ||
+                            p.variant == tpcommVariantFusedHostOneShot ||
+                            p.variant == tpcommVariantFusedHostOneShotFp8;
+      EXPECT_EQ(p.check_block, one_shot && p.cluster == 1) << what;
       EXPECT_GE(p.threads, 32) << what;
       EXPECT_LE(p.threads, kThreadsPerBlock) << what;
       EXPECT_EQ(p.threads % 32, 0) << what;
@@ -73,19 +84,23 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
   }
 }
 
+// A block a row up to the block budget, and the check block beyond it (fused_oneshot.cu: the
+// budget is a soft bound, and a row block given to the check would cost a second row's time).
 TEST(FusedPlan, GridFollowsTheRowsAndTheBlockCap) {
   CommFacts f = factsFor(2, Fabric::kNvlink);
   EpiloguePlan p = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.blocks, 1);
+  EXPECT_TRUE(p.check_block);
+  EXPECT_EQ(p.blocks, 2);     // the row's block and the check block
   EXPECT_EQ(p.threads, 512);  // 896 vectors: two per thread
   p = planCall(f, fusedCall(4, 128, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.blocks, 4);
-  EXPECT_EQ(p.threads, 32);  // 16 vectors a row
+  EXPECT_EQ(p.blocks, 5);
+  EXPECT_EQ(p.threads, 32);        // 16 vectors a row
+  f.knobs.fused_twoshot_rows = 0;  // the one-shot at 256 rows
   p = planCall(f, fusedCall(256, 4096, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.blocks, 128);  // kDefaultMaxBlocks: the blocks loop over the rows beyond it
+  EXPECT_EQ(p.blocks, 129);  // kDefaultMaxBlocks: the blocks loop over the rows beyond it
   f.knobs.max_blocks = 8;
   p = planCall(f, fusedCall(256, 4096, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(p.blocks, 8);
+  EXPECT_EQ(p.blocks, 9);
   // Ranks sharing a GPU: capped by occupancy (test_co_residency.cc).
 }
 
@@ -102,7 +117,7 @@ void expectClusterGeometry(const EpiloguePlan& p, const CommFacts& f, const Call
   if (p.cluster > 1) {
     EXPECT_EQ(static_cast<size_t>(p.blocks / p.cluster), c.rows) << what;
   } else {
-    EXPECT_LE(static_cast<size_t>(p.blocks), c.rows) << what;
+    EXPECT_LE(static_cast<size_t>(rowBlocks(p)), c.rows) << what;
   }
   EXPECT_EQ(p.threads % 32, 0) << what;
   EXPECT_LE(p.threads, kThreadsPerBlock) << what;
@@ -129,13 +144,14 @@ struct ClusterRow {
 // row again). H not a multiple of the cluster: the last block's slice is shorter.
 TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
   const ClusterRow cases[] = {
-      // Cluster threads: the slice's (rounded to warps, at most 480) and the checker's warp.
+      // Cluster threads: the slice's (rounded to warps, at most 480) and the checker's warp. A
+      // block per row: its blocks and the check block.
       {2, 1, 7168, tpcommBfloat16, 8, 8, 160, "rows over clusters of 8"},  // 896 vectors: 112 each
       {2, 16, 7168, tpcommBfloat16, 8, 128, 160, "rows over clusters of 8"},
       {2, 17, 7168, tpcommBfloat16, 4, 68, 256, "rows over clusters of 4"},
       {2, 64, 7168, tpcommBfloat16, 2, 128, 480, "rows over clusters of 2"},
-      {2, 128, 7168, tpcommBfloat16, 1, 128, 512, "a block per row (many rows)"},
-      {2, 256, 7168, tpcommBfloat16, 1, 128, 512, "a block per row (many rows)"},
+      {2, 128, 7168, tpcommBfloat16, 1, 129, 512, "a block per row (many rows)"},
+      {2, 256, 7168, tpcommBfloat16, 1, 129, 512, "a block per row (many rows)"},
       {2, 1, 4096, tpcommBfloat16, 4, 4, 160, "rows over clusters of 4"},
       {2, 1, 6144, tpcommBfloat16, 8, 8, 128, "rows over clusters of 8"},
       {2, 1, 8192, tpcommBfloat16, 8, 8, 160, "rows over clusters of 8"},
@@ -143,10 +159,10 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
       {2, 1, 16384, tpcommFloat32, 8, 8, 512, "rows over clusters of 8"},  // 512: 480 x 2
       {8, 3, 7176, tpcommFloat16, 8, 24, 160, "rows over clusters of 8"},  // 897 vectors: 113 ...
       {4, 2, 2056, tpcommBfloat16, 4, 8, 128, "rows over clusters of 4"},  // 257: 65, 65, 65, 62
-      {2, 1, 1024, tpcommBfloat16, 1, 1, 128, "a block per row (short rows)"},
-      {2, 4, 128, tpcommBfloat16, 1, 4, 32, "a block per row (short rows)"},
+      {2, 1, 1024, tpcommBfloat16, 1, 2, 128, "a block per row (short rows)"},
+      {2, 4, 128, tpcommBfloat16, 1, 5, 32, "a block per row (short rows)"},
       // Slices beyond the registers (8 x 1024 vectors at world 8): a block per row, two passes.
-      {8, 1, 65544, tpcommBfloat16, 1, 1, 512, "a block per row (long rows)"},
+      {8, 1, 65544, tpcommBfloat16, 1, 2, 512, "a block per row (long rows)"},
   };
   for (const ClusterRow& r : cases) {
     CommFacts f = factsFor(r.world, Fabric::kNvlink);
@@ -177,7 +193,7 @@ TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   const Call call = fusedCall(1, 7168, tpcommBfloat16, false);
   EpiloguePlan p = planCall(f, call).epilogue;  // some rank's GPU below sm_90 (or the query failed)
   EXPECT_EQ(p.cluster, 1);
-  EXPECT_EQ(p.blocks, 1);
+  EXPECT_EQ(p.blocks, 2);  // the row's and the check block
   EXPECT_EQ(p.threads, 512);
   EXPECT_NE(p.reason.find("a block per row (no sm_90 clusters)"), std::string::npos) << p.reason;
   f.clusters = true;
@@ -187,7 +203,7 @@ TEST(FusedPlan, BlockPerRowWithoutClustersAndSaysWhy) {
   ASSERT_EQ(parseLaunchKnobs("fused_cluster=0", &f.knobs), "");
   p = planCall(f, call).epilogue;
   EXPECT_EQ(p.cluster, 1);
-  EXPECT_EQ(p.blocks, 1);
+  EXPECT_EQ(p.blocks, 2);
   EXPECT_NE(p.reason.find("a block per row (fused_cluster=0)"), std::string::npos) << p.reason;
   ASSERT_EQ(parseLaunchKnobs("fused_cluster=1", &f.knobs), "");
   EXPECT_EQ(planCall(f, call).epilogue.cluster, 8);
@@ -257,11 +273,13 @@ TEST(FusedPlan, NoClustersWhereRanksShareAGpu) {
   f.clusters = false;  // as comm/lifecycle/fabric.cc leaves it
   EpiloguePlan p = planCall(f, one).epilogue;
   EXPECT_EQ(p.cluster, 1) << p.reason;
-  EXPECT_EQ(p.blocks, 1) << p.reason;
+  EXPECT_EQ(p.blocks, 2) << p.reason;  // within the cap: the check block too
+  EXPECT_TRUE(p.check_block) << p.reason;
   EXPECT_NE(p.reason.find("a block per row (co-resident cap)"), std::string::npos) << p.reason;
   p = planCall(f, fusedCall(16, 7168, tpcommBfloat16, false)).epilogue;
   EXPECT_EQ(p.cluster, 1) << p.reason;
-  EXPECT_EQ(p.blocks, 6) << p.reason;
+  EXPECT_EQ(p.blocks, 6) << p.reason;  // the cap leaves no room: block 0's last thread checks
+  EXPECT_FALSE(p.check_block) << p.reason;
   EXPECT_NE(p.reason.find("capped at 6 blocks: 8 ranks share a GPU"), std::string::npos)
       << p.reason;
 }

@@ -63,7 +63,7 @@ tpcommResult_t runFused(tpcommComm* comm, const FusedCallBuffers& b, const Epilo
   TPCOMM_CHECK(stageFusedInputs(comm, staging, user, bytes, gamma_bytes, s, &k));
   const FusedLaunch f{
       FusedParams{k.input, k.residual_in, k.residual_out, k.norm_out, k.gamma, prm.quantScale,
-                  b.tokens, b.hidden, e.region, prm.eps, prm.weightOffset},
+                  b.tokens, b.hidden, e.region, prm.eps, prm.weightOffset, e.check_block ? 1 : 0},
       dt,
       e.variant,
       e.blocks,

@@ -39,20 +39,21 @@ __device__ __forceinline__ PrintWords fusedPrint(const CallSession& s, const Fus
   return s.template print<T>(kQuant ? kCallFusedFp8 : kCallFused, p.rows * p.hidden);
 }
 
-// The fused kernels' checker: block 0's last thread. In the block-per-row kernel it has the fewest
-// of the row's vectors (none where the row does not fill the block) and checks once its loads are
-// out; in the cluster kernel it is in a warp of its own, which carries no data.
+// The fused kernels' checker: block 0's last thread. In the cluster kernel it is in a warp of its
+// own, which carries no data; the pull and row-split kernels check before their first wait; the
+// block-per-row one-shot has a block of its own for it instead (fused_oneshot.cu).
 __device__ __forceinline__ bool isFusedPrintChecker() {
   return blockIdx.x == 0 && threadIdx.x == blockDim.x - 1;
 }
 
 // Reads the epoch and, in the checker, announces the call's fingerprint before the data.
+// checks false: a block of its own announces and checks it (fused_oneshot.cu, fusedCheckBlock).
 template <typename Proto, typename T, int kW, bool kQuant>
 __device__ __forceinline__ FusedOpen openFused(CallSession& s, const DeviceComm& c,
-                                               const FusedParams& p) {
+                                               const FusedParams& p, bool checks = true) {
   s.openThread();
   const FusedOpen o{(s.epoch % kNumSlots) * Proto::slotBytes(c), s.aborted(),
-                    isFusedPrintChecker()};
+                    checks && isFusedPrintChecker()};
   if (o.checker && !o.aborted) s.template announce<Proto, kW>(fusedPrint<T, kQuant>(s, p));
   return o;
 }

@@ -125,4 +125,27 @@ __device__ __forceinline__ bool checkPeerCalls(const DeviceComm& c, unsigned lon
   return true;
 }
 
+// checkPeerCalls by a warp: lane r waits for peer r's record (every peer's at once: one round
+// trip, not world - 1 of them in a row) and compares it; only where a record is missing or
+// differs does lane 0 walk the peers in order, which reports the first such peer as
+// checkPeerCalls does (the abort flag the failure set ends the lanes' waits). Warp-uniform result.
+template <typename Proto>
+__device__ __forceinline__ bool checkPeerCallsWarp(const DeviceComm& c, unsigned long long epoch,
+                                                   PrintWords mine, unsigned long long deadline) {
+  const int r = static_cast<int>(threadIdx.x % 32);
+  bool ok = true;
+  if (r < c.world && r != c.rank) {
+    WaitCtx ctx{deadline, false};
+    const uint4* e = printEntry(Proto::prints(c)[c.rank], epoch, r);
+    PrintWords w = toWords(loadVolatile(e));
+    unsigned spins = 0;
+    while (!printArrived(w, epoch) && (ok = keepWaiting(ctx, spins, c, r, epoch)))
+      w = toWords(loadVolatile(e));
+    ok = ok && printsAgree(w, mine);
+  }
+  if (__all_sync(0xFFFFFFFFu, ok)) return true;
+  if (r == 0) ok = checkPeerCalls<Proto>(c, epoch, mine, deadline);
+  return __shfl_sync(0xFFFFFFFFu, ok ? 1 : 0, 0) != 0;
+}
+
 }  // namespace tpcomm
