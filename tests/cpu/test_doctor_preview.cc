@@ -157,6 +157,35 @@ TEST(DoctorPreview, TuningTableSteersItsWorldAndFabricOnly) {
   EXPECT_EQ(w.rows[0].decision.algo, tableAlgoFor(defaultTable(Fabric::kNvlink, 2), 1024));
 }
 
+// The table's fused crossover (tpcomm tune) steers the preview's fused calls, and the table text
+// says it: the two-shot from 16 rows at two ranks (the default: 128).
+TEST(DoctorPreview, TuningTablesFusedCrossoverSteersTheFusedPreview) {
+  const topo::Topology t = test::topoFixture("h200_2x_nvlink");
+  TuningTable table = tableFor(t, Fabric::kNvlink, {{SIZE_MAX, tpcommAlgoOneShot}});
+  PreviewOptions o;
+  o.nccl_available = true;
+  const PreviewWorld plain = previewWorld(t, {0, 1}, o);
+  table.tables[0].fused_twoshot_rows = 16;
+  o.tuning = &table;
+  const PreviewWorld w = previewWorld(t, {0, 1}, o);
+  EXPECT_EQ(w.table, "tuning table (fused calls: the two-shot from 16 rows, measured)");
+  ASSERT_EQ(w.fused.size(), plain.fused.size());
+  bool changed = false;
+  for (size_t i = 0; i < w.fused.size(); ++i) {
+    const bool two = w.fused[i].variant == tpcommVariantFusedP2pTwoShotPull;
+    if (w.fused[i].tokens >= 16 && w.fused[i].tokens < 128) {
+      EXPECT_TRUE(two) << w.fused[i].tokens << ": " << w.fused[i].reason;
+      changed = changed || plain.fused[i].variant != w.fused[i].variant;
+    }
+    if (w.fused[i].tokens < 16) {
+      EXPECT_FALSE(two) << w.fused[i].reason;
+    }
+  }
+  EXPECT_TRUE(changed) << "the default already took the two-shot at 16..127 rows";
+  table.tables[0].fused_twoshot_rows = SIZE_MAX;
+  EXPECT_TRUE(test::contains(previewWorld(t, {0, 1}, o).table, "the one-shot within a step"));
+}
+
 TEST(DoctorPreview, HostAlgorithmsOnP2pOnlyWhenForced) {
   const topo::Topology t = test::topoFixture("h200_2x_nvlink");
   PreviewOptions o;

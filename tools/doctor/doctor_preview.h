@@ -82,6 +82,11 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     tuned = o.tuning->worldFor(w->world, w->fabric);
     if (tuned) {
       w->table = "tuning table";
+      if (tuned->fused_twoshot_rows == SIZE_MAX)
+        w->table += " (fused calls: the one-shot within a step, measured)";
+      else if (tuned->fused_twoshot_rows > 0)
+        w->table += " (fused calls: the two-shot from " +
+                    std::to_string(tuned->fused_twoshot_rows) + " rows, measured)";
     } else if (o.tuning->tableFor(w->world)) {
       w->table = std::string("built-in defaults (the tuning table was measured on ") +
                  fabricName(o.tuning->fabric) + ", these ranks use " + fabricName(w->fabric) + ")";
