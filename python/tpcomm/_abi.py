@@ -30,20 +30,8 @@ ALGO_NAMES = ("auto", "oneshot", "twoshot", "nccl", "host_oneshot", "host_twosho
 NUM_ALGOS = len(ALGO_NAMES)
 STATS_MAX_ALGOS = 16  # TPCOMM_STATS_MAX_ALGOS: room in tpcommStats_t.calls
 
-# tpcommVariant_t, by value: the library's own names (tpcommVariantName); every value has one.
-VARIANT_NAMES = ("none", "nccl", "p2p_oneshot_lean", "p2p_oneshot", "p2p_twoshot", "island",
-                 "host_oneshot_sentinel_lean", "host_oneshot_sentinel", "host_oneshot_ll",
-                 "host_twoshot_ll", "host_bulk", "fused_p2p_oneshot", "fused_p2p_oneshot_fp8",
-                 "fused_host_oneshot", "fused_host_oneshot_fp8", "add_rmsnorm", "add_rmsnorm_fp8",
-                 "p2p_oneshot_pull_lean", "p2p_oneshot_pull", "p2p_twoshot_pull", "p2p_oneshot_ce",
-                 "p2p_reduce_scatter", "p2p_all_gather", "host_reduce_scatter", "host_all_gather",
-                 "island_pull", "p2p_reduce_scatter_pull", "p2p_all_gather_pull",
-                 "p2p_oneshot_pull_ll", "fused_p2p_oneshot_pull_ll",
-                 "fused_p2p_oneshot_pull_ll_fp8", "fused_p2p_oneshot_pull",
-                 "fused_p2p_oneshot_pull_fp8", "fused_p2p_twoshot_pull",
-                 "fused_p2p_twoshot_pull_fp8", "fused_p2p_island_pull",
-                 "fused_p2p_island_pull_fp8", "fused_p2p_twoshot", "fused_p2p_twoshot_fp8")
-NUM_VARIANTS = len(VARIANT_NAMES)
+# tpcommVariant_t: not mirrored here. The library names its own (tpcommVariantName, NULL past
+# the last), so a variant added to its table needs no change in this package (variant_name).
 
 # tpcommColl_t (tpcommCommExplainCollective)
 COLL_NAMES = ("all_reduce", "reduce_scatter", "all_gather")
@@ -178,11 +166,16 @@ def bind(lib):
     return missing
 
 
-def call_info_dict(info):
+def variant_name(lib, value):
+    """The library's name of tpcommVariant_t `value` (its number where it has none)."""
+    name = lib.tpcommVariantName(value) if value >= 0 else None
+    return name.decode() if name else str(value)
+
+
+def call_info_dict(info, lib):
     return {
         "algo": ALGO_NAMES[info.algo] if 0 <= info.algo < NUM_ALGOS else str(info.algo),
-        "variant": (VARIANT_NAMES[info.variant] if 0 <= info.variant < NUM_VARIANTS
-                    else str(info.variant)),
+        "variant": variant_name(lib, info.variant),
         "bytes": int(info.bytes),
         "dtype": DTYPE_NAMES.get(info.datatype, str(info.datatype)),
         "blocks": int(info.blocks),

@@ -27,7 +27,7 @@ class Queries:
         check(_loader.lib().tpcommCommExplainAddRmsNorm(
             self._live(), int(tokens), int(hidden), _buffers.dtype_code(dtype),
             ctypes.byref(params), ctypes.byref(info)), "tpcommCommExplainAddRmsNorm")
-        return _abi.call_info_dict(info)
+        return _abi.call_info_dict(info, _loader.lib())
 
     # ---- across machines (docs/MULTINODE.md) ----
     @property
@@ -60,7 +60,7 @@ class Queries:
         info = _abi.CallInfo()
         check(_loader.lib().tpcommCommGetLastCall(self._live(), ctypes.byref(info)),
               "tpcommCommGetLastCall")
-        return _abi.call_info_dict(info)
+        return _abi.call_info_dict(info, _loader.lib())
 
     def explain(self, nbytes: Optional[int] = None, dtype: DType = "bfloat16",
                 count: Optional[int] = None, collective: str = "all_reduce") -> Dict[str, Any]:
@@ -85,7 +85,7 @@ class Queries:
             r = _loader.lib().tpcommCommExplainCollective(self._live(), coll, int(count), code,
                                                           ctypes.byref(info))
             check(r, "tpcommCommExplainCollective")
-        return _abi.call_info_dict(info)
+        return _abi.call_info_dict(info, _loader.lib())
 
     def async_error(self) -> Optional[TpcommError]:
         """The TpcommError a kernel reported after its call returned (e.g. a peer that stopped
