@@ -74,9 +74,15 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   CommFacts g = f;
   g.knobs.variant = -1;
   const CallPlan natural = planCall(g, call);
+  // A fused row forced by name runs where the tuning table would run the pair.
+  g.tuned_fused_unfused_below = 0;
   CallPlan p = natural;
   const bool ready = transportReady(f, want);
   bool found = ready && runs(natural, call, want);
+  if (ready && !found && f.tuned_fused_unfused_below > 0) {  // the planner's choice without it
+    p = planCall(g, call);
+    found = runs(p, call, want);
+  }
   // The epilogue kernel's row is the unfused pair: the all-reduce as planned, then that kernel,
   // whichever fused kernel would take the call (tpcomm tune measures the pair this way).
   if (!found && call.rows > 0 && natural.decision.error == tpcommSuccess &&

@@ -318,6 +318,17 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
     e.reason = p.decision.reason;
     return p;
   }
+  // A machine's tuning table may have measured the pair faster at few rows (tpcomm tune).
+  if (call.rows < f.tuned_fused_unfused_below) {
+    epilogueAfter(f, call,
+                  "unfused: " + std::string(tpcommVariantName(p.variant)) +
+                      ", then the add+RMSNorm kernel (the tuning table measured that pair faster " +
+                      (f.tuned_fused_unfused_below == SIZE_MAX
+                           ? std::string("at every row count)")
+                           : strFormat("below %zu rows)", f.tuned_fused_unfused_below)),
+                  &e);
+    return p;
+  }
   const WireChoice w = wireOf(f, p, call, bytes);
   const std::string why_not = whyNotFused(f, p, w, call, bytes);
   if (why_not.empty() && bytes > 0) {

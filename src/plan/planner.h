@@ -42,6 +42,8 @@ struct CommFacts : PolicyFacts {
   // The tuning table's fused_twoshot_rows for this world (plan/tuning_table.h), where the table
   // steers the communicator: 0 none, SIZE_MAX the two-shot only beyond a step.
   size_t tuned_fused_twoshot_rows = 0;
+  // Its fused_unfused_below: fused calls of fewer rows run unfused (0 none, SIZE_MAX all).
+  size_t tuned_fused_unfused_below = 0;
 };
 
 // A call, as every rank knows it: no pointer enters the plan (one rank's alignment would make the

@@ -83,8 +83,8 @@ bool rulesFromJson(const json::Value& v, const std::string& where, SizeTable* ou
   return true;
 }
 
-// A world's fused_twoshot_rows: a row count the planner can take (1 .. 2^30, as the knob), or
-// "inf" (the two-shot only beyond one step of the one-shot).
+// A world's fused_twoshot_rows or fused_unfused_below: a row count the planner can take (1 ..
+// 2^30, as the knob), or "inf".
 bool fusedRowsFromJson(const json::Value& v, size_t* out) {
   uint64_t rows = 0;
   if (v.isString() && v.asString() == "inf") {
@@ -94,6 +94,10 @@ bool fusedRowsFromJson(const json::Value& v, size_t* out) {
   if (!v.getUint64(&rows) || rows == 0 || rows > (uint64_t{1} << 30)) return false;
   *out = static_cast<size_t>(rows);
   return true;
+}
+
+json::Value rowsJson(size_t rows) {
+  return rows == SIZE_MAX ? json::Value::string("inf") : json::Value::unsignedInteger(rows);
 }
 
 }  // namespace
@@ -181,13 +185,16 @@ bool parseTuningTable(const std::string& text, const std::string& expected_key, 
     tr.integer("world", 2, 64, &world);
     const json::Value* rules = tr.required("rules");
     const json::Value* fused = tables->items()[i].find("fused_twoshot_rows");
-    tr.onlyKeys({"world", "rules", "fused_twoshot_rows"});
+    const json::Value* unfused = tables->items()[i].find("fused_unfused_below");
+    tr.onlyKeys({"world", "rules", "fused_twoshot_rows", "fused_unfused_below"});
     if (!tr.ok()) return false;
     WorldTable wt;
     wt.world = static_cast<int>(world);
     if (!rulesFromJson(*rules, at + ".rules", &wt.rules, why)) return false;
     if (fused && !fusedRowsFromJson(*fused, &wt.fused_twoshot_rows))
       return tr.fail("fused_twoshot_rows", "expected a row count from 1 to 2^30 or \"inf\"");
+    if (unfused && !fusedRowsFromJson(*unfused, &wt.fused_unfused_below))
+      return tr.fail("fused_unfused_below", "expected a row count from 1 to 2^30 or \"inf\"");
     t.tables.push_back(std::move(wt));
   }
   if (const json::Value* m = root.find("measured")) t.measured = *m;
@@ -214,10 +221,8 @@ std::string tuningTableText(const TuningTable& table) {
       rules.push(std::move(o));
     }
     t.set("rules", std::move(rules));
-    if (wt.fused_twoshot_rows > 0)
-      t.set("fused_twoshot_rows", wt.fused_twoshot_rows == SIZE_MAX
-                                      ? json::Value::string("inf")
-                                      : json::Value::unsignedInteger(wt.fused_twoshot_rows));
+    if (wt.fused_twoshot_rows > 0) t.set("fused_twoshot_rows", rowsJson(wt.fused_twoshot_rows));
+    if (wt.fused_unfused_below > 0) t.set("fused_unfused_below", rowsJson(wt.fused_unfused_below));
     tables.push(std::move(t));
   }
   root.set("tables", std::move(tables));

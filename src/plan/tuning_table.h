@@ -3,7 +3,7 @@
 //   {"tpcomm_tuning": 1, "topology_key": "8gpu-...", "fabric": "pcie",
 //    "tables": [{"world": 8, "rules": [{"max_bytes": 65536, "algo": "oneshot"},
 //                                      {"max_bytes": "inf", "algo": "nccl"}],
-//                "fused_twoshot_rows": 48}],              ("fused_twoshot_rows" is optional)
+//                "fused_twoshot_rows": 48, "fused_unfused_below": 4}],    (both optional)
 //    "measured": {...}}                                     ("measured" is optional, kept as is)
 // A table decides which code runs, so it is validated completely and never trusted in part: a
 // corrupt file, one from another machine or driver (topology key), an unknown algorithm or a rule
@@ -31,6 +31,10 @@ struct WorldTable {
   // fused_twoshot_rows); SIZE_MAX ("inf"): the one-shot won at every row count measured; 0: not
   // measured (the planner's default).
   size_t fused_twoshot_rows = 0;
+  // Fused calls of fewer rows run unfused: tpcomm tune measured the all-reduce + epilogue kernel
+  // pair faster there than the fused form the planner picks; SIZE_MAX ("inf"): at every row count;
+  // 0: none (or not measured).
+  size_t fused_unfused_below = 0;
 };
 
 struct TuningTable {

@@ -184,6 +184,14 @@ TEST(DoctorPreview, TuningTablesFusedCrossoverSteersTheFusedPreview) {
   EXPECT_TRUE(changed) << "the default already took the two-shot at 16..127 rows";
   table.tables[0].fused_twoshot_rows = SIZE_MAX;
   EXPECT_TRUE(test::contains(previewWorld(t, {0, 1}, o).table, "the one-shot within a step"));
+  table.tables[0].fused_unfused_below = 4;
+  const PreviewWorld u = previewWorld(t, {0, 1}, o);
+  EXPECT_EQ(u.table,
+            "tuning table (fused calls: unfused below 4 rows, the one-shot within a step, "
+            "measured)");
+  ASSERT_FALSE(u.fused.empty());
+  EXPECT_EQ(u.fused[0].tokens, 1u);
+  EXPECT_EQ(u.fused[0].variant, tpcommVariantAddRmsNorm) << u.fused[0].reason;
 }
 
 TEST(DoctorPreview, HostAlgorithmsOnP2pOnlyWhenForced) {

@@ -153,6 +153,36 @@ TEST(FusedTwoShotPlan, TheTuningTablesCrossoverUnlessTheKnobIsSet) {
   EXPECT_EQ(variant(f, 64), tpcommVariantFusedP2pTwoShotPull);
 }
 
+// A tuning table that measured the unfused pair faster at few rows (tpcomm tune:
+// fused_unfused_below) runs those calls unfused and says why; a fused row forced by name still
+// runs there; "inf" runs every fused call unfused.
+TEST(FusedTwoShotPlan, TheTuningTableRunsThePairWhereItMeasuredItFaster) {
+  for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie}) {
+    CommFacts f = fabric == Fabric::kPcie ? collapsed(8) : factsFor(8, fabric);
+    const tpcommVariant_t fused =
+        planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue.variant;
+    ASSERT_NE(fused, tpcommVariantAddRmsNorm);
+    f.tuned_fused_unfused_below = 4;
+    for (size_t t : {size_t{1}, size_t{3}}) {
+      const CallPlan p = planCall(f, fusedCall(t, 7168, tpcommBfloat16, false));
+      EXPECT_EQ(p.epilogue.variant, tpcommVariantAddRmsNorm) << p.epilogue.reason;
+      EXPECT_NE(p.epilogue.reason.find("tuning table measured that pair faster below 4 rows"),
+                std::string::npos)
+          << p.epilogue.reason;
+    }
+    EXPECT_EQ(planCall(f, fusedCall(4, 7168, tpcommBfloat16, false)).epilogue.variant, fused);
+    CommFacts forced = f;
+    forced.knobs.variant = fused;
+    const CallPlan p = planCall(forced, fusedCall(1, 7168, tpcommBfloat16, false));
+    EXPECT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+    EXPECT_EQ(p.epilogue.variant, fused) << p.epilogue.reason;
+    f.tuned_fused_unfused_below = SIZE_MAX;
+    const CallPlan all = planCall(f, fusedCall(64, 7168, tpcommBfloat16, false));
+    EXPECT_EQ(all.epilogue.variant, tpcommVariantAddRmsNorm) << all.epilogue.reason;
+    EXPECT_NE(all.epilogue.reason.find("at every row count"), std::string::npos);
+  }
+}
+
 // Where the all-reduce pushes over NVLink the two-shot takes the same row counts (measured on
 // one H200 against the push one-shot); over PCIe without the write-collapse verdict it never
 // does by itself (loads there are unmeasured), but TPCOMM_KNOBS=variant=<name> reaches both rows

@@ -300,6 +300,39 @@ TEST(TuneRules, FusedTwoShotRowsIsWhereTheTwoShotWinsForGood) {
   EXPECT_TRUE(fusedMeasuredJson(pts, 7168, 0).find("twoshot_rows")->isNull());
 }
 
+// Below which row count the pair runs: where the fused form the planner takes (the one-shot
+// below the two-shot's crossover, the two-shot from it, and beyond the one-shot's step) loses to
+// the pair by more than the tie, and only below a count from which the fused call holds for good.
+TEST(TuneRules, FusedUnfusedBelowIsWhereThePairWins) {
+  const auto pt = [](size_t rows, double one, double two, double pair) {
+    FusedPoint p;
+    p.rows = rows;
+    p.oneshot_us = one;
+    p.twoshot_us = two;
+    p.pair_us = pair;
+    return p;
+  };
+  // World 8 sharing one GPU (docs/BENCHMARKS.md, twenty-second round): the pair at 1-2 rows.
+  const std::vector<FusedPoint> w8 = {pt(1, 10.18, 14.06, 9.07), pt(2, 10.17, 15.0, 9.49),
+                                      pt(4, 10.27, 19.28, 10.70), pt(64, 78.13, 27.96, 45.81),
+                                      pt(1024, -1, 410.5, 475.15)};
+  EXPECT_EQ(fusedUnfusedBelow(w8, 64, 0.02), 4u);
+  // Without the crossover the one-shot's 78 us at 64 rows loses: the pair from there down.
+  EXPECT_EQ(fusedUnfusedBelow(w8, 0, 0.02), 1024u);
+  // The fused call everywhere: none; within the tie it holds.
+  EXPECT_EQ(fusedUnfusedBelow({pt(1, 3.8, 7, 5.8), pt(64, 8.2, 8.9, 14.4)}, 0, 0.02), 0u);
+  EXPECT_EQ(fusedUnfusedBelow({pt(1, 5.9, 7, 5.8), pt(64, 8.2, 8.9, 14.4)}, 0, 0.02), 0u);
+  // The pair at the largest count: never fused.
+  EXPECT_EQ(fusedUnfusedBelow({pt(1, 3, 7, 5), pt(64, 30, 31, 20)}, 0, 0.02), SIZE_MAX);
+  // Unmeasured pairs and forms are skipped; nothing to compare: none.
+  EXPECT_EQ(fusedUnfusedBelow({pt(1, 9, 9, -1), pt(4, -1, -1, 3)}, 0, 0.02), 0u);
+  EXPECT_EQ(fusedUnfusedBelow({}, 0, 0.02), 0u);
+  const json::Value j = fusedMeasuredJson(w8, 7168, 64, 4);
+  uint64_t below = 0;
+  ASSERT_TRUE(j.find("unfused_below")->getUint64(&below));
+  EXPECT_EQ(below, 4u);
+}
+
 // A world re-tuned keeps its fused crossover in the file written, and the other worlds keep
 // theirs.
 TEST(TuneRules, MergeTableKeepsTheFusedCrossover) {

@@ -93,6 +93,17 @@ TEST(TuningTable, FusedTwoShotRows) {
   for (const char* bad : {"0", "-3", "1.5", "\"many\"", "1073741825", "[48]"})
     EXPECT_NE(rejection(with(with48, "48", bad)).find("fused_twoshot_rows"), std::string::npos)
         << bad;
+  // Below which the pair runs: the same values, the same exactness.
+  const std::string below =
+      with(with48, "\"fused_twoshot_rows\": 48", "\"fused_unfused_below\": 4");
+  ASSERT_TRUE(parseTuningTable(below, kKey, &t, &why)) << why;
+  EXPECT_EQ(t.tables[1].fused_unfused_below, 4u);
+  EXPECT_EQ(t.tables[1].fused_twoshot_rows, 0u);
+  ASSERT_TRUE(parseTuningTable(tuningTableText(t), kKey, &back, &why)) << why;
+  EXPECT_EQ(back.tables[1].fused_unfused_below, 4u);
+  ASSERT_TRUE(parseTuningTable(with(below, "4}", "\"inf\"}"), kKey, &t, &why)) << why;
+  EXPECT_EQ(t.tables[1].fused_unfused_below, SIZE_MAX);
+  EXPECT_NE(rejection(with(below, "4}", "0}")).find("fused_unfused_below"), std::string::npos);
 }
 
 TEST(TuningTable, AlgoForSize) {

@@ -75,6 +75,22 @@ inline std::vector<size_t> previewTokens() {
   return {1, 16, 64, 256, 1024};
 }
 
+// What a world's tuning table says of the fused call (tpcomm tune), as " (fused calls: ...)", or
+// "" where it says nothing.
+inline std::string tunedFusedText(const WorldTable& t) {
+  std::string s;
+  const auto rows = [](size_t n) { return std::to_string(n) + " rows"; };
+  if (t.fused_unfused_below == SIZE_MAX)
+    s = "unfused at every row count";
+  else if (t.fused_unfused_below > 0)
+    s = "unfused below " + rows(t.fused_unfused_below);
+  if (t.fused_twoshot_rows == SIZE_MAX)
+    s += std::string(s.empty() ? "" : ", ") + "the one-shot within a step";
+  else if (t.fused_twoshot_rows > 0)
+    s += std::string(s.empty() ? "" : ", ") + "the two-shot from " + rows(t.fused_twoshot_rows);
+  return s.empty() ? "" : " (fused calls: " + s + ", measured)";
+}
+
 // Decisions for every preview size and fused call, given the fabric facts of one world.
 inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   const WorldTable* tuned = nullptr;
@@ -82,11 +98,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     tuned = o.tuning->worldFor(w->world, w->fabric);
     if (tuned) {
       w->table = "tuning table";
-      if (tuned->fused_twoshot_rows == SIZE_MAX)
-        w->table += " (fused calls: the one-shot within a step, measured)";
-      else if (tuned->fused_twoshot_rows > 0)
-        w->table += " (fused calls: the two-shot from " +
-                    std::to_string(tuned->fused_twoshot_rows) + " rows, measured)";
+      w->table += tunedFusedText(*tuned);
     } else if (o.tuning->tableFor(w->world)) {
       w->table = std::string("built-in defaults (the tuning table was measured on ") +
                  fabricName(o.tuning->fabric) + ", these ranks use " + fabricName(w->fabric) + ")";
@@ -108,6 +120,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.strict = o.strict;
   f.tuned = tuned ? &tuned->rules : nullptr;
   f.tuned_fused_twoshot_rows = tuned ? tuned->fused_twoshot_rows : 0;
+  f.tuned_fused_unfused_below = tuned ? tuned->fused_unfused_below : 0;
   f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;

@@ -58,7 +58,8 @@ void usage(FILE* out) {
           "Then the fused all-reduce + add + RMSNorm (rows of --hidden elements, 1 .. 1024 rows):\n"
           "its one-shot, its two-shot and the unfused pair, each checked against the pair's\n"
           "bits; the row count from which the two-shot wins goes into the table\n"
-          "(fused_twoshot_rows).\n"
+          "(fused_twoshot_rows), and the one below which the unfused pair wins\n"
+          "(fused_unfused_below).\n"
           "\n"
           "  --out FILE       write here (default: TPCOMM_TUNING_FILE, else the user's cache\n"
           "                   folder: tuning-<topology key>.json)\n"
@@ -244,7 +245,8 @@ std::string usText(double us) {
   return buf;
 }
 
-void printFused(const TuneArgs& a, int world, const FusedMeasureResult& m, size_t rows) {
+void printFused(const TuneArgs& a, int world, const FusedMeasureResult& m, size_t rows,
+                size_t unfused_below) {
   printf("\nThe fused call: world %d, rows of %zu %s, CUDA graphs, us per call%s\n", world,
          a.hidden, a.dtype_name, a.share_gpu ? " (ranks sharing one GPU)" : "");
   printf("%7s %10s %10s %10s  %s\n", "rows", "one-shot", "two-shot", "unfused", "variants");
@@ -268,13 +270,23 @@ void printFused(const TuneArgs& a, int world, const FusedMeasureResult& m, size_
         "fused_twoshot_rows: %zu (the two-shot from %zu rows within one step of the "
         "one-shot)\n",
         rows, rows);
+  if (unfused_below == SIZE_MAX)
+    printf(
+        "fused_unfused_below: inf (the unfused pair measured faster at the largest row count: "
+        "fused calls run unfused)\n");
+  else if (unfused_below > 0)
+    printf("fused_unfused_below: %zu (the unfused pair measured faster below %zu rows)\n",
+           unfused_below, unfused_below);
+  else
+    printf(
+        "fused_unfused_below: none (the fused call no slower than the pair at every row "
+        "count measured)\n");
 }
 
-// Measures the fused call's forms and picks the crossover (tune_fused.h); false when the
-// measuring could not run. *rows: 0 when nothing was picked.
-bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, size_t* rows, json::Value* record,
+// Measures the fused call's forms and picks the crossovers (tune_fused_pick.h) into the world's
+// entry; false when the measuring could not run.
+bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, WorldTable* entry, json::Value* record,
                long* wrong) {
-  *rows = 0;
   if (!a.fused) return true;
   FusedMeasureConfig fc;
   fc.devlist = cfg.devlist;
@@ -292,8 +304,9 @@ bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, size_t* rows, json::
     fprintf(stderr, "tpcomm tune: measuring the fused call failed: %s\n", fatal.c_str());
     return false;
   }
-  *rows = fusedTwoShotRows(m.points, a.tie);
-  printFused(a, static_cast<int>(cfg.devlist.size()), m, *rows);
+  const size_t rows = fusedTwoShotRows(m.points, a.tie);
+  const size_t unfused_below = fusedUnfusedBelow(m.points, rows, a.tie);
+  printFused(a, static_cast<int>(cfg.devlist.size()), m, rows, unfused_below);
   bool any = false;
   for (const FusedPoint& p : m.points) any = any || p.pair_us >= 0;
   if (!any) {
@@ -302,7 +315,9 @@ bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, size_t* rows, json::
             "the failures above)\n");
     return false;
   }
-  *record = fusedMeasuredJson(m.points, a.hidden, *rows);
+  entry->fused_twoshot_rows = rows;
+  entry->fused_unfused_below = unfused_below;
+  *record = fusedMeasuredJson(m.points, a.hidden, rows, unfused_below);
   *wrong += m.wrong;
   return true;
 }
@@ -401,10 +416,10 @@ int cmdTune(int argc, char** argv) {
       !path.empty() && loadTuningTable(path, topo.key(), &previous, &why) == TuningLoad::kLoaded;
   json::Value measured =
       measuredWorldJson(m.samples, world, cfg.sizes, m.candidates, picks, a.dtype_name);
-  WorldTable entry{world, rules, 0};
+  WorldTable entry{world, rules, 0, 0};
   json::Value fused;
   long wrong = m.wrong;
-  if (!tuneFused(a, cfg, &entry.fused_twoshot_rows, &fused, &wrong)) return kExitFailed;
+  if (!tuneFused(a, cfg, &entry, &fused, &wrong)) return kExitFailed;
   if (!fused.isNull()) measured.set("fused", std::move(fused));
   const TuningTable table = mergeTable(have_previous ? &previous : nullptr, topo.key(),
                                        fabric.fabric, std::move(entry), std::move(measured));

@@ -1,7 +1,7 @@
-// `tpcomm tune`'s decision for the fused call (tpcommAllReduceAddRmsNorm), apart from the
+// `tpcomm tune`'s decisions for the fused call (tpcommAllReduceAddRmsNorm), apart from the
 // measuring (tune_fused.h): from which row count the fused two-shot takes over from the fused
-// one-shot, the one choice among the fused wires the planner leaves to a number
-// (plan/fused_plan.cc, twoShotRows). Pure and header-only, so the CPU tests check it on made-up
+// one-shot (plan/fused_plan.cc, twoShotRows), and below which row count the unfused pair runs
+// instead (fusedRules). Pure and header-only, so the CPU tests check it on made-up
 // measurements.
 #pragma once
 
@@ -41,10 +41,37 @@ inline size_t fusedTwoShotRows(const std::vector<FusedPoint>& points, double tie
   return from > 0 ? from : SIZE_MAX;
 }
 
+// The time of the fused form the planner takes at p.rows once the table says two-shot from
+// `twoshot_rows` (0: the default's, which only the measured forms stand in for here): the
+// two-shot from there on, and wherever the one-shot did not run (beyond its step). < 0: none ran.
+inline double plannedFusedUs(const FusedPoint& p, size_t twoshot_rows) {
+  const bool two = (twoshot_rows > 0 && p.rows >= twoshot_rows) || p.oneshot_us < 0;
+  return two ? p.twoshot_us : p.oneshot_us;
+}
+
+// The tuning table's fused_unfused_below: the smallest measured row count from which the fused
+// form the planner takes is no slower than the unfused pair x (1 + tie) at every measured count
+// (a tie keeps the fused call: one kernel, one launch); 0 when that holds from the smallest count
+// (fuse everywhere) or nothing compares; SIZE_MAX when the pair wins at the largest count.
+inline size_t fusedUnfusedBelow(const std::vector<FusedPoint>& points, size_t twoshot_rows,
+                                double tie) {
+  size_t from = 0;
+  bool compared = false, pair_won = false;
+  for (auto it = points.rbegin(); it != points.rend() && !pair_won; ++it) {
+    const double fused = plannedFusedUs(*it, twoshot_rows);
+    if (fused < 0 || it->pair_us < 0) continue;
+    compared = true;
+    pair_won = fused > it->pair_us * (1.0 + tie);
+    if (!pair_won) from = it->rows;
+  }
+  if (!compared || !pair_won) return 0;  // nothing to compare, or fused everywhere
+  return from > 0 ? from : SIZE_MAX;     // the pair won at the largest count: never fused
+}
+
 // The "fused" record of a world's measurements: {"hidden", "rows": [...], "us": {"oneshot": [...],
 // "twoshot": [...], "unfused": [...]}, "variants": {...: [...]}, "twoshot_rows": N or "inf"}.
 inline json::Value fusedMeasuredJson(const std::vector<FusedPoint>& points, size_t hidden,
-                                     size_t twoshot_rows) {
+                                     size_t twoshot_rows, size_t unfused_below = 0) {
   using json::Value;
   const auto us = [](double v) {
     return v < 0 ? Value() : Value::number(static_cast<int64_t>(v * 100 + 0.5) / 100.0);
@@ -76,6 +103,9 @@ inline json::Value fusedMeasuredJson(const std::vector<FusedPoint>& points, size
   o.set("twoshot_rows", twoshot_rows == SIZE_MAX ? Value::string("inf")
                         : twoshot_rows == 0      ? Value()
                                                  : Value::unsignedInteger(twoshot_rows));
+  o.set("unfused_below", unfused_below == SIZE_MAX ? Value::string("inf")
+                         : unfused_below == 0      ? Value()
+                                                   : Value::unsignedInteger(unfused_below));
   return o;
 }
 

@@ -41,6 +41,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.strict = c->settings.strict;
   f.tuned = c->tuned ? &c->tuned->rules : nullptr;
   f.tuned_fused_twoshot_rows = c->tuned ? c->tuned->fused_twoshot_rows : 0;
+  f.tuned_fused_unfused_below = c->tuned ? c->tuned->fused_unfused_below : 0;
   f.fabric_verdict = c->fabric_verdict;
   f.slots = c->slots;
   f.knobs = c->knobs;
