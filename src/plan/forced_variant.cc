@@ -87,10 +87,7 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   // whichever fused kernel would take the call (tpcomm tune measures the pair this way).
   if (!found && call.rows > 0 && natural.decision.error == tpcommSuccess &&
       variantRow(want)->collective == VariantCollective::kEpilogue) {
-    epilogueAfter(f, call,
-                  "unfused: " + std::string(tpcommVariantName(natural.variant)) +
-                      ", then the add+RMSNorm kernel",
-                  &p.epilogue);
+    unfusedAfter(f, call, natural.variant, "", &p.epilogue);
     found = p.epilogue.variant == want;
   }
   for (int algo = tpcommAlgoOneShot; ready && !found && algo < tpcommNumAlgos; ++algo)

@@ -320,13 +320,12 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
   }
   // A machine's tuning table may have measured the pair faster at few rows (tpcomm tune).
   if (call.rows < f.tuned_fused_unfused_below) {
-    epilogueAfter(f, call,
-                  "unfused: " + std::string(tpcommVariantName(p.variant)) +
-                      ", then the add+RMSNorm kernel (the tuning table measured that pair faster " +
-                      (f.tuned_fused_unfused_below == SIZE_MAX
-                           ? std::string("at every row count)")
-                           : strFormat("below %zu rows)", f.tuned_fused_unfused_below)),
-                  &e);
+    unfusedAfter(f, call, p.variant,
+                 "the tuning table measured that pair faster " +
+                     (f.tuned_fused_unfused_below == SIZE_MAX
+                          ? std::string("at every row count")
+                          : strFormat("below %zu rows", f.tuned_fused_unfused_below)),
+                 &e);
     return p;
   }
   const WireChoice w = wireOf(f, p, call, bytes);
@@ -336,12 +335,16 @@ CallPlan fusedRules(const CommFacts& f, const Call& call) {
     fusedGrid(f, w, call, bytes, &e);
     return p;
   }
-  epilogueAfter(f, call,
-                "unfused: " + std::string(tpcommVariantName(p.variant)) +
-                    ", then the add+RMSNorm kernel (" +
-                    (why_not.empty() ? "nothing to reduce" : why_not) + ")",
-                &e);
+  unfusedAfter(f, call, p.variant, why_not.empty() ? "nothing to reduce" : why_not, &e);
   return p;
+}
+
+void unfusedAfter(const CommFacts& f, const Call& call, tpcommVariant_t ar, const std::string& why,
+                  EpiloguePlan* e) {
+  epilogueAfter(f, call,
+                "unfused: " + std::string(tpcommVariantName(ar)) + ", then the add+RMSNorm kernel" +
+                    (why.empty() ? "" : " (" + why + ")"),
+                e);
 }
 
 void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why, EpiloguePlan* e) {

@@ -32,6 +32,10 @@ bool takesPullLL(const CallPlan& p);
 
 // The epilogue kernel after an all-reduce (plan/fused_plan.cc): its variant, grid and `why`.
 void epilogueAfter(const CommFacts& f, const Call& call, const std::string& why, EpiloguePlan* e);
+// The same after the all-reduce `ar`, the reason "unfused: <ar>, then the add+RMSNorm kernel",
+// with " (<why>)" where `why` is not empty.
+void unfusedAfter(const CommFacts& f, const Call& call, tpcommVariant_t ar, const std::string& why,
+                  EpiloguePlan* e);
 
 // A communicator spanning machines (plan/node_plan.cc): the legs' shape and text in
 // CallPlan::node, the first intra-node leg's plan in the rest. A fused call there runs the

@@ -7,6 +7,7 @@
 
 #include "bench/timing.h"
 #include "tests/support/host_data.h"
+#include "tools/tune/tune_measure.h"
 
 namespace tpcomm::cli {
 namespace {
@@ -77,13 +78,7 @@ std::string create(Form* f, const std::vector<int>& devlist) {
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.launchKnobs = f->knobs;
   cfg.ncclMode = tpcommNcclOff;  // the fused call never needs the fallback
-  f->comms.assign(devlist.size(), nullptr);
-  if (tpcommCommInitAll(f->comms.data(), static_cast<int>(devlist.size()), devlist.data(), &cfg) !=
-      tpcommSuccess) {
-    f->comms.clear();
-    return std::string("tpcommCommInitAll: ") + tpcommGetLastError();
-  }
-  return "";
+  return createComms(devlist, cfg, &f->comms);
 }
 
 std::string enqueue(Run& run, const Form& f, size_t rows) {
@@ -162,14 +157,11 @@ double measureForm(Run& run, Form& f, size_t rows, std::vector<uint8_t>* want,
     *fatal = at + t.error;
     return -1;
   }
-  for (tpcommComm_t c : f.comms) {
-    tpcommResult_t e = tpcommSuccess;
-    if (tpcommCommGetAsyncError(c, &e) == tpcommSuccess && e != tpcommSuccess) {
-      out->failures.push_back(at + "asynchronous error: " + tpcommGetErrorString(e) +
-                              " (not tried again)");
-      f.dead = true;
-      return -1;
-    }
+  const std::string async = asyncError(f.comms);
+  if (!async.empty()) {
+    out->failures.push_back(at + async + " (not tried again)");
+    f.dead = true;
+    return -1;
   }
   if (!t.ok) {
     out->failures.push_back(at + t.error);

@@ -24,20 +24,38 @@ struct FusedPoint {
   std::string oneshot_variant, twoshot_variant, pair_variant;  // what each ran
 };
 
+// Walking points (ascending by rows) down from the largest count: the smallest row count from
+// which `holds` is true at every count `compares`; 0 where it fails at the largest such count.
+// *compared: some count compares; *everywhere: it held at every one.
+template <typename Compares, typename Holds>
+size_t holdsFrom(const std::vector<FusedPoint>& points, Compares compares, Holds holds,
+                 bool* compared, bool* everywhere) {
+  size_t from = 0;
+  *compared = false;
+  *everywhere = true;
+  for (auto it = points.rbegin(); it != points.rend(); ++it) {
+    if (!compares(*it)) continue;
+    *compared = true;
+    if (!holds(*it)) {
+      *everywhere = false;
+      break;
+    }
+    from = it->rows;
+  }
+  return from;
+}
+
 // The tuning table's fused_twoshot_rows from points ascending by rows: the smallest measured row
 // count from which the two-shot beats the one-shot by more than `tie` at every measured count
 // (a tie keeps the one-shot: one phase, not two); SIZE_MAX when the one-shot holds at the largest
 // count measured; 0 when no count has both.
 inline size_t fusedTwoShotRows(const std::vector<FusedPoint>& points, double tie) {
-  size_t from = 0;
-  bool any = false;
-  for (auto it = points.rbegin(); it != points.rend(); ++it) {
-    if (it->oneshot_us < 0 || it->twoshot_us < 0) continue;
-    any = true;
-    if (!(it->twoshot_us * (1.0 + tie) < it->oneshot_us)) break;
-    from = it->rows;
-  }
-  if (!any) return 0;
+  bool compared = false, everywhere = false;
+  const size_t from = holdsFrom(
+      points, [](const FusedPoint& p) { return p.oneshot_us >= 0 && p.twoshot_us >= 0; },
+      [tie](const FusedPoint& p) { return p.twoshot_us * (1.0 + tie) < p.oneshot_us; }, &compared,
+      &everywhere);
+  if (!compared) return 0;
   return from > 0 ? from : SIZE_MAX;
 }
 
@@ -55,17 +73,18 @@ inline double plannedFusedUs(const FusedPoint& p, size_t twoshot_rows) {
 // (fuse everywhere) or nothing compares; SIZE_MAX when the pair wins at the largest count.
 inline size_t fusedUnfusedBelow(const std::vector<FusedPoint>& points, size_t twoshot_rows,
                                 double tie) {
-  size_t from = 0;
-  bool compared = false, pair_won = false;
-  for (auto it = points.rbegin(); it != points.rend() && !pair_won; ++it) {
-    const double fused = plannedFusedUs(*it, twoshot_rows);
-    if (fused < 0 || it->pair_us < 0) continue;
-    compared = true;
-    pair_won = fused > it->pair_us * (1.0 + tie);
-    if (!pair_won) from = it->rows;
-  }
-  if (!compared || !pair_won) return 0;  // nothing to compare, or fused everywhere
-  return from > 0 ? from : SIZE_MAX;     // the pair won at the largest count: never fused
+  bool compared = false, everywhere = false;
+  const size_t from = holdsFrom(
+      points,
+      [twoshot_rows](const FusedPoint& p) {
+        return plannedFusedUs(p, twoshot_rows) >= 0 && p.pair_us >= 0;
+      },
+      [twoshot_rows, tie](const FusedPoint& p) {
+        return plannedFusedUs(p, twoshot_rows) <= p.pair_us * (1.0 + tie);
+      },
+      &compared, &everywhere);
+  if (!compared || everywhere) return 0;  // nothing to compare, or fused everywhere
+  return from > 0 ? from : SIZE_MAX;      // the pair won at the largest count: never fused
 }
 
 // The "fused" record of a world's measurements: {"hidden", "rows": [...], "us": {"oneshot": [...],
@@ -100,12 +119,12 @@ inline json::Value fusedMeasuredJson(const std::vector<FusedPoint>& points, size
   o.set("rows", std::move(rows));
   o.set("us", std::move(times));
   o.set("variants", std::move(variants));
-  o.set("twoshot_rows", twoshot_rows == SIZE_MAX ? Value::string("inf")
-                        : twoshot_rows == 0      ? Value()
-                                                 : Value::unsignedInteger(twoshot_rows));
-  o.set("unfused_below", unfused_below == SIZE_MAX ? Value::string("inf")
-                         : unfused_below == 0      ? Value()
-                                                   : Value::unsignedInteger(unfused_below));
+  // A row count as the tuning table writes it: a count, "inf", or null where nothing was picked.
+  const auto rows_value = [](size_t n) {
+    return n == SIZE_MAX ? Value::string("inf") : n == 0 ? Value() : Value::unsignedInteger(n);
+  };
+  o.set("twoshot_rows", rows_value(twoshot_rows));
+  o.set("unfused_below", rows_value(unfused_below));
   return o;
 }
 

@@ -45,12 +45,7 @@ std::string create(Backend* b, const std::vector<int>& devlist) {
   tpcommConfig_t cfg = TPCOMM_CONFIG_INITIALIZER;
   cfg.algo = b->algo;
   cfg.ncclMode = tpcommNcclOff;  // a forced algorithm never needs the fallback
-  b->comms.assign(devlist.size(), nullptr);
-  if (tpcommCommInitAll(b->comms.data(), n, devlist.data(), &cfg) != tpcommSuccess) {
-    b->comms.clear();
-    return std::string("tpcommCommInitAll: ") + tpcommGetLastError();
-  }
-  return "";
+  return createComms(devlist, cfg, &b->comms);
 }
 
 void destroy(Backend* b) {
@@ -83,16 +78,6 @@ std::string enqueue(Backend* b, std::vector<timing::Rank>& ranks, size_t count,
   }
   tpcommGroupEnd();
   return err;
-}
-
-// An error a tpcomm kernel reported after its call returned (a peer that never answered).
-std::string asyncError(const Backend& b) {
-  for (tpcommComm_t c : b.comms) {
-    tpcommResult_t e = tpcommSuccess;
-    if (tpcommCommGetAsyncError(c, &e) == tpcommSuccess && e != tpcommSuccess)
-      return std::string("asynchronous error: ") + tpcommGetErrorString(e);
-  }
-  return "";
 }
 
 // Host copies of the inputs (each rank's first `count` elements) and their reference sum.
@@ -215,7 +200,7 @@ std::string measureOne(const MeasureConfig& cfg, std::vector<timing::Rank>& rank
   timing::Timing t = timing::timeInGraph(
       ranks, [&] { return enqueue(b, ranks, count, cfg.dtype); }, cfg.warmup, cfg.iters, cfg.reps);
   if (t.cuda_failed) return name(b->algo) + " at " + std::to_string(bytes) + " bytes: " + t.error;
-  const std::string async = asyncError(*b);
+  const std::string async = asyncError(b->comms);
   if (!async.empty()) {
     t.ok = false;
     t.error = async + " (the communicator is broken; " + name(b->algo) + " not tried again)";
@@ -238,6 +223,26 @@ std::string measureOne(const MeasureConfig& cfg, std::vector<timing::Rank>& rank
 }
 
 }  // namespace
+
+std::string createComms(const std::vector<int>& devlist, const tpcommConfig_t& cfg,
+                        std::vector<tpcommComm_t>* comms) {
+  comms->assign(devlist.size(), nullptr);
+  if (tpcommCommInitAll(comms->data(), static_cast<int>(devlist.size()), devlist.data(), &cfg) !=
+      tpcommSuccess) {
+    comms->clear();
+    return std::string("tpcommCommInitAll: ") + tpcommGetLastError();
+  }
+  return "";
+}
+
+std::string asyncError(const std::vector<tpcommComm_t>& comms) {
+  for (tpcommComm_t c : comms) {
+    tpcommResult_t e = tpcommSuccess;
+    if (tpcommCommGetAsyncError(c, &e) == tpcommSuccess && e != tpcommSuccess)
+      return std::string("asynchronous error: ") + tpcommGetErrorString(e);
+  }
+  return "";
+}
 
 std::vector<int> tuneCandidates() {
   return candidatesFor(tpcommNumAlgos);

@@ -35,6 +35,15 @@ struct MeasureResult {
 // that cannot run here are skipped with the library's reason.
 std::vector<int> tuneCandidates();
 
+// One communicator per rank of devlist, made with cfg (tpcommCommInitAll); "" or why not (*comms
+// then empty). tune_fused.cc makes its forms' communicators this way too.
+std::string createComms(const std::vector<int>& devlist, const tpcommConfig_t& cfg,
+                        std::vector<tpcommComm_t>* comms);
+
+// An error a tpcomm kernel of these communicators reported after its call returned (a peer that
+// never answered), as "asynchronous error: ..."; "" where none did.
+std::string asyncError(const std::vector<tpcommComm_t>& comms);
+
 // Measures every candidate at every size; progress on stderr. Returns "" or why the measurement
 // as a whole could not run (buffers could not be allocated, a CUDA error left the GPUs unusable).
 std::string measureAll(const MeasureConfig& config, MeasureResult* out);
