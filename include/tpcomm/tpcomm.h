@@ -120,7 +120,9 @@ typedef enum {
   tpcommVariantFusedP2pIslandPullFp8 = 36,    /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pTwoShot = 37,          /* fused two-shot over pushes: rows split by owner */
   tpcommVariantFusedP2pTwoShotFp8 = 38,       /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 39
+  tpcommVariantFusedP2pIsland = 39,           /* fused over the push island: rows split by member */
+  tpcommVariantFusedP2pIslandFp8 = 40,        /* the same with FP8 e4m3 output */
+  tpcommNumVariants = 41
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

@@ -51,27 +51,6 @@ __device__ __forceinline__ void storeRowNorm(const FusedParams& p, size_t base, 
     storeNorm<T, kQuant>(p, base + j, res_out[base + j], gamma[j], rs, inv_scale);
 }
 
-// The grid's last block carries no rows: it announces the call's fingerprint and checks the
-// peers' (a warp, every peer at once: checkPeerCallsWarp) beside the row blocks' data waits, as
-// the cluster kernel's checker warp does, so the check is on no row's path (in a data thread it
-// cost the call 0.9 to 1.9 us at 1..16 rows: docs/BENCHMARKS.md, twenty-second round). A failed
-// check sets the abort flag, which ends the row blocks' waits: they poison their rows.
-template <typename Proto, typename T, int kW, bool kQuant>
-__device__ __forceinline__ void fusedCheckBlock(CallSession& session, const DeviceComm& c,
-                                                const FusedParams& p) {
-  session.openThread();
-  const bool aborted = session.aborted();
-  if (threadIdx.x == 0 && !aborted) session.announce<Proto, kW>(fusedPrint<T, kQuant>(session, p));
-  if (!session.arriveBlock(aborted)) return;
-  if (threadIdx.x < 32) {
-    WaitCtx wait = session.startWaits();
-    if (!checkPeerCallsWarp<Proto>(c, session.epoch, fusedPrint<T, kQuant>(session, p),
-                                   wait.deadline))
-      return;  // gave up: no close, as a row block that gave up
-  }
-  session.close(1);
-}
-
 // Rows of up to blockDim.x * V vectors (fusedVecsPerThread) stay in registers: the residual and
 // gamma are loaded before the waits, every vector's wait is batched with the others, and the norm
 // is computed from the sums without a second pass over memory. Longer rows take two passes, the

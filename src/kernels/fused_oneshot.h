@@ -81,10 +81,12 @@ KernelSet fusedPullFp8Kernels(int world);
 // The fused two-shot over pull (fused_twoshot_pull.cu): the flag wire, rows split by owner.
 KernelSet fusedTwoShotPullKernels(int world);
 KernelSet fusedTwoShotPullFp8Kernels(int world);
-// The fused two-shot over pushes (fused_twoshot_push.cu): the sentinel protocol, rows split by
-// owner.
+// The fused two-shot and island over pushes (fused_twoshot_push.cu): the sentinel protocol, rows
+// split by owner (the ranks; the island's members).
 KernelSet fusedTwoShotPushKernels(int world);
 KernelSet fusedTwoShotPushFp8Kernels(int world);
+KernelSet fusedIslandPushKernels(int world);
+KernelSet fusedIslandPushFp8Kernels(int world);
 // The fused island over pull (fused_island_pull.cu): island_pull's legs by whole rows.
 KernelSet fusedIslandPullKernels(int world);
 KernelSet fusedIslandPullFp8Kernels(int world);

@@ -12,6 +12,9 @@
 // The slot rotation, the epoch and why an outbox slot is never rewritten while a peer still reads
 // it are the pull one-shot's (docs/PROTOCOL.md, "Pull" and "Pull with the flag in the data"). One
 // step, rows that fit the registers (the one-pass path only: the planner checks, fused_plan.cc).
+// Where the planner gives it a check block (FusedParams::check_block), the grid's last block
+// carries no rows and checks the peers' fingerprints (fusedCheckBlock, as the push kernel's);
+// else block 0's last thread checks them between its publish and its await.
 #include "kernels/device/fused_pull_device.cuh"
 #include "kernels/device/kernel_set.cuh"
 #include "kernels/fused_oneshot.h"
@@ -35,6 +38,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t slot_bytes = kLL ? kPullLLSlotBytes : c.pull_slot_bytes;
   char* const mine_area = c.pulls[c.rank] + area;
   CallSession session(c);
+  // The row blocks; with a check block, all but the last (at least one: launchFusedOneShot checks).
+  const bool check_block = p.check_block != 0;
+  const unsigned nb = check_block ? gridDim.x - 1 : gridDim.x;
+  if (check_block && blockIdx.x == nb) {
+    pdlWait();  // the previous kernel's epoch
+    fusedCheckBlock<PullProto, T, kW, kQuant>(session, c, p);
+    return;
+  }
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   // The block's first row in registers, its loads in flight with the epoch's.
@@ -47,11 +58,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool aborted = session.aborted();
   const uint32_t flag = stepFlag(session.epoch);
   const size_t slot = (session.epoch % kNumSlots) * slot_bytes;
-  const bool checker = isFusedPrintChecker();
+  const bool checker = !check_block && isFusedPrintChecker();
   const PrintWords print = fusedPrint<T, kQuant>(session, p);
   if (checker && !aborted) session.announce<PullProto, kW>(print);
   if (!aborted) {  // my rows into my own outbox slot: local stores only
-    for (size_t row = row0; row < p.rows; row += gridDim.x)
+    for (size_t row = row0; row < p.rows; row += nb)
 #pragma unroll
       for (int u = 0; u < V; ++u) {
         const size_t j = threadIdx.x + u * blockDim.x;
@@ -63,7 +74,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // Every thread's epoch read has returned (and, for the flag wire, every store of the block is
   // ordered before thread 0's publish by this barrier) before the block is counted in.
   if (!session.arriveBlock(aborted)) {  // aborted before this call: the block's rows are poison
-    poisonFused<T, kQuant>(p, row0, gridDim.x, threadIdx.x, blockDim.x, hv);
+    poisonFused<T, kQuant>(p, row0, nb, threadIdx.x, blockDim.x, hv);
     return;
   }
   if constexpr (!kLL) publishFlag<PullProto>(c, session.epoch);
@@ -79,7 +90,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] + area + slot : nullptr;
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
   unsigned parity = 0;
-  for (size_t row = row0; row < p.rows; row += gridDim.x, parity ^= 1u) {
+  for (size_t row = row0; row < p.rows; row += nb, parity ^= 1u) {
     if (row != row0) {
       loadSlice<V>(p.send, row * hv, 0, hv, x);
       loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
@@ -99,7 +110,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     bool failed = false;
     const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
     if (failed) {  // this row and the block's later ones are poison (poisonFused)
-      poisonFused<T, kQuant>(p, row, gridDim.x, threadIdx.x, blockDim.x, hv);
+      poisonFused<T, kQuant>(p, row, nb, threadIdx.x, blockDim.x, hv);
       return;
     }
     const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);

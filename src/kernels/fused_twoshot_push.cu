@@ -1,21 +1,30 @@
-// The fused all-reduce + add + RMSNorm (+ FP8) two-shot over pushes (the sentinel protocol of the
-// push all-reduce, proto_device.cuh): the push form of fused_twoshot_pull.cu, for PCIe fabrics
-// whose peer stores hold (no write-collapse verdict), where many rows or a call beyond one step
-// of the push one-shot would otherwise make every rank push every row to every peer, or run
-// unfused. Each step's rows are split into one run per rank (fused_twoshot_layout.h: parts =
-// world, areas = 2 * world); per step, block b of every rank:
-//   1. pushes its input of every other rank's run into that rank's slot, in its own row of the
+// The fused all-reduce + add + RMSNorm (+ FP8) over pushes that split the rows by owner (the
+// sentinel protocol of the push all-reduce, proto_device.cuh), in two forms of one kernel:
+// - the two-shot (fused_p2p_twoshot): the push form of fused_twoshot_pull.cu, for PCIe fabrics
+//   whose peer stores hold (no write-collapse verdict), where many rows or a call beyond one step
+//   of the push one-shot would otherwise make every rank push every row to every peer, or run
+//   unfused. The owners are the ranks.
+// - the island (fused_p2p_island): the push island's legs (island.cu) by whole rows, for
+//   two-socket boxes whose peer stores hold, where the all-reduce is the push island. The owners
+//   are an island's members (local index j owns run j in both islands), and partners exchange
+//   their island's partial in fp32 before the residual is added: what crosses the socket link is
+//   the partial, once each way, as in the island's all-reduce (and the norm is never sent).
+// Each step's rows are split into one run per owner (fused_twoshot_layout.h: fusedPushAreas);
+// per step, block b of every rank:
+//   1. pushes its input of every other owner's run into that owner's slot, in its own row of the
 //      reduce-scatter (RS) areas;
-//   2. for its rows of its own run, waits for every peer's entries (the data says it arrived),
-//      sums every rank's in rank order in fp32, adds the residual (the one rounding of every path,
+//   2. for its rows of its own run, waits for every source's entries (the data says it arrived),
+//      sums them in rank (island) order in fp32; the island pushes that partial into its
+//      partner's X area and adds the partner's (island 0's first, island.cu's order: both
+//      partners compute the same bits); adds the residual (the one rounding of every path,
 //      fused_device.cuh), normalises from its registers and pushes the residual rows into every
-//      peer's slot, in its own row of the all-gather (AG) areas;
+//      other owner's slot, in its own row of the all-gather (AG) areas;
 //   3. for its rows of every other run, waits for the owner's residual rows in its AG area,
 //      stores them and normalises them (the owner's threads, order and bits).
 // Readers clear what they read (the sentinel protocol), and each phase's entries are read by the
 // writer's same block and thread, so the slots rotate as the push two-shot's do (twoshot.cu;
-// docs/PROTOCOL.md, "The fused two-shot over pushes"). Rows that fit the registers only (the
-// planner checks, fused_plan.cc).
+// docs/PROTOCOL.md, "The fused two-shot over pushes", "The fused island over pushes"). Rows that
+// fit the registers only (the planner checks, fused_plan.cc).
 #include "kernels/device/fused_pull_device.cuh"
 #include "kernels/device/kernel_set.cuh"
 #include "kernels/fused_oneshot.h"
@@ -28,38 +37,91 @@ namespace {
 using namespace fused_pull;
 using Proto = SentinelProto;
 
-template <typename T, int kW, bool kQuant>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    fusedTwoShotPushKernel(const __grid_constant__ DeviceComm c,
-                           const __grid_constant__ FusedParams p) {
+// The owners of a call's runs as the kernel sees them: every rank (the two-shot), or my island's
+// members by local index (the island).
+template <bool kIsland>
+struct Owners {
+  int n;   // owners (runs a step)
+  int me;  // my index among them
+  const signed char* members;
+  __device__ __forceinline__ explicit Owners(const DeviceComm& c)
+      : n(kIsland ? c.island_size : c.world),
+        me(kIsland ? c.island_local : c.rank),
+        members(kIsland ? c.island_members[c.island] : nullptr) {}
+  __device__ __forceinline__ int rankOf(int j) const {
+    return kIsland ? static_cast<int>(members[j]) : j;
+  }
+  // Owner me + q (q in 1 .. n - 1): ringRank, not `%` (oneshot_lean.cu says why).
+  __device__ __forceinline__ int after(int q) const { return ringRank(me, q, n); }
+};
+
+// Island 0's partial + island 1's of this thread's vectors of one row (a[u]: my island's, in
+// fp32): mine pushed into my partner's X area, its own taken from mine (the same block and
+// thread), island 0's first. A thread whose wait gave up pushes nothing: the partner's wait for
+// it gives up too, and no partial is invented.
+template <typename T, int V>
+__device__ __forceinline__ void exchangePartial(CallSession& session, const DeviceComm& c,
+                                                WaitCtx& wait, uint4* to_partner, uint4* from,
+                                                size_t base, size_t hv, uint32_t flag,
+                                                unsigned long long step, Acc<T> (&a)[V]) {
+  constexpr int Q = VecTraits<T>::kElems / 4;  // fp32 vectors a data vector
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j >= hv || wait.failed) continue;
+#pragma unroll
+    for (int h = 0; h < Q; ++h)
+      Proto::put(to_partner + (base + j) * Q + h, canon<float>(a[u].quad(h)), flag);
+  }
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    uint4 theirs[Q];
+    if (j >= hv || wait.failed ||
+        !session.take<Proto, Q>(wait, from + (base + j) * Q, flag, c.partner, step, theirs))
+      continue;
+#pragma unroll
+    for (int h = 0; h < Q; ++h) a[u].addQuad(h, theirs[h], /*first=*/c.island == 1);
+  }
+}
+
+// kN: the owner class the kernel was built for (world class, or island-size class).
+template <typename T, int kN, bool kQuant, bool kIsland>
+__device__ __forceinline__ void fusedSplitPush(const DeviceComm& c, const FusedParams& p) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = kFusedPullVecs;
   __shared__ BlockSumScratch scratch;
   const size_t hv = p.hidden / E;
-  const int rank = c.rank, world = c.world;
-  // p.region: the slot's vectors (the planner's), cut into 2 * world areas.
-  const FusedTwoShotSteps k = fusedRunSteps(p.region, hv, world, 2 * world, p.rows);
+  const Owners<kIsland> own(c);
+  const int n = own.n, me = own.me;
+  // p.region: the slot's vectors (the planner's), cut into fusedPushAreas areas.
+  const FusedTwoShotSteps k = fusedRunSteps(p.region, hv, n, fusedPushAreas(n, kIsland), p.rows);
   const size_t area_vecs = k.area_rows * hv;
   const size_t count = p.rows * p.hidden;
   char* const* slots = Proto::bufs(c);  // every rank's slots, as seen from here
   CallSession session(c);
 
   uint4 g[V];
-  const RowSplitOpen open = openRowSplit<Proto, kW, T, kQuant>(session, p, hv, g);
+  // The island kernels are built per island-size class: the announce covers every rank.
+  const RowSplitOpen open = openRowSplit < Proto, kIsland ? kMaxRanks : kN, T,
+                     kQuant > (session, p, hv, g);
   const bool aborted = open.aborted;
   const float inv_scale = open.inv_scale;
   WaitCtx wait = session.startWaits();
   unsigned parity = 0;
   for (size_t s = 0; s < k.nsteps; ++s) {
-    const FusedTwoShotStep st = fusedTwoShotStep(k, s, world, p.rows);
+    const FusedTwoShotStep st = fusedTwoShotStep(k, s, n, p.rows);
     const unsigned long long step = session.epoch + s;
     const uint32_t flag = stepFlag(step);
     const size_t slot_off = (step % kNumSlots) * Proto::slotBytes(c);
+    const auto slotOf = [slots, slot_off](int rank) {
+      return reinterpret_cast<uint4*>(slots[rank] + slot_off);
+    };
     // 1. My input of every other run into its owner's RS area, my row.
     if (!aborted)
-      for (int q = 1; q < world; ++q) {
-        const int d = ringRank(rank, q, world);
-        uint4* rs = reinterpret_cast<uint4*>(slots[d] + slot_off) + rank * area_vecs;
+      for (int q = 1; q < n; ++q) {
+        const int d = own.after(q);
+        uint4* rs = slotOf(own.rankOf(d)) + me * area_vecs;
         const size_t first = st.first + st.runBegin(d);
         for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x)
           for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
@@ -69,7 +131,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (s == 0) {
       // Every thread's epoch read has returned before the block is counted in.
       if (!session.arriveBlock(aborted)) {  // aborted before this call: every row is poison
-        poisonRunRows<T, kQuant>(p, k, 0, world);
+        poisonRunRows<T, kQuant>(p, k, 0, n);
         return;
       }
       // The peers' fingerprints before any wait for their data: a peer in another call is an
@@ -77,49 +139,60 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
     }
 
-    // 2. My run: every rank's input summed, the residual added, normalised; the residual rows
-    //    pushed into every peer's AG area, my row.
-    uint4* const mine = reinterpret_cast<uint4*>(slots[rank] + slot_off);
-    const size_t own_first = st.first + st.runBegin(rank);
-    for (size_t i = blockIdx.x; i < st.runLen(rank); i += gridDim.x, parity ^= 1u) {
+    // 2. My run: every source's input summed (the island: and the partner's partial added), the
+    //    residual added, normalised; the residual rows pushed into every other owner's AG area,
+    //    my row.
+    uint4* const mine = slotOf(c.rank);
+    const size_t own_first = st.first + st.runBegin(me);
+    for (size_t i = blockIdx.x; i < st.runLen(me); i += gridDim.x, parity ^= 1u) {
       const size_t row = own_first + i;
       uint4 res[V], y[V];
       loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
       float sumsq = 0.f;
 #pragma unroll
       for (int u = 0; u < V; ++u) y[u] = make_uint4(0, 0, 0, 0);
-      session.sum<Proto, T, kW, V>(
-          wait, world, rank, [](int r) { return r; }, mine, area_vecs, i * hv + threadIdx.x,
-          blockDim.x, i * hv + hv, static_cast<const T*>(p.send), row * hv + threadIdx.x, count,
-          step,
-          [&](int u, const Acc<T>& acc) { y[u] = canon<T>(addResidual<T>(acc, res[u], sumsq)); });
+      if constexpr (kIsland) {
+        Acc<T> a[V];
+        session.sum<Proto, T, kN, V>(
+            wait, n, me, [&own](int j) { return own.rankOf(j); }, mine, area_vecs,
+            i * hv + threadIdx.x, blockDim.x, i * hv + hv, static_cast<const T*>(p.send),
+            row * hv + threadIdx.x, count, step, [&a](int u, const Acc<T>& acc) { a[u] = acc; });
+        exchangePartial<T, V>(session, c, wait, slotOf(c.partner) + 2 * n * area_vecs,
+                              mine + 2 * n * area_vecs, i * hv, hv, flag, step, a);
+#pragma unroll
+        for (int u = 0; u < V; ++u)
+          if (threadIdx.x + u * blockDim.x < hv && !wait.failed)
+            y[u] = canon<T>(addResidual<T>(a[u], res[u], sumsq));
+      } else {
+        session.sum<Proto, T, kN, V>(
+            wait, n, me, [](int r) { return r; }, mine, area_vecs, i * hv + threadIdx.x, blockDim.x,
+            i * hv + hv, static_cast<const T*>(p.send), row * hv + threadIdx.x, count, step,
+            [&](int u, const Acc<T>& acc) { y[u] = canon<T>(addResidual<T>(acc, res[u], sumsq)); });
+      }
       // Every thread takes part in the block sum, a timed-out one too, then the block leaves
       // together: no barrier is left waiting for it.
       bool failed = false;
       const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
       if (failed) {
-        poisonRunRows<T, kQuant>(p, k, s, world);
+        poisonRunRows<T, kQuant>(p, k, s, n);
         return;
       }
 #pragma unroll
       for (int u = 0; u < V; ++u) {
         const size_t j = threadIdx.x + u * blockDim.x;
         if (j >= hv) continue;
-        for (int q = 1; q < world; ++q) {
-          const int d = ringRank(rank, q, world);
-          Proto::put(reinterpret_cast<uint4*>(slots[d] + slot_off) + (world + rank) * area_vecs +
-                         i * hv + j,
-                     y[u], flag);
-        }
+        for (int q = 1; q < n; ++q)
+          Proto::put(slotOf(own.rankOf(own.after(q))) + (n + me) * area_vecs + i * hv + j, y[u],
+                     flag);
       }
       storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
     }
     if (s + 1 == k.nsteps) pdlLaunchDependents();
 
     // 3. Every other run: its owner's residual rows from my AG area, normalised here.
-    for (int q = 1; q < world; ++q) {
-      const int d = ringRank(rank, q, world);
-      uint4* const ag = mine + (world + d) * area_vecs;
+    for (int q = 1; q < n; ++q) {
+      const int d = own.after(q);
+      uint4* const ag = mine + (n + d) * area_vecs;
       const size_t first = st.first + st.runBegin(d);
       for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x, parity ^= 1u) {
         const size_t row = first + i;
@@ -129,14 +202,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
           const size_t j = threadIdx.x + u * blockDim.x;
           uint4 got[1] = {make_uint4(0, 0, 0, 0)};
           if (j < hv && !wait.failed)
-            session.take<Proto, 1>(wait, ag + i * hv + j, flag, d, step, got);
+            session.take<Proto, 1>(wait, ag + i * hv + j, flag, own.rankOf(d), step, got);
           y[u] = got[0];
         }
         bool failed = false;
         const float total =
             blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, wait.failed, &failed);
         if (failed) {
-          poisonRunRows<T, kQuant>(p, k, s, world);
+          poisonRunRows<T, kQuant>(p, k, s, n);
           return;
         }
         storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
@@ -147,8 +220,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
+template <typename T, int kW, bool kQuant>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    fusedTwoShotPushKernel(const __grid_constant__ DeviceComm c,
+                           const __grid_constant__ FusedParams p) {
+  fusedSplitPush<T, kW, kQuant, false>(c, p);
+}
+
+// kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
+template <typename T, int kM, bool kQuant>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    fusedIslandPushKernel(const __grid_constant__ DeviceComm c,
+                          const __grid_constant__ FusedParams p) {
+  fusedSplitPush<T, kM, kQuant, true>(c, p);
+}
+
 }  // namespace
 
 TPCOMM_ONE_PASS_FUSED_SETS(fusedTwoShotPush, fusedTwoShotPushKernel, kernelSetByWorld, Proto)
+// Built per island-size class for the worlds islandWorld serves.
+TPCOMM_ONE_PASS_FUSED_SETS(fusedIslandPush, fusedIslandPushKernel, kernelSetByIsland, Proto)
 
 }  // namespace tpcomm

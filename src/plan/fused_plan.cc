@@ -76,6 +76,7 @@ enum class FusedWire {
   kNone,
   kPush,
   kPushTwoShot,
+  kPushIsland,
   kPullLL,
   kPullFlag,
   kPullTwoShot,
@@ -92,7 +93,7 @@ bool pulls(FusedWire w) {
 // The wires that split a call's rows among owners, in as many steps as it needs.
 bool splitsRows(FusedWire w) {
   return w == FusedWire::kPullTwoShot || w == FusedWire::kPullIsland ||
-         w == FusedWire::kPushTwoShot;
+         w == FusedWire::kPushTwoShot || w == FusedWire::kPushIsland;
 }
 // The kernels with the one-pass path only (kFusedPullVecs a thread): every wire that pulls or
 // splits rows.
@@ -157,21 +158,27 @@ size_t twoShotRows(const CommFacts& f) {
 // moves the call once either way (the one-shot: the peer's rows; the two-shot: half of them
 // twice), so the two-shot pays off only at twice the rows.
 //
-// Where the all-reduce is island_pull (two islands, the write-collapse verdict), the fused call
-// takes the island's own schedule by whole rows, at every size (fused_island_pull.cu): what
-// crosses the socket link stays the partial, once each way.
+// Where the all-reduce is an island (two islands: island_pull with the write-collapse verdict,
+// the push island without), the fused call takes the island's own schedule by whole rows, at
+// every size (fused_island_pull.cu, fused_twoshot_push.cu): what crosses the socket link stays
+// the partial, once each way. (The islands' table runs the island above 1 MiB, where the fused
+// one-shot's step, 1 MiB, no longer holds the call: before the push form, such calls ran
+// unfused.)
 WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size_t bytes) {
   const WireChoice one = oneShotWireOf(f, ar);
   const VariantRow* row = variantRow(ar.variant);
   if (row && row->island && row->pull)  // island_pull
     return {FusedWire::kPullIsland, f.slots.pull_step_bytes,
             "island_pull's legs by whole rows (peer memory by pulls)"};
+  if (row && row->island)  // the push island: a whole slot, 2m + 2 areas
+    return {FusedWire::kPushIsland, 2 * f.slots.twoshot_chunk_vecs * kVecBytes,
+            "the island's legs by whole rows (peer memory by pushes)"};
   const size_t at = twoShotRows(f);
   // Rows the two-shot cannot hold stay with the one-shot's wire (which says why, if it cannot).
   const size_t row_bytes = call.hidden * dtypeSize(call.dtype);
   const bool fits = row_bytes % kVecBytes == 0 && row_bytes / kVecBytes <= kPullRowVecs;
-  if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits || (row && row->island) ||
-      at == 0 || (call.rows < at && bytes <= one.cap))
+  if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits || at == 0 ||
+      (call.rows < at && bytes <= one.cap))
     return one;
   // The push form within the push one-shot's step (beyond it one H200 with 4 and 8 ranks sharing
   // it measured the push form behind the unfused pair: 262.6 / 583.2 us against 234.3 / 474.6 at
@@ -202,6 +209,8 @@ tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
       return fp8 ? tpcommVariantFusedP2pTwoShotPullFp8 : tpcommVariantFusedP2pTwoShotPull;
     case FusedWire::kPullIsland:
       return fp8 ? tpcommVariantFusedP2pIslandPullFp8 : tpcommVariantFusedP2pIslandPull;
+    case FusedWire::kPushIsland:
+      return fp8 ? tpcommVariantFusedP2pIslandFp8 : tpcommVariantFusedP2pIsland;
     case FusedWire::kNone:
       break;
   }
@@ -209,14 +218,19 @@ tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
 }
 
 // The owners a wire splits a step's rows among (the ranks, or an island's members) and its steps.
+bool islands(FusedWire w) {
+  return w == FusedWire::kPullIsland || w == FusedWire::kPushIsland;
+}
 int owners(const CommFacts& f, FusedWire w) {
-  return w == FusedWire::kPullIsland ? f.world / 2 : f.world;
+  return islands(w) ? f.world / 2 : f.world;
 }
 FusedTwoShotSteps rowSteps(const CommFacts& f, const WireChoice& w, size_t hv, size_t rows) {
   const int n = owners(f, w.wire);
   if (w.wire == FusedWire::kPullIsland) return fusedIslandSteps(w.cap / kVecBytes, hv, n, rows);
-  // The push form's slot: an RS and an AG area per rank (fused_twoshot_push.cu).
-  const int areas = w.wire == FusedWire::kPushTwoShot ? 2 * n : n;
+  // The push forms' slot: an RS and an AG area per owner, and the island's X
+  // (fused_twoshot_push.cu).
+  const bool push = w.wire == FusedWire::kPushTwoShot || w.wire == FusedWire::kPushIsland;
+  const int areas = push ? fusedPushAreas(n, w.wire == FusedWire::kPushIsland) : n;
   return fusedRunSteps(w.cap / kVecBytes, hv, n, areas, rows);
 }
 
@@ -233,14 +247,17 @@ std::string whyNotFused(const CommFacts& f, const CallPlan& ar, const WireChoice
     return strFormat("rows of %zu vectors exceed the pull kernel's registers (%zu)", hv,
                      kPullRowVecs);
   if (splitsRows(w.wire) && rowSteps(f, w, hv, call.rows).area_rows == 0)
-    return strFormat("a pull slot of %zu bytes cannot hold a row for each of its areas", w.cap);
+    return strFormat("a slot of %zu bytes cannot hold a row for each of its areas", w.cap);
   return "";
 }
 
-// The fused one-shot's kernel with a block per row (fused_oneshot.cu: pushes or host memory)
-// launches one more block, which checks the peers' fingerprints and carries no rows.
+// The fused one-shots' kernels with a block per row (fused_oneshot.cu: pushes or host memory;
+// fused_pull.cu: pulls) launch one more block, which checks the peers' fingerprints and carries
+// no rows.
 bool checkBlock(FusedWire w, int cluster) {
-  return (w == FusedWire::kPush || w == FusedWire::kHost) && cluster == 1;
+  return (w == FusedWire::kPush || w == FusedWire::kHost || w == FusedWire::kPullFlag ||
+          w == FusedWire::kPullLL) &&
+         cluster == 1;
 }
 
 // The fused kernel's grid over wire w: a cluster or a block per row (peer-memory pushes may use
@@ -284,8 +301,7 @@ void fusedGrid(const CommFacts& f, const WireChoice& w, const Call& call, size_t
   e->pdl = f.knobs.pdl;
   // Short enough that the cluster and the cap notes fit tpcommCallInfo_t::reason too.
   e->reason = splitsRows(w.wire)
-                  ? std::string(w.wire == FusedWire::kPullIsland ? "fused island over "
-                                                                 : "fused two-shot over ") +
+                  ? std::string(islands(w.wire) ? "fused island over " : "fused two-shot over ") +
                         w.what +
                         strFormat(" (%zu bytes, %zu step(s) of up to %zu rows)", bytes, k.nsteps,
                                   k.step_rows)

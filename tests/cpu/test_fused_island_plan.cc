@@ -1,9 +1,10 @@
-// The fused island over pull (src/kernels/fused_island_pull.cu, its layout
-// src/kernels/layout/fused_twoshot_layout.h, its rule in src/plan/fused_plan.cc): every row in
-// exactly one member's run of exactly one step, the areas of a slot distinct and inside it, and the
-// planner taking it wherever the all-reduce is island_pull (the issue's two-socket box with the
-// write-collapse verdict), at every size, FP8 included; what it cannot take goes unfused and says
-// why.
+// The fused islands, over pull (src/kernels/fused_island_pull.cu) and over pushes
+// (src/kernels/fused_twoshot_push.cu), their layout src/kernels/layout/fused_twoshot_layout.h and
+// their rule in src/plan/fused_plan.cc: every row in exactly one member's run of exactly one step,
+// the areas of a slot distinct and inside it, and the planner taking the pull form wherever the
+// all-reduce is island_pull (the issue's two-socket box with the write-collapse verdict) and the
+// push form wherever it is the push island (the same box, its peer stores healthy), at every size,
+// FP8 included; what they cannot take goes unfused and says why.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,6 +26,12 @@ CommFacts twoSocketsCollapsed(int world) {
   CommFacts f = factsFor(world, Fabric::kPcie);
   f.two_islands = true;
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
+  return f;
+}
+// The same box with healthy peer stores (no verdict): the all-reduce pushes.
+CommFacts twoSocketsHealthy(int world) {
+  CommFacts f = factsFor(world, Fabric::kPcie);
+  f.two_islands = true;
   return f;
 }
 
@@ -60,6 +67,22 @@ TEST(FusedIslandLayout, EveryRowOnceAndEveryAreaInsideTheSlot) {
           for (size_t r = 0; r < rows; ++r) ASSERT_EQ(seen[r], 1) << "row " << r;
         }
   EXPECT_EQ(fusedIslandSteps(5 * 7 - 1, 7, 3, 10).area_rows, 0u);  // 5 areas of a row: 35 vectors
+}
+
+// The push forms' slot: RS and AG areas per owner, and the island's X (two areas: a run's fp32
+// partial, up to two vectors a data vector) after them, inside the slot.
+TEST(FusedIslandLayout, ThePushIslandsAreasFitItsSlot) {
+  EXPECT_EQ(fusedPushAreas(4, false), 8);
+  EXPECT_EQ(fusedPushAreas(2, true), 6);
+  for (int m : {2, 3, 4})
+    for (size_t hv : {size_t{1}, size_t{448}, size_t{1024}})
+      for (size_t slot_vecs : {hv * (2 * m + 2), size_t{65536}}) {
+        const FusedTwoShotSteps k =
+            fusedRunSteps(slot_vecs, hv, m, fusedPushAreas(m, true), size_t{100});
+        ASSERT_GE(k.area_rows, 1u);
+        const size_t area = k.area_rows * hv;
+        EXPECT_LE(2 * m * area + 2 * area, slot_vecs);  // X's end: 2 fp32 vectors a data vector
+      }
 }
 
 // The done-when of the fused-fabric issue: with real islands and the write-collapse verdict the
@@ -139,8 +162,71 @@ TEST(FusedIslandPlan, WhatItCannotHoldGoesUnfusedSayingWhy) {
   EXPECT_EQ(p.decision.error, tpcommUnsupported) << p.decision.reason;
 }
 
+// The healthy box: the fused push island wherever the all-reduce is the push island (above 1 MiB
+// at 6 and 8 ranks, where the one-shot's step no longer holds the call: these calls ran unfused
+// before it), a push one-shot or two-shot below; never a pull. Its grid: a block per row of a
+// member's run.
+TEST(FusedIslandPlan, RealIslandsWithoutCollapseTakeTheFusedPushIsland) {
+  int islands = 0;
+  for (int w : {6, 8})
+    for (size_t t : {size_t{1}, size_t{16}, size_t{64}, size_t{75}, size_t{256}, size_t{1024}})
+      for (bool fp8 : {false, true}) {
+        const CallPlan p = planCall(twoSocketsHealthy(w), fusedCall(t, kH, tpcommBfloat16, fp8));
+        ASSERT_EQ(p.decision.error, tpcommSuccess) << what(w, t, p);
+        const VariantRow* r = variantRow(p.epilogue.variant);
+        ASSERT_NE(r, nullptr);
+        EXPECT_EQ(r->collective, VariantCollective::kFused) << what(w, t, p);
+        EXPECT_FALSE(r->pull) << what(w, t, p);
+        EXPECT_EQ(p.variant == tpcommVariantIsland, t * kH * 2 > (size_t{1} << 20))
+            << what(w, t, p);
+        if (p.variant != tpcommVariantIsland) continue;
+        ++islands;
+        EXPECT_EQ(p.epilogue.variant,
+                  fp8 ? tpcommVariantFusedP2pIslandFp8 : tpcommVariantFusedP2pIsland)
+            << what(w, t, p);
+        EXPECT_TRUE(p.epilogue.one_pass) << what(w, t, p);
+        EXPECT_NE(p.epilogue.reason.find("fused island over"), std::string::npos) << what(w, t, p);
+        const size_t m = static_cast<size_t>(w / 2), hv = kH * 2 / 16;
+        const FusedTwoShotSteps k =
+            fusedRunSteps(p.epilogue.region, hv, w / 2, fusedPushAreas(w / 2, true), t);
+        ASSERT_GE(k.area_rows, 1u);
+        const size_t run = (std::min(t, k.step_rows) + m - 1) / m;
+        EXPECT_EQ(p.epilogue.blocks, static_cast<int>(std::min<size_t>(run, kDefaultMaxBlocks)))
+            << what(w, t, p);
+      }
+  EXPECT_EQ(islands, 2 * 3 * 2);  // 75, 256, 1024 rows at 6 and 8 ranks
+}
+
+// Forced by name, the push island too runs wherever there is an island split, in many steps.
+TEST(FusedIslandPlan, ThePushIslandForcedByNameWhereIslandsExist) {
+  for (int w : {4, 6, 8}) {
+    CommFacts f = factsFor(w, Fabric::kNvlink);
+    f.knobs.variant = tpcommVariantFusedP2pIsland;
+    const CallPlan p = planCall(f, fusedCall(2048, kH, tpcommBfloat16, false));
+    EXPECT_EQ(p.variant, tpcommVariantIsland) << what(w, 2048, p);
+    EXPECT_EQ(p.epilogue.variant, tpcommVariantFusedP2pIsland) << what(w, 2048, p);
+    const FusedTwoShotSteps k =
+        fusedRunSteps(p.epilogue.region, kH * 2 / 16, w / 2, fusedPushAreas(w / 2, true), 2048);
+    EXPECT_GT(k.nsteps, 1u) << p.epilogue.reason;
+  }
+  CommFacts f = factsFor(3, Fabric::kNvlink);
+  f.knobs.variant = tpcommVariantFusedP2pIsland;
+  EXPECT_EQ(planCall(f, fusedCall(4, kH, tpcommBfloat16, false)).decision.error, tpcommUnsupported);
+}
+
+// A push slot too small for a row in each of the island's 2m + 2 areas goes unfused, saying why.
+TEST(FusedIslandPlan, APushSlotThatCannotHoldARowGoesUnfused) {
+  CommFacts f = twoSocketsHealthy(8);
+  f.forced_algo = tpcommAlgoIsland;
+  f.slots.twoshot_chunk_vecs = 2048;  // 2 x 32 KiB: 10 areas of 7168 bf16 do not fit
+  const EpiloguePlan e = planCall(f, fusedCall(16, kH, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(e.variant, tpcommVariantAddRmsNorm) << e.reason;
+  EXPECT_NE(e.reason.find("cannot hold a row"), std::string::npos) << e.reason;
+}
+
 TEST(FusedIslandPlan, TheIslandWorldsHaveTheirOnePassKernels) {
-  for (tpcommVariant_t v : {tpcommVariantFusedP2pIslandPull, tpcommVariantFusedP2pIslandPullFp8})
+  for (tpcommVariant_t v : {tpcommVariantFusedP2pIslandPull, tpcommVariantFusedP2pIslandPullFp8,
+                            tpcommVariantFusedP2pIsland, tpcommVariantFusedP2pIslandFp8})
     for (int w = 2; w <= 8; ++w)
       for (int d = 0; d < kNumDtypes; ++d) {
         const bool island = w >= 4 && w % 2 == 0;

@@ -65,11 +65,16 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
     if (isFusedVariant(p.variant)) {
       EXPECT_GE(rowBlocks(p), 1) << what;
       EXPECT_LE(static_cast<size_t>(rowBlocks(p)), r.rows) << what;
-      // The one-shot with a block per row checks in a block of its own (pushes, host memory).
+      // The one-shots with a block per row check in a block of its own (pushes, host memory,
+      // pulls).
       const bool one_shot = p.variant == tpcommVariantFusedP2pOneShot ||
                             p.variant == tpcommVariantFusedP2pOneShotFp8 ||
                             p.variant == tpcommVariantFusedHostOneShot ||
-                            p.variant == tpcommVariantFusedHostOneShotFp8;
+                            p.variant == tpcommVariantFusedHostOneShotFp8 ||
+                            p.variant == tpcommVariantFusedP2pOneShotPull ||
+                            p.variant == tpcommVariantFusedP2pOneShotPullFp8 ||
+                            p.variant == tpcommVariantFusedP2pOneShotPullLL ||
+                            p.variant == tpcommVariantFusedP2pOneShotPullLLFp8;
       EXPECT_EQ(p.check_block, one_shot && p.cluster == 1) << what;
       EXPECT_GE(p.threads, 32) << what;
       EXPECT_LE(p.threads, kThreadsPerBlock) << what;

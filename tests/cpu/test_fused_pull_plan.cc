@@ -55,7 +55,9 @@ TEST(FusedPullPlan, WriteCollapseFusesOverPull) {
             EXPECT_EQ(p.variant == tpcommVariantP2pOneShotPullLL, t * h * 2 <= 16384u) << what;
             EXPECT_TRUE(e.one_pass) << what;  // the pull kernels have no second pass
             EXPECT_EQ(e.cluster, 1) << what;
-            EXPECT_EQ(e.blocks, static_cast<int>(t)) << what;
+            // A block a row, and one more that checks the fingerprints (fused_pull.cu).
+            EXPECT_TRUE(e.check_block) << what;
+            EXPECT_EQ(e.blocks, static_cast<int>(t) + 1) << what;
             EXPECT_NE(e.reason.find("by pulls"), std::string::npos) << what;
           }
 }

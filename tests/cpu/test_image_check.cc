@@ -54,6 +54,8 @@ std::set<const void*> everyGetterKernel() {
       {"fusedTwoShotPushFp8Kernels", fusedTwoShotPushFp8Kernels},
       {"fusedIslandPullKernels", fusedIslandPullKernels},
       {"fusedIslandPullFp8Kernels", fusedIslandPullFp8Kernels},
+      {"fusedIslandPushKernels", fusedIslandPushKernels},
+      {"fusedIslandPushFp8Kernels", fusedIslandPushFp8Kernels},
       {"fusedHostKernels", fusedHostKernels},
       {"fusedHostFp8Kernels", fusedHostFp8Kernels},
       {"fusedP2pClusterKernels", fusedP2pClusterKernels},

@@ -139,9 +139,11 @@ std::vector<Pair> pairsFor(const Algo& a, size_t n, std::vector<std::string>* wo
   pairs.push_back({"bf16 2N vs fp32 N (equal bytes)",
                    {Kind::kAllReduce, 2 * n, tpcommBfloat16, name("all-reduce", 2 * n, "bf16")},
                    {Kind::kAllReduce, n, tpcommFloat32, name("all-reduce", n, "fp32")}});
-  // The fused kernel serves one-shots of one step over peer memory or the host sentinel inboxes.
-  const bool fused =
-      (a.algo == tpcommAlgoOneShot || (a.algo == tpcommAlgoHostOneShot && !a.host_ll));
+  // A fused kernel serves one-shots of one step over peer memory (pushes and pulls: the kernels
+  // with a check block) or the host sentinel inboxes, and the islands at every size.
+  const bool fused = a.algo == tpcommAlgoOneShot || a.algo == tpcommAlgoOneShotPull ||
+                     a.algo == tpcommAlgoIsland || a.algo == tpcommAlgoIslandPull ||
+                     (a.algo == tpcommAlgoHostOneShot && !a.host_ll);
   if (fused && n % kHidden == 0 && n <= 4096)
     pairs.push_back(
         {"all-reduce vs all-reduce + add + RMSNorm",
@@ -190,7 +192,6 @@ INSTANTIATE_TEST_SUITE_P(Algo, Mismatch,
                                            Algo{tpcommAlgoOneShotPull, false, "oneshot_pull"},
                                            Algo{tpcommAlgoTwoShotPull, false, "twoshot_pull"},
                                            Algo{tpcommAlgoIslandPull, false, "island_pull"},
-
                                            Algo{tpcommAlgoOneShotCe, false, "oneshot_ce"}),
                          [](const ::testing::TestParamInfo<Algo>& i) {
                            return std::string(i.param.name);

@@ -232,4 +232,26 @@ __device__ __forceinline__ void loadSlice(const void* src, size_t base, size_t l
   }
 }
 
+// The grid's last block of the block-per-row fused one-shots (fused_oneshot.cu over pushes or
+// host memory, fused_pull.cu over pull) carries no rows: it announces the call's fingerprint and
+// checks the peers' (a warp, every peer at once: checkPeerCallsWarp) beside the row blocks' data
+// waits, as the cluster kernel's checker warp does, so the check is on no row's path (in a data
+// thread it cost the call 0.9 to 1.9 us at 1..16 rows: docs/BENCHMARKS.md, twenty-second round). A
+// failed check sets the abort flag, which ends the row blocks' waits: they poison their rows.
+template <typename Proto, typename T, int kW, bool kQuant>
+__device__ __forceinline__ void fusedCheckBlock(CallSession& session, const DeviceComm& c,
+                                                const FusedParams& p) {
+  session.openThread();
+  const bool aborted = session.aborted();
+  if (threadIdx.x == 0 && !aborted) session.announce<Proto, kW>(fusedPrint<T, kQuant>(session, p));
+  if (!session.arriveBlock(aborted)) return;
+  if (threadIdx.x < 32) {
+    WaitCtx wait = session.startWaits();
+    if (!checkPeerCallsWarp<Proto>(c, session.epoch, fusedPrint<T, kQuant>(session, p),
+                                   wait.deadline))
+      return;  // gave up: no close, as a row block that gave up
+  }
+  session.close(1);
+}
+
 }  // namespace tpcomm

@@ -6,7 +6,12 @@
 // - The two-shot (parts = areas = world): rank r's slot holds, for each other rank d, an area with
 //   r's input of d's run (area (d - r - 1) mod world, 0 .. world - 2), then the reduced area
 //   (world - 1): r's finished residual rows of its own run, which the others read.
-// - The island (parts = m, the island size; areas = m + 2): owners are the island members by
+// - The push forms (fused_twoshot_push.cu; fusedPushAreas): rank r pushes its input of owner d's
+//   run into d's reduce-scatter area r, owner d pushes its residual rows into every other
+//   owner's all-gather area n + d (n owners), and the island's partners exchange their partial
+//   in the two areas after those (X, fp32).
+// - The island over pull (parts = m, the island size; areas = m + 2): owners are the island members
+// by
 //   local index, the same areas for the inputs of the other members' runs (0 .. m - 2), then two
 //   areas for the island partial of the member's run in fp32 (X, up to 2 vectors a data vector),
 //   then the result area (m + 1).
@@ -47,6 +52,11 @@ TPCOMM_HOST_DEVICE constexpr int fusedIslandAreas(int m) {
 TPCOMM_HOST_DEVICE inline FusedTwoShotSteps fusedIslandSteps(size_t slot_vecs, size_t hv, int m,
                                                              size_t rows) {
   return fusedRunSteps(slot_vecs, hv, m, fusedIslandAreas(m), rows);
+}
+
+// The push forms' areas (fused_twoshot_push.cu): n RS areas, n AG areas, and the island's X.
+TPCOMM_HOST_DEVICE constexpr int fusedPushAreas(int n, bool island) {
+  return 2 * n + (island ? 2 : 0);
 }
 
 // Step s's rows: [first, first + len), owner d's run [first + d * run, first + min(len, (d + 1) *

@@ -52,6 +52,8 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantFusedP2pIslandPullFp8,   "fused_p2p_island_pull_fp8",  C::kFused,         X::kPeer,       true,  true,  fusedIslandPullFp8Kernels, false, 0},
 {tpcommVariantFusedP2pTwoShot,         "fused_p2p_twoshot",          C::kFused,         X::kPeer,       false, false, fusedTwoShotPushKernels,  false, 0},
 {tpcommVariantFusedP2pTwoShotFp8,      "fused_p2p_twoshot_fp8",      C::kFused,         X::kPeer,       false, false, fusedTwoShotPushFp8Kernels, false, 0},
+{tpcommVariantFusedP2pIsland,          "fused_p2p_island",           C::kFused,         X::kPeer,       false, true,  fusedIslandPushKernels,   false, 0},
+{tpcommVariantFusedP2pIslandFp8,       "fused_p2p_island_fp8",       C::kFused,         X::kPeer,       false, true,  fusedIslandPushFp8Kernels, false, 0},
 };
 // clang-format on
 
