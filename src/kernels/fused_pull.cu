@@ -12,9 +12,9 @@
 // The slot rotation, the epoch and why an outbox slot is never rewritten while a peer still reads
 // it are the pull one-shot's (docs/PROTOCOL.md, "Pull" and "Pull with the flag in the data"). One
 // step, rows that fit the registers (the one-pass path only: the planner checks, fused_plan.cc).
-// Where the planner gives it a check block (FusedParams::check_block), the grid's last block
-// carries no rows and checks the peers' fingerprints (fusedCheckBlock, as the push kernel's);
-// else block 0's last thread checks them between its publish and its await.
+// Where the planner gives it a check block (FusedParams::check_block: the LL wire), the grid's
+// last block carries no rows and checks the peers' fingerprints (fusedCheckBlock, as the push
+// kernel's); else block 0's last thread checks them between its publish and its await.
 #include "kernels/device/fused_pull_device.cuh"
 #include "kernels/device/kernel_set.cuh"
 #include "kernels/fused_oneshot.h"

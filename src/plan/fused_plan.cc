@@ -252,11 +252,13 @@ std::string whyNotFused(const CommFacts& f, const CallPlan& ar, const WireChoice
 }
 
 // The fused one-shots' kernels with a block per row (fused_oneshot.cu: pushes or host memory;
-// fused_pull.cu: pulls) launch one more block, which checks the peers' fingerprints and carries
-// no rows.
+// fused_pull.cu: the LL wire) launch one more block, which checks the peers' fingerprints and
+// carries no rows. Not the flag wire's: its checker checks between its publish and its await,
+// where the peers' records have mostly arrived, and one H200 with 2, 4 and 8 ranks sharing it
+// measured the check block 0.3-0.45 us slower there at one row and within +-0.4 us at 2-16
+// (docs/BENCHMARKS.md, twenty-third round).
 bool checkBlock(FusedWire w, int cluster) {
-  return (w == FusedWire::kPush || w == FusedWire::kHost || w == FusedWire::kPullFlag ||
-          w == FusedWire::kPullLL) &&
+  return (w == FusedWire::kPush || w == FusedWire::kHost || w == FusedWire::kPullLL) &&
          cluster == 1;
 }
 

@@ -66,13 +66,11 @@ TEST(FusedPlan, FusedWhereOneStepOfWholeRowsElseUnfused) {
       EXPECT_GE(rowBlocks(p), 1) << what;
       EXPECT_LE(static_cast<size_t>(rowBlocks(p)), r.rows) << what;
       // The one-shots with a block per row check in a block of its own (pushes, host memory,
-      // pulls).
+      // pulls over LL entries).
       const bool one_shot = p.variant == tpcommVariantFusedP2pOneShot ||
                             p.variant == tpcommVariantFusedP2pOneShotFp8 ||
                             p.variant == tpcommVariantFusedHostOneShot ||
                             p.variant == tpcommVariantFusedHostOneShotFp8 ||
-                            p.variant == tpcommVariantFusedP2pOneShotPull ||
-                            p.variant == tpcommVariantFusedP2pOneShotPullFp8 ||
                             p.variant == tpcommVariantFusedP2pOneShotPullLL ||
                             p.variant == tpcommVariantFusedP2pOneShotPullLLFp8;
       EXPECT_EQ(p.check_block, one_shot && p.cluster == 1) << what;

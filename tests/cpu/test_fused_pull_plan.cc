@@ -55,9 +55,10 @@ TEST(FusedPullPlan, WriteCollapseFusesOverPull) {
             EXPECT_EQ(p.variant == tpcommVariantP2pOneShotPullLL, t * h * 2 <= 16384u) << what;
             EXPECT_TRUE(e.one_pass) << what;  // the pull kernels have no second pass
             EXPECT_EQ(e.cluster, 1) << what;
-            // A block a row, and one more that checks the fingerprints (fused_pull.cu).
-            EXPECT_TRUE(e.check_block) << what;
-            EXPECT_EQ(e.blocks, static_cast<int>(t) + 1) << what;
+            // A block a row, and over LL entries one more that checks the fingerprints
+            // (fused_pull.cu; the flag wire's checker is block 0's last thread).
+            EXPECT_EQ(e.check_block, ll) << what;
+            EXPECT_EQ(e.blocks, static_cast<int>(t) + (ll ? 1 : 0)) << what;
             EXPECT_NE(e.reason.find("by pulls"), std::string::npos) << what;
           }
 }

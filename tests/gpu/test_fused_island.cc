@@ -56,11 +56,13 @@ TEST(FusedIsland, SameBitsAsTheUnfusedIsland) {
   struct Way {
     int algo;
     const char* knobs;
+    const char* knobs_fp8;  // a forced row is one kernel: the pair's FP8 epilogue is its own
     const char* variant;
   };
-  const Way ways[] = {{tpcommAlgoIsland, "variant=add_rmsnorm", "add_rmsnorm"},
-                      {kForms[0].algo, nullptr, kForms[0].variant},
-                      {kForms[1].algo, nullptr, kForms[1].variant}};
+  const Way ways[] = {
+      {tpcommAlgoIsland, "variant=add_rmsnorm", "variant=add_rmsnorm_fp8", "add_rmsnorm"},
+      {kForms[0].algo, nullptr, nullptr, kForms[0].variant},
+      {kForms[1].algo, nullptr, nullptr, kForms[1].variant}};
   const FusedCase cases[] = {
       {{tpcommBfloat16, 700, 7168, 1e-6f, false, 0.f}},
       {{tpcommFloat16, 1200, 4096, 1e-5f, true, 0.f}},
@@ -69,21 +71,23 @@ TEST(FusedIsland, SameBitsAsTheUnfusedIsland) {
   };
   for (int w : {4, 8}) {
     std::vector<std::vector<FusedBits>> got(std::size(cases));
-    for (const Way& way : ways) {
-      tpcommConfig_t cfg = configFor(way.algo, 0, 5000);
-      cfg.launchKnobs = way.knobs;
-      std::string err;
-      auto g = makeGroup(w, &cfg, 0, &err);
-      ASSERT_TRUE(g) << err;
-      for (size_t i = 0; i < std::size(cases); ++i) {
-        FusedBits b;
-        runFused(*g, way.algo, cases[i], Path::kAny, Split::kAny, &b);
-        const std::string want = std::string(way.variant) + (cases[i].rc.scale > 0 ? "_fp8" : "");
-        EXPECT_EQ(b.variant, want) << "world " << w << " " << nameOf(cases[i], way.algo, w);
-        got[i].push_back(b);
+    for (const Way& way : ways)
+      for (bool fp8 : {false, true}) {
+        tpcommConfig_t cfg = configFor(way.algo, 0, 5000);
+        cfg.launchKnobs = fp8 ? way.knobs_fp8 : way.knobs;
+        std::string err;
+        auto g = makeGroup(w, &cfg, 0, &err);
+        ASSERT_TRUE(g) << err;
+        for (size_t i = 0; i < std::size(cases); ++i) {
+          if ((cases[i].rc.scale > 0) != fp8) continue;
+          FusedBits b;
+          runFused(*g, way.algo, cases[i], Path::kAny, Split::kAny, &b);
+          const std::string want = std::string(way.variant) + (fp8 ? "_fp8" : "");
+          EXPECT_EQ(b.variant, want) << "world " << w << " " << nameOf(cases[i], way.algo, w);
+          got[i].push_back(b);
+        }
+        if (HasFailure()) return;
       }
-      if (HasFailure()) return;
-    }
     for (size_t i = 0; i < std::size(cases); ++i)
       for (size_t k = 1; k < std::size(ways); ++k) {
         const std::string what = "world " + std::to_string(w) + " " +
