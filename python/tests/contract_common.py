@@ -145,7 +145,8 @@ def assert_fused_over_pull_under_write_collapse():
         for r in w["fused"]:
             what = f"world {w['world']} T={r['tokens']}: {r['variant']} ({r['reason']})"
             if r["tokens"] <= 16:
-                assert r["variant"] in ("fused_p2p_oneshot_pull", "fused_p2p_twoshot_pull"), what
+                assert r["variant"] in ("fused_p2p_oneshot_pull_ll", "fused_p2p_oneshot_pull",
+                                        "fused_p2p_twoshot_pull"), what
             if r["allreduce"] == "island_pull":
                 assert r["variant"] == "fused_p2p_island_pull", what
             assert r["variant"] in ("add_rmsnorm",) or "pull" in r["variant"], what

@@ -41,10 +41,11 @@ struct LaunchKnobs {
   bool fused_cluster = true;
   // 1: a fused call whose all-reduce takes the pull LL entries takes them too
   // (fused_p2p_oneshot_pull_ll); 0: it takes the flag pull (fused_p2p_oneshot_pull) at every size.
-  // Off: one H200 with 2, 4 and 8 ranks sharing it measured the LL kernel slower at 1-4 rows of
-  // 7168 bf16 (4.8 / 6.8 / 10.3 us against 4.2 / 6.2 / 7.9; docs/BENCHMARKS.md, nineteenth round).
-  // A real PCIe fabric, where LL saves a round trip, is not measured yet.
-  bool fused_pull_ll = false;
+  // On: with its fingerprint check in a block of its own, one H200 with 2, 4 and 8 ranks sharing
+  // it measured the LL kernel ahead of the flag one at 1-4 rows of 7168 bf16 (3.7 / 5.0 / 7.3 us
+  // against 4.3 / 6.2 / 8.3 at one row; docs/BENCHMARKS.md, twenty-third round). A real PCIe
+  // fabric, where LL also saves a round trip, is not measured yet.
+  bool fused_pull_ll = true;
   // Fused calls over pull of this many rows or more (twice as many at two ranks), and those
   // beyond one step of the pull one-shot, take the fused two-shot over pull
   // (fused_p2p_twoshot_pull: rows split among the ranks, only the residual crosses the fabric);

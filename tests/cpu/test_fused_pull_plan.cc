@@ -28,7 +28,7 @@ bool pulls(tpcommVariant_t v) {
 
 // The box: 8 PCIe GPUs behind switches whose peer stores collapse; decode (T = 1..16)
 // at H = 7168 and 4096, worlds 2..8: a fused pull variant every time, FP8 alike. The flag wire by
-// default; with fused_pull_ll=1, the LL entries where the all-reduce takes them (up to
+// knob fused_pull_ll=0; by default, the LL entries where the all-reduce takes them (up to
 // pull_ll_bytes, 16 KiB: one 7168 row).
 TEST(FusedPullPlan, WriteCollapseFusesOverPull) {
   for (bool fused_ll : {false, true})

@@ -89,8 +89,12 @@ TEST(FusedTwoShotPlan, WriteCollapseTakesItFromTheKnobsRows) {
         const EpiloguePlan& e = p.epilogue;
         ++checked;
         const bool two = t >= (w == 2 ? 128u : 64u);
+        // The one-shot over LL entries where the all-reduce takes them (one row: 14 KiB).
+        const bool ll = p.variant == tpcommVariantP2pOneShotPullLL;
         const tpcommVariant_t want =
             two ? (fp8 ? tpcommVariantFusedP2pTwoShotPullFp8 : tpcommVariantFusedP2pTwoShotPull)
+            : ll
+                ? (fp8 ? tpcommVariantFusedP2pOneShotPullLLFp8 : tpcommVariantFusedP2pOneShotPullLL)
                 : (fp8 ? tpcommVariantFusedP2pOneShotPullFp8 : tpcommVariantFusedP2pOneShotPull);
         EXPECT_EQ(e.variant, want) << what(w, t, 7168, e);
         EXPECT_TRUE(e.one_pass) << what(w, t, 7168, e);
@@ -161,6 +165,8 @@ TEST(FusedTwoShotPlan, TheTuningTableRunsThePairWhereItMeasuredItFaster) {
     CommFacts f = fabric == Fabric::kPcie ? collapsed(8) : factsFor(8, fabric);
     const tpcommVariant_t fused =
         planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue.variant;
+    const tpcommVariant_t fused4 =
+        planCall(f, fusedCall(4, 7168, tpcommBfloat16, false)).epilogue.variant;
     ASSERT_NE(fused, tpcommVariantAddRmsNorm);
     f.tuned_fused_unfused_below = 4;
     for (size_t t : {size_t{1}, size_t{3}}) {
@@ -170,7 +176,7 @@ TEST(FusedTwoShotPlan, TheTuningTableRunsThePairWhereItMeasuredItFaster) {
                 std::string::npos)
           << p.epilogue.reason;
     }
-    EXPECT_EQ(planCall(f, fusedCall(4, 7168, tpcommBfloat16, false)).epilogue.variant, fused);
+    EXPECT_EQ(planCall(f, fusedCall(4, 7168, tpcommBfloat16, false)).epilogue.variant, fused4);
     CommFacts forced = f;
     forced.knobs.variant = fused;
     const CallPlan p = planCall(forced, fusedCall(1, 7168, tpcommBfloat16, false));

@@ -213,13 +213,13 @@ TEST(PullPlan, FusedCallsOverPullFuseOverPull) {
   f.fabric_verdict = FabricVerdict::kWriteCollapse;
   const CallPlan plan = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false));
   const EpiloguePlan& p = plan.epilogue;
-  EXPECT_EQ(plan.variant, tpcommVariantP2pOneShotPullLL);  // 14 KiB: LL entries
-  EXPECT_EQ(p.variant, tpcommVariantFusedP2pOneShotPull);  // the flag wire (knob fused_pull_ll)
-  EXPECT_TRUE(contains(p.reason, "by pulls, a flag per block")) << p.reason;
-  f.knobs.fused_pull_ll = true;
-  const EpiloguePlan ll = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
-  EXPECT_EQ(ll.variant, tpcommVariantFusedP2pOneShotPullLL);
-  EXPECT_TRUE(contains(ll.reason, "by pulls, LL entries")) << ll.reason;
+  EXPECT_EQ(plan.variant, tpcommVariantP2pOneShotPullLL);    // 14 KiB: LL entries
+  EXPECT_EQ(p.variant, tpcommVariantFusedP2pOneShotPullLL);  // the same wire (knob fused_pull_ll)
+  EXPECT_TRUE(contains(p.reason, "by pulls, LL entries")) << p.reason;
+  f.knobs.fused_pull_ll = false;
+  const EpiloguePlan flag = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(flag.variant, tpcommVariantFusedP2pOneShotPull);
+  EXPECT_TRUE(contains(flag.reason, "by pulls, a flag per block")) << flag.reason;
 }
 
 }  // namespace
