@@ -74,11 +74,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // launchFusedOneShot checks).
   const bool check_block = p.check_block != 0;
   const unsigned nb = check_block ? gridDim.x - 1 : gridDim.x;
-  if (check_block && blockIdx.x == nb) {
-    pdlWait();  // the previous kernel's epoch
-    fusedCheckBlock<Proto, T, kW, kQuant>(session, c, p);
-    return;
-  }
+  if (check_block && blockIdx.x == nb) return fusedCheckBlock<Proto, T, kW, kQuant>(session, c, p);
   char* peer[kW];
   fusedPeers<Proto, kW>(c, rank, world, peer);
 

@@ -41,11 +41,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // The row blocks; with a check block, all but the last (at least one: launchFusedOneShot checks).
   const bool check_block = p.check_block != 0;
   const unsigned nb = check_block ? gridDim.x - 1 : gridDim.x;
-  if (check_block && blockIdx.x == nb) {
-    pdlWait();  // the previous kernel's epoch
-    fusedCheckBlock<PullProto, T, kW, kQuant>(session, c, p);
-    return;
-  }
+  if (check_block && blockIdx.x == nb)
+    return fusedCheckBlock<PullProto, T, kW, kQuant>(session, c, p);
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   // The block's first row in registers, its loads in flight with the epoch's.

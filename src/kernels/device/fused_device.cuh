@@ -241,6 +241,7 @@ __device__ __forceinline__ void loadSlice(const void* src, size_t base, size_t l
 template <typename Proto, typename T, int kW, bool kQuant>
 __device__ __forceinline__ void fusedCheckBlock(CallSession& session, const DeviceComm& c,
                                                 const FusedParams& p) {
+  pdlWait();  // the previous kernel's epoch
   session.openThread();
   const bool aborted = session.aborted();
   if (threadIdx.x == 0 && !aborted) session.announce<Proto, kW>(fusedPrint<T, kQuant>(session, p));
