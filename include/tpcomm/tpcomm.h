@@ -122,7 +122,12 @@ typedef enum {
   tpcommVariantFusedP2pTwoShotFp8 = 38,       /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pIsland = 39,           /* fused over the push island: rows split by member */
   tpcommVariantFusedP2pIslandFp8 = 40,        /* the same with FP8 e4m3 output */
-  tpcommNumVariants = 41
+  /* two-shot pull over a quantized wire (opt-in: TPCOMM_WIRE), 32 elements a scale */
+  tpcommVariantP2pTwoShotPullInt8 = 41,    /* INT8 codes */
+  tpcommVariantP2pTwoShotPullInt4 = 42,    /* INT4 codes */
+  tpcommVariantP2pTwoShotPullFp8 = 43,     /* FP8 e4m3 codes */
+  tpcommVariantP2pTwoShotPullFp8E5m2 = 44, /* FP8 e5m2 codes */
+  tpcommNumVariants = 45
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

@@ -40,8 +40,12 @@ const std::vector<EnvVarDoc> kDocs = {
      "host_sentinel, pull_ll_bytes, fused_cluster, fused_pull_ll, fused_twoshot_rows, "
      "fused_twoshot_push, "
      "host_fence, pdl, "
-     "node_small_bytes, variant "
+     "node_small_bytes, variant, wire, wire_min_bytes "
      "(src/plan/knobs.h; for benchmarks and tuning)"},
+    {"TPCOMM_WIRE", "none",
+     "none | int8 | int4 | fp8 | fp8_e5m2: all-reduces of wire_min_bytes (1 MiB) or more over PCIe "
+     "peer memory move quantized, 32 elements a scale, at the error docs/PROTOCOL.md states "
+     "(opt-in; the wire knob's default)"},
     {"TPCOMM_HOST_ID", "",
      "this machine's identity for communicators that span machines (docs/MULTINODE.md); empty: "
      "a hash of the boot id. Set a distinct value per process group to "
@@ -177,6 +181,7 @@ Env parseEnvironment(const EnvLookup& lookup) {
       e.host_id = s;
   }
   if (const char* s = r.get("TPCOMM_KNOBS")) e.knobs = s;  // parsed by comm/lifecycle/config.cc
+  if (const char* s = r.get("TPCOMM_WIRE")) e.wire = s;    // the wire knob, the same way
   return e;
 }
 

@@ -34,6 +34,7 @@ struct Env {
   std::string tuning_file;
   int fabric_probe = 0;             // 0 auto, 1 cached, 2 off (TPCOMM_FABRIC_PROBE)
   std::string knobs;                // TPCOMM_KNOBS as given (plan/knobs.h parses it)
+  std::string wire;                 // TPCOMM_WIRE as given: the wire knob's default
   std::string host_id;              // TPCOMM_HOST_ID (comm/lifecycle/host_id.h); empty: not set
   std::vector<std::string> errors;  // "TPCOMM_X=value: why"; init fails when non-empty
 };

@@ -71,7 +71,14 @@ bool variantServes(int variant, const Call& call) {
 CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   const int want = f.knobs.variant;
   const char* name = variantRow(want)->name;
+  // A quantized wire's row names its codec: forcing it opts in, at any size.
+  LaunchKnobs base = f.knobs;
+  if (variantRow(want)->wire != 0) {
+    base.wire = variantRow(want)->wire;
+    base.wire_min_bytes = 0;
+  }
   CommFacts g = f;
+  g.knobs = base;
   g.knobs.variant = -1;
   const CallPlan natural = planCall(g, call);
   // A fused row forced by name runs where the tuning table would run the pair.
@@ -93,7 +100,7 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   for (int algo = tpcommAlgoOneShot; ready && !found && algo < tpcommNumAlgos; ++algo)
     for (int option = 0; !found && option < kOptions; ++option) {
       g.forced_algo = algo;
-      g.knobs = withOption(f.knobs, option);
+      g.knobs = withOption(base, option);
       g.knobs.variant = -1;
       p = planCall(g, call);
       found = runs(p, call, want);

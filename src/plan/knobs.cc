@@ -35,7 +35,25 @@ constexpr Field kFields[] = {
     {"host_fence", &LaunchKnobs::host_fence, nullptr},
     {"pdl", nullptr, &LaunchKnobs::pdl},
     {"node_small_bytes", &LaunchKnobs::node_small_bytes, nullptr},
+    {"wire_min_bytes", &LaunchKnobs::wire_min_bytes, nullptr},
 };
+
+// The codecs by WireCodec value (kernels/layout/wire_codec.h); "fp8" is e4m3.
+constexpr const char* kWireNames[] = {"none", "int8", "int4", "fp8", "fp8_e5m2"};
+constexpr int kWireCodecs = static_cast<int>(sizeof(kWireNames) / sizeof(kWireNames[0]));
+
+// wire=<codec>.
+std::string parseWire(const std::string& value, LaunchKnobs* k) {
+  std::string known;
+  for (int i = 0; i < kWireCodecs; ++i) {
+    if (value == kWireNames[i] || (i == 3 && value == "fp8_e4m3")) {
+      k->wire = i;
+      return "";
+    }
+    known += std::string(known.empty() ? "" : ", ") + kWireNames[i];
+  }
+  return "wire=" + value + ": not a codec (known: " + known + ", fp8_e4m3)";
+}
 
 // variant=<name>: a row of the variant table by its name, or auto.
 std::string parseVariant(const std::string& value, LaunchKnobs* k) {
@@ -65,6 +83,7 @@ std::string parseOne(const std::string& item, LaunchKnobs* k) {
   const std::string name = item.substr(0, eq);
   const std::string value = item.substr(eq + 1);
   if (name == "variant") return parseVariant(value, k);
+  if (name == "wire") return parseWire(value, k);
   if (name == "epilogue_cluster")
     return "epilogue_cluster is gone: the epilogue kernel takes a block per row on every GPU (its "
            "cluster form measured slower: docs/BENCHMARKS.md, \"Launch knobs\")";
@@ -89,7 +108,7 @@ std::string parseOne(const std::string& item, LaunchKnobs* k) {
   }
   std::string known;
   for (const Field& f : kFields) known += std::string(known.empty() ? "" : ", ") + f.name;
-  known += ", variant";
+  known += ", wire, variant";
   return "unknown knob \"" + name + "\" (known: " + known + ")";
 }
 
@@ -121,7 +140,15 @@ std::string planKnobsText(const LaunchKnobs& k) {
     const VariantRow* r = variantRow(k.variant);
     add(std::string("variant=") + (r ? r->name : std::to_string(k.variant).c_str()));
   }
+  if (k.wire != d.wire) {
+    const char* name = wireCodecName(k.wire);
+    add(std::string("wire=") + (name ? name : std::to_string(k.wire).c_str()));
+  }
   return out;
+}
+
+const char* wireCodecName(int codec) {
+  return codec >= 0 && codec < kWireCodecs ? kWireNames[codec] : nullptr;
 }
 
 std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
@@ -151,6 +178,8 @@ std::string launchKnobsError(const LaunchKnobs& k, int threads_bound) {
        "0 (off), 1 (on) or 2 (auto: by the driver's PCIe Relaxed Ordering)"},
       {"variant", k.variant, k.variant == -1 || (k.variant > 0 && k.variant < tpcommNumVariants),
        "-1 (auto) or a tpcommVariant_t other than none"},
+      {"wire", k.wire, wireCodecName(k.wire) != nullptr,
+       "a codec: none, int8, int4, fp8, fp8_e5m2"},
   };
   for (const Check& c : checks)
     if (!c.ok)

@@ -79,7 +79,17 @@ struct LaunchKnobs {
   // tpcommUnsupported where it cannot take the call (plan/forced_variant.cc). For tests and
   // measurements, as NCCL_SYM_KERNEL is NCCL's.
   int variant = -1;
+  // The quantized wire (opt-in, never by default): wire=int8|int4|fp8|fp8_e5m2 (TPCOMM_WIRE sets
+  // it too; kernels/layout/wire_codec.h, WireCodec; 0: none) carries all-reduces of
+  // wire_min_bytes or more over PCIe peer memory in that codec (p2p_twoshot_pull_<codec>: a
+  // fraction of the bytes, at a bounded error: docs/PROTOCOL.md, "The quantized wire's codec");
+  // plan/wire_plan.cc says where. Never the fused call, reduce-scatter or all-gather.
+  int wire = 0;
+  int wire_min_bytes = 1 << 20;
 };
+
+// The wire codecs' names, as the knob takes them ("none" for 0); nullptr outside them.
+const char* wireCodecName(int codec);
 
 // The knobs that shape a call's plan, where they differ from the defaults, as "name=value,..."
 // ("" for the defaults): what every rank of a communicator must agree on (comm/lifecycle/

@@ -224,13 +224,21 @@ Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8) {
   return c;
 }
 
+Call allReduceCall(size_t bytes, bool aligned, tpcommDataType_t dtype) {
+  Call c;
+  c.bytes = bytes;
+  c.aligned = aligned;
+  c.dtype = dtype;
+  return c;
+}
+
 CallPlan planCall(const CommFacts& f, const Call& call) {
   if (f.nodes > 1) return nodeRules(f, call);
   if (f.knobs.variant >= 0 && variantServes(f.knobs.variant, call))
     return forcedVariantRules(f, call);
   if (call.rows > 0) return fusedRules(f, call);
   if (call.collective != tpcommCollAllReduce) return rsagRules(f, call);
-  return allReduceRules(f, call);
+  return wireRules(f, call, allReduceRules(f, call));
 }
 
 }  // namespace tpcomm

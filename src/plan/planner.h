@@ -69,6 +69,8 @@ struct Call {
 
 // The Call of a tpcommAllReduceAddRmsNorm of these shapes (its bytes: rows x hidden x element).
 Call fusedCall(size_t rows, size_t hidden, tpcommDataType_t dtype, bool fp8);
+// The Call of a tpcommAllReduce (its datatype: the quantized wire's groups are elements).
+Call allReduceCall(size_t bytes, bool aligned, tpcommDataType_t dtype);
 
 // A fused call's (Call::rows > 0) kernel: the fused one-shot variant that runs the whole call, or
 // the epilogue kernel that follows the all-reduce planned in CallPlan.

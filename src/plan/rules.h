@@ -13,6 +13,10 @@ int launchedThreads(tpcommVariant_t variant, int grid_threads);
 // grid and one-shot geometry.
 CallPlan allReduceRules(const CommFacts& f, const Call& call);
 
+// The quantized wire (plan/wire_plan.cc): an opted-in all-reduce's plan p, moved onto the
+// codec's two-shot pull where the codec takes it (else p, its reason saying why not).
+CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p);
+
 // Reduce-scatter and all-gather (plan/rsag_plan.cc): the all-reduce's policy for the same bytes
 // picks the transport; the half of the two-shot over it runs the call.
 CallPlan rsagRules(const CommFacts& f, const Call& call);

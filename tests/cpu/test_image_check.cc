@@ -35,6 +35,7 @@ std::set<const void*> everyGetterKernel() {
       {"islandPullKernels", islandPullKernels},
       {"pullOneShotKernels", pullOneShotKernels},
       {"pullTwoShotKernels", pullTwoShotKernels},
+      {"pullTwoShotWireKernels", pullTwoShotWireKernels},
       {"pullLLOneShotKernels", pullLLOneShotKernels},
       {"reduceScatterKernels", reduceScatterKernels},
       {"allGatherKernels", allGatherKernels},

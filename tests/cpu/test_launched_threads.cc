@@ -48,14 +48,17 @@ TEST(LaunchedThreads, EveryRowLaunchesThePlansThreads) {
                  {tpcommCollAllReduce, tpcommCollReduceScatter, tpcommCollAllGather}) {
               CommFacts f = factsFor(world, fabric, algo);
               f.two_islands = islands && world >= 4;
-              for (bool aligned : {true, false}) {  // unaligned: the general kernels
-                const CallPlan p = planCall(f, Call{bytes, aligned, coll});
-                if (p.decision.error != tpcommSuccess || !isKernelVariant(p.variant)) continue;
-                seen.insert(p.variant);
-                expectLaunchedAsPlanned(p, std::string(tpcommVariantName(p.variant)) + " world " +
-                                               std::to_string(world) + " " + std::to_string(bytes) +
-                                               " B");
-              }
+              // The quantized wire's rows: opted in (every codec) or not.
+              for (int wire = 0; wire <= 4; ++wire)
+                for (bool aligned : {true, false}) {  // unaligned: the general kernels
+                  f.knobs.wire = wire;
+                  const CallPlan p = planCall(f, Call{bytes, aligned, coll});
+                  if (p.decision.error != tpcommSuccess || !isKernelVariant(p.variant)) continue;
+                  seen.insert(p.variant);
+                  expectLaunchedAsPlanned(p, std::string(tpcommVariantName(p.variant)) + " world " +
+                                                 std::to_string(world) + " " +
+                                                 std::to_string(bytes) + " B");
+                }
             }
   // The sweep reaches every row that serves these collectives with a kernel.
   int rows = 0;

@@ -38,7 +38,7 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
   TPCOMM_CHECK(
       validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype), op, &bytes));
   const CallSteps steps{"tpcommAllReduce",
-                        Call{bytes, aligned16(sendbuff) && aligned16(recvbuff)},
+                        allReduceCall(bytes, aligned16(sendbuff) && aligned16(recvbuff), datatype),
                         bytes,
                         {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}},
                         {allReduceOutput(recvbuff, count, elementBytes(datatype))},
@@ -79,7 +79,7 @@ extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
   TPCOMM_CHECK(payloadBytes("tpcommCommExplain", count, static_cast<int>(datatype), &bytes));
   if (comm->span) return nodeExplain(comm, tpcommCollAllReduce, datatype, bytes, info);
   // As for 16-byte aligned buffers (what torch and the engines allocate).
-  const CallPlan p = planCall(factsOf(comm), Call{bytes, true});
+  const CallPlan p = planCall(factsOf(comm), allReduceCall(bytes, true, datatype));
   const Decision& d = p.decision;
   *info = tpcommCallInfo_t{};
   info->algo = d.error == tpcommSuccess ? d.algo : tpcommAlgoAuto;

@@ -37,6 +37,7 @@ tpcommResult_t settingsFromEnv(const Env& e, Settings* s) {
   s->max_blocks = e.max_blocks;
   s->transport = e.transport;
   s->knobs.pdl = e.pdl != 0;  // TPCOMM_PDL: the pdl knob's default, TPCOMM_KNOBS on top
+  if (!e.wire.empty()) TPCOMM_CHECK(applyKnobs("TPCOMM_WIRE", "wire=" + e.wire, &s->knobs));
   return applyKnobs("TPCOMM_KNOBS", e.knobs, &s->knobs);
 }
 

@@ -57,6 +57,25 @@ TPCOMM_HOST_DEVICE constexpr size_t wireBytes(WireCodec c, size_t n) {
   return (n + kWireGroup - 1) / kWireGroup * (wireGroupCodeBytes(c) + kWireScaleBytes);
 }
 
+// A pull outbox slot of the quantized two-shot (twoshot_pull_wire.cu): world + 1 areas (my input's
+// part of every segment d, then my reduced segment), each `seg_cap` groups' codes followed by
+// their scale words. seg_cap is a multiple of 4, so every area and its scale words start on 16
+// bytes.
+struct WireSlot {
+  size_t seg_cap;     // groups an area holds
+  size_t code_bytes;  // a group's codes
+  TPCOMM_HOST_DEVICE size_t areaBytes() const { return seg_cap * (code_bytes + kWireScaleBytes); }
+  TPCOMM_HOST_DEVICE size_t codesAt(int area) const { return area * areaBytes(); }
+  TPCOMM_HOST_DEVICE size_t scalesAt(int area) const {
+    return area * areaBytes() + seg_cap * code_bytes;
+  }
+};
+TPCOMM_HOST_DEVICE inline WireSlot wireSlot(WireCodec c, size_t slot_bytes, int world) {
+  const size_t unit = wireGroupCodeBytes(c) + kWireScaleBytes;
+  const size_t cap = unit > 0 ? slot_bytes / unit / static_cast<size_t>(world + 1) : 0;
+  return WireSlot{cap / 4 * 4, wireGroupCodeBytes(c)};
+}
+
 namespace wire_detail {
 
 TPCOMM_HOST_DEVICE inline uint32_t bitsOf(float f) {
@@ -108,7 +127,7 @@ struct Fp8Format {
     // value = m * 2^(1 - bias - kM) (e = 0), else (2^kM + m) * 2^(e - bias - kM): exact in fp32.
     const int exp2 = (e == 0 ? 1 : static_cast<int>(e)) - kBias - kM;
     const float mant = static_cast<float>(e == 0 ? m : (1u << kM) + m);
-    const float v = mant * floatOf(static_cast<uint32_t>(exp2 + 127) << 23);
+    const float v = mant * floatOf(static_cast<uint32_t>(exp2 + 127) << 23);  // exact
     return neg ? -v : v;
   }
 };
@@ -116,6 +135,31 @@ using E4M3 = Fp8Format<4, 3, 7, 0x7Eu>;
 using E5M2 = Fp8Format<5, 2, 15, 0x7Bu>;
 
 }  // namespace wire_detail
+
+// x * y and x / y rounded once, never fused with a neighbouring add (nvcc contracts a * b + c
+// into an FMA by default; the host compiler for x86-64 does not): the host reference and the
+// kernels must round alike.
+TPCOMM_HOST_DEVICE inline float mulRn(float x, float y) {
+#ifdef __CUDA_ARCH__
+  return __fmul_rn(x, y);
+#else
+  return x * y;
+#endif
+}
+TPCOMM_HOST_DEVICE inline float divRn(float x, float y) {
+#ifdef __CUDA_ARCH__
+  return __fdiv_rn(x, y);
+#else
+  return x / y;
+#endif
+}
+TPCOMM_HOST_DEVICE inline float addRn(float x, float y) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(x, y);
+#else
+  return x + y;
+#endif
+}
 
 // The scale word of a group: its largest magnitude, or NaN where it holds a NaN or an infinity.
 TPCOMM_HOST_DEVICE inline float wireScaleOf(const float* x, int n) {
@@ -133,7 +177,7 @@ TPCOMM_HOST_DEVICE inline float wireScaleOf(const float* x, int n) {
 // Element x's code in a group of scale word `scale` (finite, >= |x|; NaN or 0: code 0).
 TPCOMM_HOST_DEVICE inline uint8_t wireEncode(WireCodec c, float x, float scale) {
   if (!(scale > 0.f)) return 0;  // zero, or NaN (the scale word decodes the group)
-  const float y = (x / scale) * wireCodeMax(c);
+  const float y = mulRn(divRn(x, scale), wireCodeMax(c));
   switch (c) {
     case WireCodec::kInt8:
     case WireCodec::kInt4: {
@@ -168,7 +212,7 @@ TPCOMM_HOST_DEVICE inline float wireCodeValue(WireCodec c, uint8_t code) {
 }
 
 TPCOMM_HOST_DEVICE inline float wireDecode(WireCodec c, uint8_t code, float scale) {
-  return (wireCodeValue(c, code) / wireCodeMax(c)) * scale;
+  return mulRn(divRn(wireCodeValue(c, code), wireCodeMax(c)), scale);
 }
 
 // The most |decode(encode(x)) - x| can be in a finite group of scale word `amax`: the code's

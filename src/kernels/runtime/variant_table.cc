@@ -2,6 +2,7 @@
 
 #include "kernels/add_rmsnorm.h"
 #include "kernels/fused_oneshot.h"
+#include "kernels/layout/wire_codec.h"
 
 namespace tpcomm {
 namespace {
@@ -9,6 +10,10 @@ namespace {
 using C = VariantCollective;
 using X = VariantTransport;
 constexpr int kCheckerWarp = 32;
+constexpr int kWireInt8 = static_cast<int>(WireCodec::kInt8);
+constexpr int kWireInt4 = static_cast<int>(WireCodec::kInt4);
+constexpr int kWireFp8 = static_cast<int>(WireCodec::kFp8E4M3);
+constexpr int kWireFp8E5m2 = static_cast<int>(WireCodec::kFp8E5M2);
 
 // clang-format off
 constexpr VariantRow kRows[] = {
@@ -54,6 +59,10 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantFusedP2pTwoShotFp8,      "fused_p2p_twoshot_fp8",      C::kFused,         X::kPeer,       false, false, fusedTwoShotPushFp8Kernels, false, 0},
 {tpcommVariantFusedP2pIsland,          "fused_p2p_island",           C::kFused,         X::kPeer,       false, true,  fusedIslandPushKernels,   false, 0},
 {tpcommVariantFusedP2pIslandFp8,       "fused_p2p_island_fp8",       C::kFused,         X::kPeer,       false, true,  fusedIslandPushFp8Kernels, false, 0},
+{tpcommVariantP2pTwoShotPullInt8,      "p2p_twoshot_pull_int8",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireInt8},
+{tpcommVariantP2pTwoShotPullInt4,      "p2p_twoshot_pull_int4",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireInt4},
+{tpcommVariantP2pTwoShotPullFp8,       "p2p_twoshot_pull_fp8",       C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireFp8},
+{tpcommVariantP2pTwoShotPullFp8E5m2,   "p2p_twoshot_pull_fp8_e5m2",  C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireFp8E5m2},
 };
 // clang-format on
 

@@ -40,6 +40,7 @@ struct VariantRow {
   bool lean_entries;                // the launch takes the set's lean entries, else the general
   int extra_threads;                // threads the plan adds to the grid's: the lean kernels'
                                     // fingerprint checker warp (oneshot_lean.cu)
+  int wire = 0;  // the quantized wire's codec (kernels/layout/wire_codec.h, WireCodec); 0: none
 };
 
 // Every variant, row i being value i (tpcommNumVariants rows).

@@ -1,0 +1,247 @@
+// The two-shot pull all-reduce over a quantized wire (issue 37; opt-in: the knob `wire`, or
+// TPCOMM_WIRE): twoshot_pull.cu's phases, with every byte that crosses the fabric in the group
+// codec of kernels/layout/wire_codec.h (INT8, INT4, FP8 e4m3 or e5m2: 32 elements a group, one
+// fp32 scale word each). The codec is the variant's (DeviceComm::wire_codec, set at launch from
+// the variant table's row). Per step (a chunk of groups, split into one segment per rank):
+//   1. every rank encodes its input's part of every peer's segment d into area d of its own outbox
+//      (local stores) and publishes phase 0;
+//   2. rank d reads segment d's codes from every peer's outbox, decodes them, and sums every rank's
+//      values in rank order in fp32 (its own input exact, not encoded); rounds the sum to T and
+//      encodes that once into its outbox's reduced area; writes the decoded values, rounded to T,
+//      to its output (the bits every peer will decode); publishes phase 1;
+//   3. every rank decodes the other segments from their owners' reduced areas into its output.
+// So every rank ends with the same bits. A thread owns whole groups (kWireGroup elements: 4
+// vectors of bf16/fp16, 8 of fp32), the same offsets of every segment in every step
+// (chunk_layout.h, in groups), so the flags and the in-place argument are twoshot_pull.cu's.
+// What the error can be: docs/PROTOCOL.md, "The quantized wire's codec".
+#include "kernels/device/kernel_set.cuh"
+#include "kernels/device/poison_device.cuh"
+#include "kernels/device/pull_device.cuh"
+#include "kernels/layout/chunk_layout.h"
+#include "kernels/layout/wire_codec.h"
+#include "kernels/runtime/algo_launch.h"
+
+namespace tpcomm {
+namespace {
+
+constexpr int kGroupWords = kWireGroup / 4;  // 32-bit words of a group's codes, 8-bit codes
+
+// The codes of one group in registers: 8-bit codes byte by byte (word j: codes 4j..4j+3), 4-bit
+// codes nibble by nibble (word j: codes 8j..8j+7, the low nibble first; words 4..7 unused).
+struct GroupCodes {
+  uint32_t w[kGroupWords];
+  __device__ __forceinline__ uint8_t code(WireCodec c, int i) const {
+    if (c == WireCodec::kInt4) return static_cast<uint8_t>((w[i >> 3] >> ((i & 7) * 4)) & 0xFu);
+    return static_cast<uint8_t>((w[i >> 2] >> ((i & 3) * 8)) & 0xFFu);
+  }
+};
+
+// Group g of `src` (count elements) as fp32: vectors g*G .. g*G + G - 1, zeros past the end.
+template <typename T>
+__device__ __forceinline__ void loadGroup(const T* src, size_t g, size_t count, bool aligned,
+                                          float (&x)[kWireGroup]) {
+  constexpr int E = VecTraits<T>::kElems, G = kWireGroup / E;
+#pragma unroll
+  for (int v = 0; v < G; ++v) {
+    const uint4 q = loadVec<T>(src, g * G + v, count, aligned);
+#pragma unroll
+    for (int i = 0; i < E; ++i) x[v * E + i] = bitsToFloat<T>(laneBits<T>(q, i));
+  }
+}
+
+// x rounded to T, as fp32 (what an output element holds).
+template <typename T>
+__device__ __forceinline__ float roundToT(float x) {
+  return bitsToFloat<T>(floatToBits<T>(x));
+}
+
+// Group g of the output: the fp32 values rounded to T.
+template <typename T>
+__device__ __forceinline__ void storeGroup(T* dst, size_t g, size_t count, bool aligned,
+                                           const float (&x)[kWireGroup]) {
+  constexpr int E = VecTraits<T>::kElems, G = kWireGroup / E;
+#pragma unroll
+  for (int v = 0; v < G; ++v) {
+    uint4 q = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < E; ++i) setLaneBits<T>(q, i, floatToBits<T>(x[v * E + i]));
+    storeVec<T>(dst, g * G + v, count, aligned, q);
+  }
+}
+
+// x's codes (q) and scale word.
+__device__ __forceinline__ float encodeGroup(WireCodec c, const float (&x)[kWireGroup],
+                                             GroupCodes* q) {
+  const float scale = wireScaleOf(x, kWireGroup);
+#pragma unroll
+  for (int j = 0; j < kGroupWords; ++j) q->w[j] = 0;
+#pragma unroll
+  for (int i = 0; i < kWireGroup; ++i) {
+    const uint32_t b = wireEncode(c, x[i], scale);
+    if (c == WireCodec::kInt4)
+      q->w[i >> 3] |= b << ((i & 7) * 4);
+    else
+      q->w[i >> 2] |= b << ((i & 3) * 8);
+  }
+  return scale;
+}
+
+// q's values, scaled: what every reader of the group gets.
+__device__ __forceinline__ void decodeGroup(WireCodec c, const GroupCodes& q, float scale,
+                                            float (&y)[kWireGroup]) {
+#pragma unroll
+  for (int i = 0; i < kWireGroup; ++i) y[i] = wireDecode(c, q.code(c, i), scale);
+}
+
+// A group's codes and scale word into group index o of an area (codes at `codes`, scale words at
+// `scales`): local stores.
+__device__ __forceinline__ void putGroup(WireCodec c, char* codes, char* scales, size_t o,
+                                         const GroupCodes& q, float scale) {
+  uint4* to = reinterpret_cast<uint4*>(codes + o * wireGroupCodeBytes(c));
+  storeVec16(to, make_uint4(q.w[0], q.w[1], q.w[2], q.w[3]));
+  if (c != WireCodec::kInt4) storeVec16(to + 1, make_uint4(q.w[4], q.w[5], q.w[6], q.w[7]));
+  reinterpret_cast<float*>(scales)[o] = scale;
+}
+
+// The codes and scale word of group o of a peer's area (volatile: a slot is rewritten every
+// kNumSlots steps and must not be served from a cache).
+__device__ __forceinline__ float getGroup(WireCodec c, const char* codes, const char* scales,
+                                          size_t o, GroupCodes* q) {
+  const uint4* from = reinterpret_cast<const uint4*>(codes + o * wireGroupCodeBytes(c));
+  const uint4 a = loadVolatile(from);
+  const uint4 b = c != WireCodec::kInt4 ? loadVolatile(from + 1) : make_uint4(0, 0, 0, 0);
+  const uint32_t w[kGroupWords] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int j = 0; j < kGroupWords; ++j) q->w[j] = w[j];
+  return *reinterpret_cast<const volatile float*>(scales + o * kWireScaleBytes);
+}
+
+// The call's geometry, in groups, from the kernel's arguments (the kernel's and its failure
+// branch's): world + 1 areas of seg_cap groups.
+__device__ __forceinline__ ChunkedCall wireCall(const DeviceComm& c, const WireSlot& w,
+                                                size_t count) {
+  const size_t groups = (count + kWireGroup - 1) / kWireGroup;
+  return chunkedCall(w.seg_cap * (c.world + 1), c.world + 1, c.world, groups, w.seg_cap * c.world,
+                     gridDim.x);
+}
+
+// The failure branch: every output group of this thread from step `from` on is poison.
+template <typename T>
+__device__ __noinline__ void poisonWire(const DeviceComm& c, T* recv, size_t count, size_t from) {
+  constexpr int G = kWireGroup / VecTraits<T>::kElems;
+  const WireSlot w = wireSlot(static_cast<WireCodec>(c.wire_codec), c.pull_slot_bytes, c.world);
+  const ChunkedCall k = wireCall(c, w, count);
+  for (size_t s = from; s < k.nsteps; ++s) {
+    const ChunkStep st = chunkStep(k, 0, s, 0, blockIdx.x, threadIdx.x);
+    for (int d = 0; d < c.world; ++d)
+      for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += blockDim.x)
+        for (int v = 0; v < G; ++v)
+          storeVec<T>(recv, (st.base + d * st.seg + o) * G + v, count, c.aligned, poisonVec());
+  }
+}
+
+template <typename T, int kW>
+__global__ void __launch_bounds__(kThreadsPerBlock)
+    twoShotPullWireKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv,
+                          size_t count, size_t /*chunk_vecs: the codec's slot sets the chunk*/) {
+  const int world = c.world, rank = c.rank;
+  const WireCodec codec = static_cast<WireCodec>(c.wire_codec);
+  const WireSlot w = wireSlot(codec, c.pull_slot_bytes, world);
+  const ChunkedCall k = wireCall(c, w, count);
+  const size_t stride = blockDim.x;
+  CallSession session(c);
+  if (!session.openAndAnnounce<PullProto, T, kW>(kCallAllReduce, count)) {  // aborted
+    poisonWire<T>(c, recv, count, 0);
+    return;
+  }
+  WaitCtx wait = session.startWaits();
+  const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
+  for (size_t step = 0; step < k.nsteps; ++step) {
+    const ChunkStep st =
+        chunkStep(k, session.epoch, step, PullProto::slotBytes(c), blockIdx.x, threadIdx.x);
+    char* const mine = c.pulls[rank] + st.slot_off;
+
+    // 1. My input's part of every peer's segment d, encoded into area d of my outbox.
+    for (int p = 1; p < world; ++p) {
+      const int d = ringRank(rank, p, world);
+      for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
+        float x[kWireGroup];
+        loadGroup<T>(send, st.base + d * st.seg + o, count, c.aligned, x);
+        GroupCodes q;
+        const float scale = encodeGroup(codec, x, &q);
+        putGroup(codec, mine + w.codesAt(d), mine + w.scalesAt(d), o, q, scale);
+      }
+    }
+    bulkPublish<PullProto>(c, blockDim.x, st.epoch);
+    if (step == 0 && checker)
+      session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
+    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+      poisonWire<T>(c, recv, count, step);  // gave up: this step's outputs and later ones
+      return;
+    }
+
+    // 2. My segment: every rank's values in rank order (mine exact), rounded to T, encoded once
+    //    into my reduced area; the decoded values into my output.
+    const size_t own_first = st.base + rank * st.seg;
+    for (size_t o = st.o0; o < min(st.o1, st.segLen(rank)); o += stride) {
+      float own[kWireGroup], acc[kWireGroup];
+      loadGroup<T>(send, own_first + o, count, c.aligned, own);
+      for (int r = 0; r < world; ++r) {
+        GroupCodes q;
+        float scale = 0.f;
+        if (r != rank) {
+          const char* slot = c.pulls[r] + st.slot_off;
+          scale = getGroup(codec, slot + w.codesAt(rank), slot + w.scalesAt(rank), o, &q);
+        }
+#pragma unroll
+        for (int i = 0; i < kWireGroup; ++i) {
+          const float v = r == rank ? own[i] : wireDecode(codec, q.code(codec, i), scale);
+          acc[i] = r == 0 ? v : addRn(acc[i], v);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kWireGroup; ++i) acc[i] = roundToT<T>(acc[i]);
+      GroupCodes q;
+      const float scale = encodeGroup(codec, acc, &q);
+      putGroup(codec, mine + w.codesAt(world), mine + w.scalesAt(world), o, q, scale);
+      decodeGroup(codec, q, scale, acc);
+      storeGroup<T>(recv, own_first + o, count, c.aligned, acc);
+    }
+    bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
+    if (step + 1 == k.nsteps) pdlLaunchDependents();
+    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+      poisonWire<T>(c, recv, count, step);
+      return;
+    }
+
+    // 3. Every other segment, decoded from its owner's reduced area.
+    for (int p = 1; p < world; ++p) {
+      const int d = ringRank(rank, p, world);
+      const char* slot = c.pulls[d] + st.slot_off;
+      for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
+        GroupCodes q;
+        const float scale =
+            getGroup(codec, slot + w.codesAt(world), slot + w.scalesAt(world), o, &q);
+        float y[kWireGroup];
+        decodeGroup(codec, q, scale, y);
+        storeGroup<T>(recv, st.base + d * st.seg + o, count, c.aligned, y);
+      }
+    }
+  }
+  session.close(k.nsteps);
+}
+
+struct TwoShotPullWire {
+  template <typename Proto, typename T, int kW>
+  static const void* get() {
+    return reinterpret_cast<const void*>(&twoShotPullWireKernel<T, kW>);
+  }
+};
+
+}  // namespace
+
+KernelSet pullTwoShotWireKernels(int world) {
+  return kernelSetByWorld<TwoShotPullWire, PullProto>(world);
+}
+
+}  // namespace tpcomm
