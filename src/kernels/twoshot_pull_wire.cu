@@ -1,8 +1,8 @@
 // The two-shot pull all-reduce over a quantized wire (issue 37; opt-in: the knob `wire`, or
 // TPCOMM_WIRE): twoshot_pull.cu's phases, with every byte that crosses the fabric in the group
 // codec of kernels/layout/wire_codec.h (INT8, INT4, FP8 e4m3 or e5m2: 32 elements a group, one
-// fp32 scale word each). The codec is the variant's (DeviceComm::wire_codec, set at launch from
-// the variant table's row). Per step (a chunk of groups, split into one segment per rank):
+// fp32 scale word each), a kernel per codec (its variant's). Per step (a chunk of groups, split
+// into one segment per rank):
 //   1. every rank encodes its input's part of every peer's segment d into area d of its own outbox
 //      (local stores) and publishes phase 0;
 //   2. rank d reads segment d's codes from every peer's outbox, decodes them, and sums every rank's
@@ -28,11 +28,16 @@ constexpr int kGroupWords = kWireGroup / 4;  // 32-bit words of a group's codes,
 
 // The codes of one group in registers: 8-bit codes byte by byte (word j: codes 4j..4j+3), 4-bit
 // codes nibble by nibble (word j: codes 8j..8j+7, the low nibble first; words 4..7 unused).
+template <WireCodec kC>
 struct GroupCodes {
-  uint32_t w[kGroupWords];
-  __device__ __forceinline__ uint8_t code(WireCodec c, int i) const {
-    if (c == WireCodec::kInt4) return static_cast<uint8_t>((w[i >> 3] >> ((i & 7) * 4)) & 0xFu);
-    return static_cast<uint8_t>((w[i >> 2] >> ((i & 3) * 8)) & 0xFFu);
+  static constexpr int kWords = kC == WireCodec::kInt4 ? kGroupWords / 2 : kGroupWords;
+  uint32_t w[kWords];
+  __device__ __forceinline__ uint8_t code(int i) const {
+    if constexpr (kC == WireCodec::kInt4) {
+      return static_cast<uint8_t>((w[i >> 3] >> ((i & 7) * 4)) & 0xFu);
+    } else {
+      return static_cast<uint8_t>((w[i >> 2] >> ((i & 3) * 8)) & 0xFFu);
+    }
   }
 };
 
@@ -70,49 +75,53 @@ __device__ __forceinline__ void storeGroup(T* dst, size_t g, size_t count, bool 
 }
 
 // x's codes (q) and scale word.
-__device__ __forceinline__ float encodeGroup(WireCodec c, const float (&x)[kWireGroup],
-                                             GroupCodes* q) {
-  const float scale = wireScaleOf(x, kWireGroup);
+template <WireCodec kC>
+__device__ __forceinline__ float encodeGroup(const float (&x)[kWireGroup], GroupCodes<kC>* q) {
+  const WireScale s = wireScale(kC, wireScaleOf(x, kWireGroup));
 #pragma unroll
-  for (int j = 0; j < kGroupWords; ++j) q->w[j] = 0;
+  for (int j = 0; j < GroupCodes<kC>::kWords; ++j) q->w[j] = 0;
 #pragma unroll
   for (int i = 0; i < kWireGroup; ++i) {
-    const uint32_t b = wireEncode(c, x[i], scale);
-    if (c == WireCodec::kInt4)
+    const uint32_t b = wireEncode(kC, x[i], s);
+    if constexpr (kC == WireCodec::kInt4) {
       q->w[i >> 3] |= b << ((i & 7) * 4);
-    else
+    } else {
       q->w[i >> 2] |= b << ((i & 3) * 8);
+    }
   }
-  return scale;
+  return s.scale;
 }
 
-// q's values, scaled: what every reader of the group gets.
-__device__ __forceinline__ void decodeGroup(WireCodec c, const GroupCodes& q, float scale,
-                                            float (&y)[kWireGroup]) {
-#pragma unroll
-  for (int i = 0; i < kWireGroup; ++i) y[i] = wireDecode(c, q.code(c, i), scale);
+// Element i of q, scaled (s: wireScale of the group's scale word): what every reader gets.
+template <WireCodec kC>
+__device__ __forceinline__ float decodeOne(const GroupCodes<kC>& q, const WireScale& s, int i) {
+  return wireDecode(kC, q.code(i), s);
 }
 
 // A group's codes and scale word into group index o of an area (codes at `codes`, scale words at
 // `scales`): local stores.
-__device__ __forceinline__ void putGroup(WireCodec c, char* codes, char* scales, size_t o,
-                                         const GroupCodes& q, float scale) {
-  uint4* to = reinterpret_cast<uint4*>(codes + o * wireGroupCodeBytes(c));
+template <WireCodec kC>
+__device__ __forceinline__ void putGroup(char* codes, char* scales, size_t o,
+                                         const GroupCodes<kC>& q, float scale) {
+  uint4* to = reinterpret_cast<uint4*>(codes + o * wireGroupCodeBytes(kC));
   storeVec16(to, make_uint4(q.w[0], q.w[1], q.w[2], q.w[3]));
-  if (c != WireCodec::kInt4) storeVec16(to + 1, make_uint4(q.w[4], q.w[5], q.w[6], q.w[7]));
+  if constexpr (kC != WireCodec::kInt4)
+    storeVec16(to + 1, make_uint4(q.w[4], q.w[5], q.w[6], q.w[7]));
   reinterpret_cast<float*>(scales)[o] = scale;
 }
 
 // The codes and scale word of group o of a peer's area (volatile: a slot is rewritten every
 // kNumSlots steps and must not be served from a cache).
-__device__ __forceinline__ float getGroup(WireCodec c, const char* codes, const char* scales,
-                                          size_t o, GroupCodes* q) {
-  const uint4* from = reinterpret_cast<const uint4*>(codes + o * wireGroupCodeBytes(c));
+template <WireCodec kC>
+__device__ __forceinline__ float getGroup(const char* codes, const char* scales, size_t o,
+                                          GroupCodes<kC>* q) {
+  const uint4* from = reinterpret_cast<const uint4*>(codes + o * wireGroupCodeBytes(kC));
   const uint4 a = loadVolatile(from);
-  const uint4 b = c != WireCodec::kInt4 ? loadVolatile(from + 1) : make_uint4(0, 0, 0, 0);
-  const uint32_t w[kGroupWords] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-  for (int j = 0; j < kGroupWords; ++j) q->w[j] = w[j];
+  q->w[0] = a.x, q->w[1] = a.y, q->w[2] = a.z, q->w[3] = a.w;
+  if constexpr (kC != WireCodec::kInt4) {
+    const uint4 b = loadVolatile(from + 1);
+    q->w[4] = b.x, q->w[5] = b.y, q->w[6] = b.z, q->w[7] = b.w;
+  }
   return *reinterpret_cast<const volatile float*>(scales + o * kWireScaleBytes);
 }
 
@@ -126,11 +135,10 @@ __device__ __forceinline__ ChunkedCall wireCall(const DeviceComm& c, const WireS
 }
 
 // The failure branch: every output group of this thread from step `from` on is poison.
-template <typename T>
+template <typename T, WireCodec kC>
 __device__ __noinline__ void poisonWire(const DeviceComm& c, T* recv, size_t count, size_t from) {
   constexpr int G = kWireGroup / VecTraits<T>::kElems;
-  const WireSlot w = wireSlot(static_cast<WireCodec>(c.wire_codec), c.pull_slot_bytes, c.world);
-  const ChunkedCall k = wireCall(c, w, count);
+  const ChunkedCall k = wireCall(c, wireSlot(kC, c.pull_slot_bytes, c.world), count);
   for (size_t s = from; s < k.nsteps; ++s) {
     const ChunkStep st = chunkStep(k, 0, s, 0, blockIdx.x, threadIdx.x);
     for (int d = 0; d < c.world; ++d)
@@ -140,18 +148,17 @@ __device__ __noinline__ void poisonWire(const DeviceComm& c, T* recv, size_t cou
   }
 }
 
-template <typename T, int kW>
+template <typename T, int kW, WireCodec kC>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotPullWireKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv,
                           size_t count, size_t /*chunk_vecs: the codec's slot sets the chunk*/) {
   const int world = c.world, rank = c.rank;
-  const WireCodec codec = static_cast<WireCodec>(c.wire_codec);
-  const WireSlot w = wireSlot(codec, c.pull_slot_bytes, world);
+  const WireSlot w = wireSlot(kC, c.pull_slot_bytes, world);
   const ChunkedCall k = wireCall(c, w, count);
   const size_t stride = blockDim.x;
   CallSession session(c);
   if (!session.openAndAnnounce<PullProto, T, kW>(kCallAllReduce, count)) {  // aborted
-    poisonWire<T>(c, recv, count, 0);
+    poisonWire<T, kC>(c, recv, count, 0);
     return;
   }
   WaitCtx wait = session.startWaits();
@@ -167,16 +174,16 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
         float x[kWireGroup];
         loadGroup<T>(send, st.base + d * st.seg + o, count, c.aligned, x);
-        GroupCodes q;
-        const float scale = encodeGroup(codec, x, &q);
-        putGroup(codec, mine + w.codesAt(d), mine + w.scalesAt(d), o, q, scale);
+        GroupCodes<kC> q;
+        const float scale = encodeGroup<kC>(x, &q);
+        putGroup<kC>(mine + w.codesAt(d), mine + w.scalesAt(d), o, q, scale);
       }
     }
     bulkPublish<PullProto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
     if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-      poisonWire<T>(c, recv, count, step);  // gave up: this step's outputs and later ones
+      poisonWire<T, kC>(c, recv, count, step);  // gave up: this step's outputs and later ones
       return;
     }
 
@@ -184,33 +191,46 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     //    into my reduced area; the decoded values into my output.
     const size_t own_first = st.base + rank * st.seg;
     for (size_t o = st.o0; o < min(st.o1, st.segLen(rank)); o += stride) {
-      float own[kWireGroup], acc[kWireGroup];
-      loadGroup<T>(send, own_first + o, count, c.aligned, own);
-      for (int r = 0; r < world; ++r) {
-        GroupCodes q;
-        float scale = 0.f;
-        if (r != rank) {
+      float acc[kWireGroup];
+      loadGroup<T>(send, own_first + o, count, c.aligned, acc);  // rank `rank`'s, exact
+      if (rank != 0) {
+        // Ranks 0 .. rank - 1 come first: acc holds mine until they are summed.
+        float own[kWireGroup];
+#pragma unroll
+        for (int i = 0; i < kWireGroup; ++i) own[i] = acc[i];
+        for (int r = 0; r < rank; ++r) {
           const char* slot = c.pulls[r] + st.slot_off;
-          scale = getGroup(codec, slot + w.codesAt(rank), slot + w.scalesAt(rank), o, &q);
+          GroupCodes<kC> q;
+          const WireScale s =
+              wireScale(kC, getGroup<kC>(slot + w.codesAt(rank), slot + w.scalesAt(rank), o, &q));
+#pragma unroll
+          for (int i = 0; i < kWireGroup; ++i)
+            acc[i] = r == 0 ? decodeOne<kC>(q, s, i) : addRn(acc[i], decodeOne<kC>(q, s, i));
         }
 #pragma unroll
-        for (int i = 0; i < kWireGroup; ++i) {
-          const float v = r == rank ? own[i] : wireDecode(codec, q.code(codec, i), scale);
-          acc[i] = r == 0 ? v : addRn(acc[i], v);
-        }
+        for (int i = 0; i < kWireGroup; ++i) acc[i] = addRn(acc[i], own[i]);
+      }
+      for (int r = rank + 1; r < world; ++r) {
+        const char* slot = c.pulls[r] + st.slot_off;
+        GroupCodes<kC> q;
+        const WireScale s =
+            wireScale(kC, getGroup<kC>(slot + w.codesAt(rank), slot + w.scalesAt(rank), o, &q));
+#pragma unroll
+        for (int i = 0; i < kWireGroup; ++i) acc[i] = addRn(acc[i], decodeOne<kC>(q, s, i));
       }
 #pragma unroll
       for (int i = 0; i < kWireGroup; ++i) acc[i] = roundToT<T>(acc[i]);
-      GroupCodes q;
-      const float scale = encodeGroup(codec, acc, &q);
-      putGroup(codec, mine + w.codesAt(world), mine + w.scalesAt(world), o, q, scale);
-      decodeGroup(codec, q, scale, acc);
+      GroupCodes<kC> q;
+      const WireScale s = wireScale(kC, encodeGroup<kC>(acc, &q));
+      putGroup<kC>(mine + w.codesAt(world), mine + w.scalesAt(world), o, q, s.scale);
+#pragma unroll
+      for (int i = 0; i < kWireGroup; ++i) acc[i] = decodeOne<kC>(q, s, i);
       storeGroup<T>(recv, own_first + o, count, c.aligned, acc);
     }
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-      poisonWire<T>(c, recv, count, step);
+      poisonWire<T, kC>(c, recv, count, step);
       return;
     }
 
@@ -219,11 +239,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const int d = ringRank(rank, p, world);
       const char* slot = c.pulls[d] + st.slot_off;
       for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
-        GroupCodes q;
-        const float scale =
-            getGroup(codec, slot + w.codesAt(world), slot + w.scalesAt(world), o, &q);
+        GroupCodes<kC> q;
+        const WireScale s =
+            wireScale(kC, getGroup<kC>(slot + w.codesAt(world), slot + w.scalesAt(world), o, &q));
         float y[kWireGroup];
-        decodeGroup(codec, q, scale, y);
+#pragma unroll
+        for (int i = 0; i < kWireGroup; ++i) y[i] = decodeOne<kC>(q, s, i);
         storeGroup<T>(recv, st.base + d * st.seg + o, count, c.aligned, y);
       }
     }
@@ -231,17 +252,27 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
+template <WireCodec kC>
 struct TwoShotPullWire {
   template <typename Proto, typename T, int kW>
   static const void* get() {
-    return reinterpret_cast<const void*>(&twoShotPullWireKernel<T, kW>);
+    return reinterpret_cast<const void*>(&twoShotPullWireKernel<T, kW, kC>);
   }
 };
 
 }  // namespace
 
-KernelSet pullTwoShotWireKernels(int world) {
-  return kernelSetByWorld<TwoShotPullWire, PullProto>(world);
+KernelSet pullTwoShotInt8Kernels(int world) {
+  return kernelSetByWorld<TwoShotPullWire<WireCodec::kInt8>, PullProto>(world);
+}
+KernelSet pullTwoShotInt4Kernels(int world) {
+  return kernelSetByWorld<TwoShotPullWire<WireCodec::kInt4>, PullProto>(world);
+}
+KernelSet pullTwoShotFp8Kernels(int world) {
+  return kernelSetByWorld<TwoShotPullWire<WireCodec::kFp8E4M3>, PullProto>(world);
+}
+KernelSet pullTwoShotFp8E5m2Kernels(int world) {
+  return kernelSetByWorld<TwoShotPullWire<WireCodec::kFp8E5M2>, PullProto>(world);
 }
 
 }  // namespace tpcomm

@@ -37,6 +37,12 @@ const char* nameOf(WireCodec c) {
   return "none";
 }
 
+// One element through the codec in a group of scale word `scale`.
+float roundTrip(WireCodec c, float x, float scale) {
+  const WireScale s = wireScale(c, scale);
+  return wireDecode(c, wireEncode(c, x, s), s);
+}
+
 float floatOf(uint32_t u) {
   float f;
   memcpy(&f, &u, 4);
@@ -102,7 +108,7 @@ void expectRoundTrip(WireCodec c, const std::vector<float>& x, const std::string
   const float scale = wireScaleOf(x.data(), kWireGroup);
   ASSERT_TRUE(std::isfinite(scale)) << what;
   for (float v : x) {
-    const float back = wireDecode(c, wireEncode(c, v, scale), scale);
+    const float back = roundTrip(c, v, scale);
     const double err = std::fabs(static_cast<double>(back) - v);
     const double bound = wireErrorBound(c, v, scale);
     ASSERT_LE(err, bound) << nameOf(c) << " " << what << ": " << v << " came back " << back
@@ -159,8 +165,7 @@ TEST(WireCodec, TheIntBoundIsTight) {
       for (float& v : x) v = uni(rng);
       const float s = wireScaleOf(x.data(), kWireGroup);
       for (float v : x)
-        worst = std::max(
-            worst, std::fabs(static_cast<double>(wireDecode(c, wireEncode(c, v, s), s)) - v) / s);
+        worst = std::max(worst, std::fabs(static_cast<double>(roundTrip(c, v, s)) - v) / s);
     }
     EXPECT_GT(worst, 0.9 * 0.5 / wireCodeMax(c)) << nameOf(c);
     EXPECT_LE(worst, 0.5 / wireCodeMax(c) + 1e-6) << nameOf(c);
@@ -173,12 +178,12 @@ TEST(WireCodec, TheLargestElementAndZerosAreExact) {
   for (WireCodec c : kCodecs) {
     std::vector<float> x(kWireGroup, 0.f);
     EXPECT_EQ(wireScaleOf(x.data(), kWireGroup), 0.f);
-    EXPECT_EQ(wireDecode(c, wireEncode(c, 0.f, 0.f), 0.f), 0.f) << nameOf(c);
+    EXPECT_EQ(roundTrip(c, 0.f, 0.f), 0.f) << nameOf(c);
     for (float amax : {1.f, 3.1f, 1e-20f, 6e37f}) {
       x[5] = -amax;
       const float s = wireScaleOf(x.data(), kWireGroup);
       EXPECT_EQ(s, amax);
-      EXPECT_EQ(wireDecode(c, wireEncode(c, -amax, s), s), -amax) << nameOf(c) << " " << amax;
+      EXPECT_EQ(roundTrip(c, -amax, s), -amax) << nameOf(c) << " " << amax;
     }
   }
 }
@@ -194,8 +199,7 @@ TEST(WireCodec, ANonFiniteElementMakesTheGroupNaN) {
       x[17] = bad;
       const float s = wireScaleOf(x.data(), kWireGroup);
       EXPECT_TRUE(std::isnan(s)) << nameOf(c);
-      for (float v : x)
-        EXPECT_TRUE(std::isnan(wireDecode(c, wireEncode(c, v, s), s))) << nameOf(c) << " " << bad;
+      for (float v : x) EXPECT_TRUE(std::isnan(roundTrip(c, v, s))) << nameOf(c) << " " << bad;
     }
 }
 

@@ -34,6 +34,12 @@ constexpr Codec kCodecs[] = {{WireCodec::kInt8, "int8", "p2p_twoshot_pull_int8"}
 
 constexpr size_t kSlotBytes = size_t{1} << 20;  // the communicators' TPCOMM_BUFFER_BYTES
 
+// One element through the codec in a group of scale word `scale`.
+float roundTrip(WireCodec c, float x, float scale) {
+  const WireScale s = wireScale(c, scale);
+  return wireDecode(c, wireEncode(c, x, s), s);
+}
+
 float asFloat(tpcommDataType_t dt, const uint8_t* p) {
   return static_cast<float>(toDouble(dt, p));
 }
@@ -68,7 +74,7 @@ std::vector<float> emulate(WireCodec c, tpcommDataType_t dt, size_t count, int w
       }
       const float scale = wireScaleOf(x, kWireGroup);
       for (int i = 0; i < kWireGroup; ++i) {
-        const float v = r == own ? x[i] : wireDecode(c, wireEncode(c, x[i], scale), scale);
+        const float v = r == own ? x[i] : roundTrip(c, x[i], scale);
         acc[i] = r == 0 ? v : acc[i] + v;
       }
     }
@@ -76,7 +82,7 @@ std::vector<float> emulate(WireCodec c, tpcommDataType_t dt, size_t count, int w
     const float scale = wireScaleOf(acc, kWireGroup);
     for (int i = 0; i < kWireGroup; ++i) {
       const size_t e = g * kWireGroup + i;
-      if (e < count) out[e] = roundTo(dt, wireDecode(c, wireEncode(c, acc[i], scale), scale));
+      if (e < count) out[e] = roundTo(dt, roundTrip(c, acc[i], scale));
     }
   }
   return out;

@@ -180,7 +180,6 @@ struct DeviceComm {
   int partner;
   signed char island_members[2][kMaxRanks / 2];
   int push_eighths;  // split one-shot: eighths of a block's threads that push (set per launch)
-  int wire_codec;    // the quantized wire's codec (wire_codec.h, WireCodec; set per launch)
   int host_fence;    // LaunchKnobs::host_fence: host-memory readers fence after their clears
   // Every rank's call fingerprint array (kPrintBytes, device_comm.h above): after its staging
   // slots in its device memory (prints: the peer-memory protocols) and in the host segment

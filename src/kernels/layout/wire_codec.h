@@ -7,9 +7,10 @@
 // the CPU tests check the bounds below against a host reference. docs/PROTOCOL.md, "The quantized
 // wire's codec", states them.
 //
-//   encode: t = x / amax (one rounding, |t| <= 1), y = t * kMax (one rounding, |y| <= kMax),
-//           code = round-to-nearest-even(y) as an integer, or y's FP8 code;
-//   decode: x' = (value(code) / kMax) * amax (two roundings; no overflow: value <= kMax).
+//   encode: y = x * (kMax / amax) (two roundings; the factor once a group), code =
+//           round-to-nearest-even(y) as an integer (|y| may pass kMax by a rounding: the code
+//           is kMax then), or y's FP8 code (saturated);
+//   decode: x' = value(code) * (amax / kMax) (two roundings, the factor once a group).
 //
 // amax 0 (every element zero, either sign): every code 0, decoded 0. A group holding a NaN or an
 // infinity has the scale word NaN: every element decodes to NaN, so a non-finite input never
@@ -174,14 +175,31 @@ TPCOMM_HOST_DEVICE inline float wireScaleOf(const float* x, int n) {
   return finite ? amax : wire_detail::floatOf(0x7FC00000u);
 }
 
-// Element x's code in a group of scale word `scale` (finite, >= |x|; NaN or 0: code 0).
-TPCOMM_HOST_DEVICE inline uint8_t wireEncode(WireCodec c, float x, float scale) {
-  if (!(scale > 0.f)) return 0;  // zero, or NaN (the scale word decodes the group)
-  const float y = mulRn(divRn(x, scale), wireCodeMax(c));
+// What encoding and decoding a group take from its scale word, computed once a group: the
+// encoder's factor kMax / scale (0 where the scale is 0 or NaN: every code 0; not finite where
+// the scale is so small that kMax / scale overflows: the encoder divides then), the decoder's
+// scale / kMax (NaN for a NaN scale: the whole group decodes to NaN).
+struct WireScale {
+  float scale;
+  float enc;
+  float dec;
+};
+TPCOMM_HOST_DEVICE inline WireScale wireScale(WireCodec c, float scale) {
+  const float enc = scale > 0.f ? divRn(wireCodeMax(c), scale) : 0.f;
+  return WireScale{scale, enc, divRn(scale, wireCodeMax(c))};
+}
+
+// Element x's code in a group of scale word s.scale (finite, >= |x|; NaN or 0: code 0):
+// y = x * (kMax / scale) (or (x / scale) * kMax where kMax / scale overflows), rounded to the
+// code. |y| may exceed kMax by an fp32 rounding: INT codes round it back to kMax, FP8 saturates.
+TPCOMM_HOST_DEVICE inline uint8_t wireEncode(WireCodec c, float x, const WireScale& s) {
+  if (!(s.enc > 0.f)) return 0;  // zero, or NaN (the scale word decodes the group)
+  const float y =
+      s.enc <= 3.4028235e38f ? mulRn(x, s.enc) : mulRn(divRn(x, s.scale), wireCodeMax(c));
   switch (c) {
     case WireCodec::kInt8:
     case WireCodec::kInt4: {
-      const int q = static_cast<int>(rintf(y));  // |q| <= kMax: |x / scale| <= 1
+      const int q = static_cast<int>(rintf(y));  // |q| <= kMax
       return static_cast<uint8_t>(q & (c == WireCodec::kInt4 ? 0xF : 0xFF));
     }
     case WireCodec::kFp8E4M3:
@@ -211,8 +229,9 @@ TPCOMM_HOST_DEVICE inline float wireCodeValue(WireCodec c, uint8_t code) {
   return 0.f;
 }
 
-TPCOMM_HOST_DEVICE inline float wireDecode(WireCodec c, uint8_t code, float scale) {
-  return mulRn(divRn(wireCodeValue(c, code), wireCodeMax(c)), scale);
+// x' = value(code) * (scale / kMax).
+TPCOMM_HOST_DEVICE inline float wireDecode(WireCodec c, uint8_t code, const WireScale& s) {
+  return mulRn(wireCodeValue(c, code), s.dec);
 }
 
 // The most |decode(encode(x)) - x| can be in a finite group of scale word `amax`: the code's

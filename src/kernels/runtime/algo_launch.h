@@ -52,9 +52,11 @@ KernelSet hostSentinelKernels(int world);
 // the two-shot.
 KernelSet pullOneShotKernels(int world);
 KernelSet pullTwoShotKernels(int world);
-// The two-shot pull over a quantized wire (twoshot_pull_wire.cu): one kernel for every codec, the
-// codec the variant row's (DeviceComm::wire_codec).
-KernelSet pullTwoShotWireKernels(int world);
+// The two-shot pull over a quantized wire (twoshot_pull_wire.cu), a set per codec.
+KernelSet pullTwoShotInt8Kernels(int world);
+KernelSet pullTwoShotInt4Kernels(int world);
+KernelSet pullTwoShotFp8Kernels(int world);
+KernelSet pullTwoShotFp8E5m2Kernels(int world);
 // The one-step pull with the flag in the data (oneshot_pull_ll.cu).
 KernelSet pullLLOneShotKernels(int world);
 // Reduce-scatter and all-gather (rsag.cu): the two-shot's halves, over peer memory (sentinel) and

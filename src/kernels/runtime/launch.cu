@@ -105,7 +105,6 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   dc.push_batch = a.push_batch;
   dc.aligned = a.aligned ? 1 : 0;
   dc.push_eighths = a.push_eighths;
-  dc.wire_codec = row->wire;
   dc.call_region = a.geometry.region;
   dc.call_nsteps = a.geometry.nsteps;
   dc.call_per = a.geometry.per;

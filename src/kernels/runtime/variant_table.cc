@@ -59,10 +59,10 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantFusedP2pTwoShotFp8,      "fused_p2p_twoshot_fp8",      C::kFused,         X::kPeer,       false, false, fusedTwoShotPushFp8Kernels, false, 0},
 {tpcommVariantFusedP2pIsland,          "fused_p2p_island",           C::kFused,         X::kPeer,       false, true,  fusedIslandPushKernels,   false, 0},
 {tpcommVariantFusedP2pIslandFp8,       "fused_p2p_island_fp8",       C::kFused,         X::kPeer,       false, true,  fusedIslandPushFp8Kernels, false, 0},
-{tpcommVariantP2pTwoShotPullInt8,      "p2p_twoshot_pull_int8",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireInt8},
-{tpcommVariantP2pTwoShotPullInt4,      "p2p_twoshot_pull_int4",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireInt4},
-{tpcommVariantP2pTwoShotPullFp8,       "p2p_twoshot_pull_fp8",       C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireFp8},
-{tpcommVariantP2pTwoShotPullFp8E5m2,   "p2p_twoshot_pull_fp8_e5m2",  C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotWireKernels,   false, 0, kWireFp8E5m2},
+{tpcommVariantP2pTwoShotPullInt8,      "p2p_twoshot_pull_int8",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotInt8Kernels,   false, 0, kWireInt8},
+{tpcommVariantP2pTwoShotPullInt4,      "p2p_twoshot_pull_int4",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotInt4Kernels,   false, 0, kWireInt4},
+{tpcommVariantP2pTwoShotPullFp8,       "p2p_twoshot_pull_fp8",       C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotFp8Kernels,    false, 0, kWireFp8},
+{tpcommVariantP2pTwoShotPullFp8E5m2,   "p2p_twoshot_pull_fp8_e5m2",  C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotFp8E5m2Kernels, false, 0, kWireFp8E5m2},
 };
 // clang-format on
 
