@@ -1,6 +1,7 @@
 #!/bin/bash
-# Twenty-third round, device call 4 (one H200, all ranks sharing it): the quantized wire's kernel
-# built per codec (a template each, the per-group factors): Wire.* again, and the bench of
+# Twenty-third round, device calls 4 and 5 (one H200, all ranks sharing it): the quantized wire's
+# kernel built per codec (a template each, the per-group factors; call 5: FP8 converted by sm_89+'s
+# cvt instructions): Wire.* again (the GPU's codes against the host emulation's), and the bench of
 # run_3.sh (graphs, bf16, 1..64 MiB, worlds 2, 4, 8; --no-check: the gtests check the codec).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
