@@ -40,6 +40,10 @@ void usage(FILE* f) {
       "                       without the lean one-shot kernel\n"
       "  --collective allreduce  allreduce | reduce_scatter | all_gather (sizes: the whole\n"
       "                       message, world x the per-rank count)\n"
+      "  --wire LIST          of int8,int4,fp8,fp8_e5m2: also time the two-shot pull over\n"
+      "                       each quantized wire (twoshot_pull@wire=CODEC+wire_min_bytes=0),\n"
+      "                       next to the backends listed (e.g. twoshot_pull,nccl); checked\n"
+      "                       for the ranks' agreement only (the GPU tests check the values)\n"
       "  --no-check           skip the correctness check of every backend\n"
       "  --json FILE          write every measurement as JSON\n"
       "  --plot FILE.svg      draw us per call against size, a line per backend (NCCL too),\n"
@@ -167,6 +171,16 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
     } else if (k == "--plot") {
       a->plot = v;  // SVG only: refused here, before anything is measured
       ok = a->plot.size() > 4 && a->plot.compare(a->plot.size() - 4, 4, ".svg") == 0;
+    } else if (k == "--wire") {
+      a->wire = split(v);
+      for (const auto& c : a->wire) {
+        BackendSpec spec;
+        std::string why;
+        if (ok && !parseBackend("twoshot_pull@wire=" + c + "+wire_min_bytes=0", &spec, &why)) {
+          fprintf(stderr, "tpcomm-bench: --wire: %s\n", why.c_str());
+          ok = false;
+        }
+      }
     } else if (k == "--collective") {
       a->collective = v;
       ok = a->collective == "allreduce" || a->collective == "reduce_scatter" ||
@@ -181,7 +195,13 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       return false;
     }
   }
+  for (const auto& c : a->wire)
+    a->backends.push_back("twoshot_pull@wire=" + c + "+wire_min_bytes=0");
   return true;
+}
+
+bool isWireBackend(const std::string& label) {
+  return label.find("wire=") != std::string::npos;
 }
 
 }  // namespace tpcomm::bench

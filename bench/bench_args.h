@@ -29,7 +29,14 @@ struct Args {
   // allreduce, reduce_scatter or all_gather; bytes are the whole message (reduce-scatter's
   // input, all-gather's output), as nccl-tests reports them.
   std::string collective = "allreduce";
+  // --wire int8,fp8: the two-shot pull over each codec's quantized wire, added to the backends
+  // (twoshot_pull@wire=<codec>+wire_min_bytes=0); their check is the ranks' agreement only.
+  std::vector<std::string> wire;
 };
+
+// Whether a backend's label names a quantized wire (its outputs differ from the reference by
+// the codec's error: the bench checks the ranks agree, the GPU tests check the values).
+bool isWireBackend(const std::string& label);
 
 // One --backends entry: an algorithm name, or nccl, optionally with launch knobs after '@' (as
 // TPCOMM_KNOBS, items joined by '+': "oneshot_pull@pull_ll_bytes=0+lean=0"), so that one run

@@ -61,6 +61,12 @@ def test_config_values():
     assert _config.make_config(algo="auto").algo == 0
 
 
+def test_config_launch_knobs_and_the_wire():
+    cfg = _config.make_config(launch_knobs="lean=0", wire="int8", wire_min_bytes=1 << 22)
+    assert cfg.launchKnobs == b"lean=0,wire=int8,wire_min_bytes=4194304"
+    assert _config.make_config(wire="fp8").launchKnobs == b"wire=fp8"
+
+
 @pytest.mark.parametrize("kwargs", [{"algo": "fastest"}, {"algo": 42}, {"nccl": "maybe"}])
 def test_config_rejects_bad_values(kwargs):
     with pytest.raises(tpcomm.TpcommInvalidArgumentError):

@@ -8,10 +8,22 @@ _NCCL_MODES = {"auto": _abi.NCCL_AUTO, "off": _abi.NCCL_OFF}
 
 
 def make_config(buffer_bytes=None, timeout_ms=None, strict=None, algo=None, nccl=None,
-                nccl_comm=None, max_blocks=None, init_timeout_ms=None):
+                nccl_comm=None, max_blocks=None, init_timeout_ms=None, launch_knobs=None,
+                wire=None, wire_min_bytes=None):
     """None everywhere means 'the library default': the TPCOMM_* environment variable if set,
-    else the built-in value (TPCOMM_CONFIG_INITIALIZER)."""
+    else the built-in value (TPCOMM_CONFIG_INITIALIZER). `launch_knobs`: TPCOMM_KNOBS's syntax
+    ("name=value,..."), applied on top of the environment's. `wire` ("int8", "int4", "fp8",
+    "fp8_e5m2"; off by default) and `wire_min_bytes`: the communicator's large all-reduces over
+    PCIe peer memory move quantized (the knobs wire and wire_min_bytes; docs/PROTOCOL.md, "The
+    quantized wire's codec", states the error). The library checks every value at init."""
     cfg = _abi.Config.initializer()
+    knobs = [launch_knobs] if launch_knobs else []
+    if wire is not None:
+        knobs.append(f"wire={wire}")
+    if wire_min_bytes is not None:
+        knobs.append(f"wire_min_bytes={int(wire_min_bytes)}")
+    if knobs:
+        cfg.launchKnobs = ",".join(knobs).encode()
     if buffer_bytes is not None:
         cfg.bufferBytes = int(buffer_bytes)
     if timeout_ms is not None:

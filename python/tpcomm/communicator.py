@@ -70,7 +70,8 @@ class Communicator(Queries):
                        **config: Any) -> "Communicator":
         """Collective over `world_size` processes on this machine (tpcommCommInitRank); blocks
         until all have joined. `config`: see make_config (buffer_bytes, timeout_ms, strict,
-        algo, nccl, nccl_comm, max_blocks, init_timeout_ms)."""
+        algo, nccl, nccl_comm, max_blocks, init_timeout_ms, launch_knobs, and the opt-in
+        quantized wire: wire="int8" | "int4" | "fp8" | "fp8_e5m2", wire_min_bytes)."""
         if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != _abi.UNIQUE_ID_BYTES:
             raise TpcommInvalidArgumentError(
                 f"unique_id must be the {_abi.UNIQUE_ID_BYTES} bytes of get_unique_id()", code=4)

@@ -148,6 +148,16 @@ __device__ __noinline__ void poisonWire(const DeviceComm& c, T* recv, size_t cou
   }
 }
 
+// The call's fingerprint kind: the all-reduce over this codec's wire.
+template <WireCodec kC>
+constexpr CallKind wireKind() {
+  static_assert(kCallAllReduceFp8E5m2 - kCallAllReduceInt8 ==
+                    static_cast<int>(WireCodec::kFp8E5M2) - static_cast<int>(WireCodec::kInt8),
+                "the wire kinds follow WireCodec's order");
+  return static_cast<CallKind>(kCallAllReduceInt8 + static_cast<int>(kC) -
+                               static_cast<int>(WireCodec::kInt8));
+}
+
 template <typename T, int kW, WireCodec kC>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotPullWireKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv,
@@ -157,7 +167,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const ChunkedCall k = wireCall(c, w, count);
   const size_t stride = blockDim.x;
   CallSession session(c);
-  if (!session.openAndAnnounce<PullProto, T, kW>(kCallAllReduce, count)) {  // aborted
+  if (!session.openAndAnnounce<PullProto, T, kW>(wireKind<kC>(), count)) {  // aborted
     poisonWire<T, kC>(c, recv, count, 0);
     return;
   }
@@ -181,7 +191,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     bulkPublish<PullProto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
-      session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
+      session.checkPeers<PullProto>(wait, session.print<T>(wireKind<kC>(), count));
     if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
       poisonWire<T, kC>(c, recv, count, step);  // gave up: this step's outputs and later ones
       return;

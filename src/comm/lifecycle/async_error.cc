@@ -18,6 +18,14 @@ const char* kindName(int kind) {
       return "reduce-scatter";
     case kCallAllGather:
       return "all-gather";
+    case kCallAllReduceInt8:
+      return "all-reduce over the int8 wire";
+    case kCallAllReduceInt4:
+      return "all-reduce over the int4 wire";
+    case kCallAllReduceFp8:
+      return "all-reduce over the fp8 wire";
+    case kCallAllReduceFp8E5m2:
+      return "all-reduce over the fp8_e5m2 wire";
   }
   return "unknown call";
 }

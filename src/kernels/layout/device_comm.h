@@ -110,6 +110,12 @@ enum CallKind : int {
   kCallFusedFp8 = 3,  // the same, the norm quantised to FP8 e4m3
   kCallReduceScatter = 4,
   kCallAllGather = 5,
+  // An all-reduce over a quantized wire (twoshot_pull_wire.cu), by codec (WireCodec 1..4): a
+  // rank on another wire would read codes it cannot decode.
+  kCallAllReduceInt8 = 6,
+  kCallAllReduceInt4 = 7,
+  kCallAllReduceFp8 = 8,
+  kCallAllReduceFp8E5m2 = 9,
 };
 constexpr size_t kPrintBytes = static_cast<size_t>(kNumSlots) * kMaxRanks * kVecBytes;
 
