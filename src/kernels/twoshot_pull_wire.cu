@@ -272,17 +272,20 @@ struct TwoShotPullWire {
 
 }  // namespace
 
-KernelSet pullTwoShotInt8Kernels(int world) {
-  return kernelSetByWorld<TwoShotPullWire<WireCodec::kInt8>, PullProto>(world);
+// One kernel a datatype serves every world: the kernel keeps no per-peer registers (the world
+// class only bounds the fingerprint's announce), and three classes would triple the fat binary's
+// build for nothing.
+KernelSet pullTwoShotInt8Kernels(int /*world*/) {
+  return kernelSetFor<TwoShotPullWire<WireCodec::kInt8>, PullProto, kMaxRanks>();
 }
-KernelSet pullTwoShotInt4Kernels(int world) {
-  return kernelSetByWorld<TwoShotPullWire<WireCodec::kInt4>, PullProto>(world);
+KernelSet pullTwoShotInt4Kernels(int /*world*/) {
+  return kernelSetFor<TwoShotPullWire<WireCodec::kInt4>, PullProto, kMaxRanks>();
 }
-KernelSet pullTwoShotFp8Kernels(int world) {
-  return kernelSetByWorld<TwoShotPullWire<WireCodec::kFp8E4M3>, PullProto>(world);
+KernelSet pullTwoShotFp8Kernels(int /*world*/) {
+  return kernelSetFor<TwoShotPullWire<WireCodec::kFp8E4M3>, PullProto, kMaxRanks>();
 }
-KernelSet pullTwoShotFp8E5m2Kernels(int world) {
-  return kernelSetByWorld<TwoShotPullWire<WireCodec::kFp8E5M2>, PullProto>(world);
+KernelSet pullTwoShotFp8E5m2Kernels(int /*world*/) {
+  return kernelSetFor<TwoShotPullWire<WireCodec::kFp8E5M2>, PullProto, kMaxRanks>();
 }
 
 }  // namespace tpcomm

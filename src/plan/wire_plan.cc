@@ -50,9 +50,12 @@ std::string whyNotWire(const CommFacts& f, const Call& call, int algo) {
 }  // namespace
 
 CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
-  if (f.knobs.wire == 0 || p.decision.error != tpcommSuccess) return p;
+  // Under TPCOMM_STRICT=1 a call the policy hands to NCCL is refused: the codec may serve it.
+  const bool refused_nccl = p.decision.error == tpcommFallbackRefused;
+  if (f.knobs.wire == 0 || (p.decision.error != tpcommSuccess && !refused_nccl)) return p;
   const char* codec = wireCodecName(f.knobs.wire);
-  const std::string why_not = whyNotWire(f, call, p.decision.algo);
+  const std::string why_not =
+      whyNotWire(f, call, refused_nccl ? tpcommAlgoNccl : p.decision.algo);
   if (!why_not.empty()) {
     p.decision.reason += strFormat("; wire=%s not taken (%s)", codec, why_not.c_str());
     return p;
@@ -61,12 +64,14 @@ CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
   const size_t elems = call.bytes / dtypeSize(call.dtype);
   CallPlan q;
   q.decision = p.decision;
+  q.decision.error = tpcommSuccess;
   q.decision.algo = tpcommAlgoTwoShotPull;
+  q.decision.fallback = false;  // tpcomm runs it, where the policy had handed it to NCCL
   q.decision.reason = strFormat(
       "two-shot pull over the %s wire (opt-in: wire=%s from wire_min_bytes=%d; %zu bytes a "
       "rank moves per segment instead of %zu); in place of %s: %s",
       codec, codec, f.knobs.wire_min_bytes, wireBytes(c, elems), call.bytes,
-      tpcommVariantName(p.variant), p.decision.reason.c_str());
+      refused_nccl ? "nccl" : tpcommVariantName(p.variant), p.decision.reason.c_str());
   q.variant = wireVariant(f.knobs.wire);
   q.chunk_vecs = f.slots.pull_chunk_vecs;  // the kernel's steps follow its codec's slot layout
   q.grid = planGrid(tpcommAlgoTwoShotPull, call.bytes, q.chunk_vecs * kVecBytes, f.world, f.knobs,

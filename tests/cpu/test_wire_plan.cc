@@ -73,6 +73,7 @@ TEST(WirePlan, TheCollapsingBoxTakesTheCodecFromWireMinBytes) {
         }
         EXPECT_EQ(p.variant, c.want) << what;
         EXPECT_EQ(p.decision.algo, tpcommAlgoTwoShotPull) << what;
+        EXPECT_FALSE(p.decision.fallback) << what;  // not counted as an NCCL fallback
         EXPECT_TRUE(contains(p.decision.reason, "two-shot pull over the")) << what;
         EXPECT_TRUE(contains(p.decision.reason, "in place of ")) << what;
         EXPECT_GE(p.grid.blocks, 1) << what;
@@ -106,6 +107,17 @@ TEST(WirePlan, WhereItDoesNotRunTheReasonSaysWhy) {
   EXPECT_EQ(p.variant, tpcommVariantP2pTwoShot);
   EXPECT_TRUE(contains(p.decision.reason, "the forced algorithm has no codec"))
       << p.decision.reason;
+
+  // TPCOMM_STRICT=1 refuses the NCCL fallback; the codec serves the call instead.
+  CommFacts strict = pcie(8, "int8");
+  strict.strict = true;
+  p = planCall(strict, allReduceCall(8 * kMiB, true, tpcommBfloat16));
+  EXPECT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+  EXPECT_EQ(p.variant, tpcommVariantP2pTwoShotPullInt8) << p.decision.reason;
+  EXPECT_TRUE(contains(p.decision.reason, "in place of nccl")) << p.decision.reason;
+  strict.knobs.wire = 0;
+  EXPECT_EQ(planCall(strict, allReduceCall(8 * kMiB, true, tpcommBfloat16)).decision.error,
+            tpcommFallbackRefused);
 
   CommFacts host = factsFor(4, Fabric::kHost);
   host.knobs.wire = 1;
