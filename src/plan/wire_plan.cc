@@ -54,8 +54,7 @@ CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
   const bool refused_nccl = p.decision.error == tpcommFallbackRefused;
   if (f.knobs.wire == 0 || (p.decision.error != tpcommSuccess && !refused_nccl)) return p;
   const char* codec = wireCodecName(f.knobs.wire);
-  const std::string why_not =
-      whyNotWire(f, call, refused_nccl ? tpcommAlgoNccl : p.decision.algo);
+  const std::string why_not = whyNotWire(f, call, refused_nccl ? tpcommAlgoNccl : p.decision.algo);
   if (!why_not.empty()) {
     p.decision.reason += strFormat("; wire=%s not taken (%s)", codec, why_not.c_str());
     return p;

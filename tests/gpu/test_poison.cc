@@ -357,6 +357,11 @@ TEST(Poison, AllReduceEveryAlgorithm) {
           C{ar, tpcommAlgoOneShotPull, 2, tpcommBfloat16, 1024, 0, 0, "pull_ll_bytes=0"},
           C{ar, tpcommAlgoOneShotPull, 3, tpcommBfloat16, 1 << 19, 0, kSmallSlots},
           C{ar, tpcommAlgoTwoShotPull, 3, tpcommBfloat16, 1 << 19, 0, kSmallSlots},
+          // The quantized wire (twoshot_pull_wire.cu): many steps in INT8, a partial group in
+          // FP8 over fp32.
+          C{ar, tpcommAlgoTwoShotPull, 2, tpcommBfloat16, 1 << 19, 0, kSmallSlots,
+            "wire=int8,wire_min_bytes=0"},
+          C{ar, tpcommAlgoTwoShotPull, 3, tpcommFloat32, 5001, 0, 0, "wire=fp8,wire_min_bytes=0"},
           C{ar, tpcommAlgoHostOneShot, 2, tpcommBfloat16, 1024, 0},  // the host sentinel
           C{ar, tpcommAlgoHostOneShot, 3, tpcommBfloat16, 4097, 0, 0, kHostLLKnobs},
           C{ar, tpcommAlgoHostTwoShot, 2, tpcommBfloat16, 1 << 18, 0},
@@ -394,6 +399,9 @@ TEST(Poison, FusedAddRmsNorm) {
           // The fused island over pull (fused_island_pull.cu): one step, and many in FP8.
           C{f, tpcommAlgoIslandPull, 4, tpcommBfloat16, 16, 7168, 0, nullptr, 4},
           C{q, tpcommAlgoIslandPull, 4, tpcommBfloat16, 130, 4096, 1 << 20, nullptr, 4},
+          // The fused island over pushes (fused_twoshot_push.cu, kIsland): one step, many in FP8.
+          C{f, tpcommAlgoIsland, 4, tpcommBfloat16, 16, 7168, 0, nullptr, 4},
+          C{q, tpcommAlgoIsland, 4, tpcommBfloat16, 130, 4096, 1 << 20, nullptr, 4},
           // Rows that are not whole vectors: the all-reduce, then the epilogue kernel, which
           // carries the all-reduce's NaN into residual_out and the norm (FP8 too).
           C{f, tpcommAlgoAuto, 2, tpcommBfloat16, 3, 1001},
