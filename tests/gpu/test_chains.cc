@@ -24,6 +24,7 @@
 #include "tests/gpu/harness.h"
 #include "tests/gpu/spin_kernel.h"
 #include "tests/support/rmsnorm_reference.h"
+#include "tests/support/wire_reference.h"
 
 namespace tpcomm::test {
 namespace {
@@ -105,11 +106,17 @@ struct ChainParam {
   int world;
   int algo;
   bool mixed;  // false: all-reduce only (the scenario as first reported)
+  // Opted into a quantized wire (the knob wire=, from 64 KiB, with 1 MiB buffers: its calls in
+  // many steps, interleaved with the plain pull variants on the same slots); none: 0.
+  const char* wire = nullptr;
 };
+
+constexpr size_t kWireChainBuffer = size_t{1} << 20;
 
 std::string paramName(const ::testing::TestParamInfo<ChainParam>& info) {
   return std::string("w") + std::to_string(info.param.world) + "_" +
-         tpcommAlgoName(info.param.algo) + (info.param.mixed ? "_mixed" : "_allreduce");
+         tpcommAlgoName(info.param.algo) + (info.param.mixed ? "_mixed" : "_allreduce") +
+         (info.param.wire ? std::string("_wire_") + info.param.wire : "");
 }
 
 // The chain's calls: log-uniform sizes from one element to 4M, every datatype, in place or not,
@@ -285,16 +292,26 @@ std::string check(const ChainCall& c, const Group& g, const std::vector<RankCall
     std::vector<uint8_t> want;
     const void* out = nullptr;
     switch (c.kind) {
-      case Kind::kAllReduce:
+      case Kind::kAllReduce: {
         n = c.count;
         out = c.in_place ? rc.sec[0] : rc.sec[1];
         want.resize(n * es);
+        // Over a quantized wire: the host emulation's bits (tests/support/wire_reference.h).
+        const WireCodec codec = wireCodecOfVariant(c.plan.substr(0, c.plan.find('/')));
+        if (codec != WireCodec::kNone) {
+          std::vector<std::vector<uint8_t>> ins;
+          for (int q = 0; q < world; ++q) ins.push_back(rcs[q].in);
+          const std::vector<float> w = emulateWire(codec, c.dt, n, world, kWireChainBuffer, ins);
+          for (size_t i = 0; i < n; ++i) fromDouble(c.dt, w[i], want.data() + i * es);
+          break;
+        }
         for (size_t i = 0; i < n; ++i) {
           double sum = 0;
           for (int q = 0; q < world; ++q) sum += toDouble(c.dt, rcs[q].in.data() + i * es);
           fromDouble(c.dt, sum, want.data() + i * es);
         }
         break;
+      }
       case Kind::kReduceScatter:
         n = c.count;
         out = c.in_place ? rc.sec[0] + r * n * es : rc.sec[1];
@@ -352,7 +369,13 @@ std::string variantMix(const std::vector<ChainCall>& calls) {
 }
 
 std::string runChain(const ChainParam& p, uint64_t seed, int ncalls) {
-  const tpcommConfig_t cfg = configFor(p.algo, 0, 4000);
+  tpcommConfig_t cfg = configFor(p.algo, 0, 4000);
+  const std::string wire_knobs =
+      p.wire ? std::string("wire=") + p.wire + ",wire_min_bytes=65536" : std::string();
+  if (p.wire) {
+    cfg.bufferBytes = kWireChainBuffer;
+    cfg.launchKnobs = wire_knobs.c_str();
+  }
   std::string err;
   auto g = makeGroup(p.world, &cfg, 0, &err);
   if (!g) return "group: " + err;
@@ -460,6 +483,10 @@ std::vector<ChainParam> chainParams() {
         if (island && (w < 4 || w % 2)) continue;
         out.push_back({w, a, mixed == 1});
       }
+  // The quantized wire, opted in: its calls from 64 KiB interleaved with the plain pull ones.
+  for (int w = 2; w <= 8; ++w) out.push_back({w, tpcommAlgoTwoShotPull, true, "int8"});
+  for (int w : {3, 8}) out.push_back({w, tpcommAlgoTwoShotPull, true, "fp8_e5m2"});
+  for (int w : {4}) out.push_back({w, tpcommAlgoTwoShotPull, true, "int4"});
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "kernels/layout/device_comm.h"
 #include "kernels/layout/wire_codec.h"
 #include "tests/gpu/harness.h"
+#include "tests/support/wire_reference.h"
 
 namespace tpcomm::test {
 namespace {
@@ -33,60 +34,6 @@ constexpr Codec kCodecs[] = {{WireCodec::kInt8, "int8", "p2p_twoshot_pull_int8"}
                              {WireCodec::kFp8E5M2, "fp8_e5m2", "p2p_twoshot_pull_fp8_e5m2"}};
 
 constexpr size_t kSlotBytes = size_t{1} << 20;  // the communicators' TPCOMM_BUFFER_BYTES
-
-// One element through the codec in a group of scale word `scale`.
-float roundTrip(WireCodec c, float x, float scale) {
-  const WireScale s = wireScale(c, scale);
-  return wireDecode(c, wireEncode(c, x, s), s);
-}
-
-float asFloat(tpcommDataType_t dt, const uint8_t* p) {
-  return static_cast<float>(toDouble(dt, p));
-}
-// fp32 to the datatype, round to nearest even (the kernels' floatToBits), and back.
-float roundTo(tpcommDataType_t dt, float x) {
-  uint8_t b[4];
-  fromDouble(dt, x, b);
-  return asFloat(dt, b);
-}
-
-// The kernel's output for world ranks' inputs, emulated on the host with the same codec: the
-// owner of each group (the chunk layout of the codec's slot) adds its own input exact, the
-// others' decoded, in rank order in fp32; the sum rounded to the datatype, encoded once, decoded.
-std::vector<float> emulate(WireCodec c, tpcommDataType_t dt, size_t count, int world,
-                           const std::vector<std::vector<uint8_t>>& in, std::vector<int>* owner) {
-  const size_t es = elemSize(dt), groups = (count + kWireGroup - 1) / kWireGroup;
-  const WireSlot w = wireSlot(c, pullSlotBytes(kSlotBytes), world);
-  const size_t chunk = w.seg_cap * static_cast<size_t>(world);
-  std::vector<float> out(count);
-  owner->assign(groups, 0);
-  for (size_t g = 0; g < groups; ++g) {
-    const size_t base = g / chunk * chunk, len = std::min(chunk, groups - base);
-    const size_t seg = (len + world - 1) / world;
-    const int own = static_cast<int>((g - base) / seg);
-    (*owner)[g] = own;
-    float acc[kWireGroup] = {};
-    for (int r = 0; r < world; ++r) {
-      float x[kWireGroup] = {};
-      for (int i = 0; i < kWireGroup; ++i) {
-        const size_t e = g * kWireGroup + i;
-        if (e < count) x[i] = asFloat(dt, in[r].data() + e * es);
-      }
-      const float scale = wireScaleOf(x, kWireGroup);
-      for (int i = 0; i < kWireGroup; ++i) {
-        const float v = r == own ? x[i] : roundTrip(c, x[i], scale);
-        acc[i] = r == 0 ? v : acc[i] + v;
-      }
-    }
-    for (float& a : acc) a = roundTo(dt, a);
-    const float scale = wireScaleOf(acc, kWireGroup);
-    for (int i = 0; i < kWireGroup; ++i) {
-      const size_t e = g * kWireGroup + i;
-      if (e < count) out[e] = roundTo(dt, roundTrip(c, acc[i], scale));
-    }
-  }
-  return out;
-}
 
 // Runs one all-reduce of `in` on every rank of g (offset elements into the buffers); every rank's
 // output into got[r]. The variant that ran into *variant.
@@ -149,7 +96,7 @@ void checkCase(Group& g, const Codec& k, tpcommDataType_t dt, size_t count, bool
                            (in_place ? " in place" : "") + " offset " + std::to_string(offset);
   EXPECT_EQ(variant, k.variant) << what;
   std::vector<int> owner;
-  const std::vector<float> want = emulate(k.c, dt, count, g.world, in, &owner);
+  const std::vector<float> want = emulateWire(k.c, dt, count, g.world, kSlotBytes, in, &owner);
   size_t wrong = 0, over = 0;
   for (int r = 0; r < g.world; ++r) {
     EXPECT_EQ(memcmp(got[r].data(), got[0].data(), count * es), 0) << what << ": rank " << r;
