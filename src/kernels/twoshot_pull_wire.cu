@@ -98,31 +98,34 @@ __device__ __forceinline__ float decodeOne(const GroupCodes<kC>& q, const WireSc
   return wireDecode(kC, q.code(i), s);
 }
 
-// A group's codes and scale word into group index o of an area (codes at `codes`, scale words at
-// `scales`): local stores.
+// A group's codes and scale word into group index o of area `area` of a slot of mine: local
+// stores.
 template <WireCodec kC>
-__device__ __forceinline__ void putGroup(char* codes, char* scales, size_t o,
+__device__ __forceinline__ void putGroup(char* slot, const WireSlot& w, int area, size_t o,
                                          const GroupCodes<kC>& q, float scale) {
-  uint4* to = reinterpret_cast<uint4*>(codes + o * wireGroupCodeBytes(kC));
+  uint4* to = reinterpret_cast<uint4*>(slot + w.codesAt(area) + o * wireGroupCodeBytes(kC));
   storeVec16(to, make_uint4(q.w[0], q.w[1], q.w[2], q.w[3]));
   if constexpr (kC != WireCodec::kInt4)
     storeVec16(to + 1, make_uint4(q.w[4], q.w[5], q.w[6], q.w[7]));
-  reinterpret_cast<float*>(scales)[o] = scale;
+  reinterpret_cast<float*>(slot + w.scalesAt(area))[o] = scale;
 }
 
-// The codes and scale word of group o of a peer's area (volatile: a slot is rewritten every
-// kNumSlots steps and must not be served from a cache).
+// The codes of group o of area `area` of a peer's slot, and what decoding them takes from its
+// scale word (volatile loads: a slot is rewritten every kNumSlots steps and must not be served
+// from a cache).
 template <WireCodec kC>
-__device__ __forceinline__ float getGroup(const char* codes, const char* scales, size_t o,
-                                          GroupCodes<kC>* q) {
-  const uint4* from = reinterpret_cast<const uint4*>(codes + o * wireGroupCodeBytes(kC));
+__device__ __forceinline__ WireScale readGroup(const char* slot, const WireSlot& w, int area,
+                                               size_t o, GroupCodes<kC>* q) {
+  const uint4* from =
+      reinterpret_cast<const uint4*>(slot + w.codesAt(area) + o * wireGroupCodeBytes(kC));
   const uint4 a = loadVolatile(from);
   q->w[0] = a.x, q->w[1] = a.y, q->w[2] = a.z, q->w[3] = a.w;
   if constexpr (kC != WireCodec::kInt4) {
     const uint4 b = loadVolatile(from + 1);
     q->w[4] = b.x, q->w[5] = b.y, q->w[6] = b.z, q->w[7] = b.w;
   }
-  return *reinterpret_cast<const volatile float*>(scales + o * kWireScaleBytes);
+  return wireScale(
+      kC, *reinterpret_cast<const volatile float*>(slot + w.scalesAt(area) + o * kWireScaleBytes));
 }
 
 // The call's geometry, in groups, from the kernel's arguments (the kernel's and its failure
@@ -134,18 +137,18 @@ __device__ __forceinline__ ChunkedCall wireCall(const DeviceComm& c, const WireS
                      gridDim.x);
 }
 
-// The failure branch: every output group of this thread from step `from` on is poison.
+// The failure branch: every output group of this thread from step `from` on is poison (the
+// chunked kernels' walk, poison_layout.h, in groups).
 template <typename T, WireCodec kC>
 __device__ __noinline__ void poisonWire(const DeviceComm& c, T* recv, size_t count, size_t from) {
   constexpr int G = kWireGroup / VecTraits<T>::kElems;
   const ChunkedCall k = wireCall(c, wireSlot(kC, c.pull_slot_bytes, c.world), count);
-  for (size_t s = from; s < k.nsteps; ++s) {
-    const ChunkStep st = chunkStep(k, 0, s, 0, blockIdx.x, threadIdx.x);
-    for (int d = 0; d < c.world; ++d)
-      for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += blockDim.x)
-        for (int v = 0; v < G; ++v)
-          storeVec<T>(recv, (st.base + d * st.seg + o) * G + v, count, c.aligned, poisonVec());
-  }
+  const ChunkStep st = chunkStep(k, 0, from, 0, blockIdx.x, threadIdx.x);
+  forChunkStepsFrom(st, k.nvec, c.world, [&](size_t first, size_t end) {
+    for (size_t o = st.o0; o < end; o += blockDim.x)
+      for (int v = 0; v < G; ++v)
+        storeVec<T>(recv, (first + o) * G + v, count, c.aligned, poisonVec());
+  });
 }
 
 // The call's fingerprint kind: the all-reduce over this codec's wire.
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         loadGroup<T>(send, st.base + d * st.seg + o, count, c.aligned, x);
         GroupCodes<kC> q;
         const float scale = encodeGroup<kC>(x, &q);
-        putGroup<kC>(mine + w.codesAt(d), mine + w.scalesAt(d), o, q, scale);
+        putGroup<kC>(mine, w, d, o, q, scale);
       }
     }
     bulkPublish<PullProto>(c, blockDim.x, st.epoch);
@@ -201,18 +204,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     //    into my reduced area; the decoded values into my output.
     const size_t own_first = st.base + rank * st.seg;
     for (size_t o = st.o0; o < min(st.o1, st.segLen(rank)); o += stride) {
+      // Rank order with my input exact: acc holds mine while ranks 0 .. rank - 1 are summed
+      // (one loop over every rank, mine read beside the others', kept a second array of 32
+      // values live and spilled: 40-128 bytes of stack against 16-96).
       float acc[kWireGroup];
-      loadGroup<T>(send, own_first + o, count, c.aligned, acc);  // rank `rank`'s, exact
+      loadGroup<T>(send, own_first + o, count, c.aligned, acc);
       if (rank != 0) {
-        // Ranks 0 .. rank - 1 come first: acc holds mine until they are summed.
         float own[kWireGroup];
 #pragma unroll
         for (int i = 0; i < kWireGroup; ++i) own[i] = acc[i];
         for (int r = 0; r < rank; ++r) {
-          const char* slot = c.pulls[r] + st.slot_off;
           GroupCodes<kC> q;
-          const WireScale s =
-              wireScale(kC, getGroup<kC>(slot + w.codesAt(rank), slot + w.scalesAt(rank), o, &q));
+          const WireScale s = readGroup<kC>(c.pulls[r] + st.slot_off, w, rank, o, &q);
 #pragma unroll
           for (int i = 0; i < kWireGroup; ++i)
             acc[i] = r == 0 ? decodeOne<kC>(q, s, i) : addRn(acc[i], decodeOne<kC>(q, s, i));
@@ -221,10 +224,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         for (int i = 0; i < kWireGroup; ++i) acc[i] = addRn(acc[i], own[i]);
       }
       for (int r = rank + 1; r < world; ++r) {
-        const char* slot = c.pulls[r] + st.slot_off;
         GroupCodes<kC> q;
-        const WireScale s =
-            wireScale(kC, getGroup<kC>(slot + w.codesAt(rank), slot + w.scalesAt(rank), o, &q));
+        const WireScale s = readGroup<kC>(c.pulls[r] + st.slot_off, w, rank, o, &q);
 #pragma unroll
         for (int i = 0; i < kWireGroup; ++i) acc[i] = addRn(acc[i], decodeOne<kC>(q, s, i));
       }
@@ -232,7 +233,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (int i = 0; i < kWireGroup; ++i) acc[i] = roundToT<T>(acc[i]);
       GroupCodes<kC> q;
       const WireScale s = wireScale(kC, encodeGroup<kC>(acc, &q));
-      putGroup<kC>(mine + w.codesAt(world), mine + w.scalesAt(world), o, q, s.scale);
+      putGroup<kC>(mine, w, world, o, q, s.scale);
 #pragma unroll
       for (int i = 0; i < kWireGroup; ++i) acc[i] = decodeOne<kC>(q, s, i);
       storeGroup<T>(recv, own_first + o, count, c.aligned, acc);
@@ -250,8 +251,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const char* slot = c.pulls[d] + st.slot_off;
       for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
         GroupCodes<kC> q;
-        const WireScale s =
-            wireScale(kC, getGroup<kC>(slot + w.codesAt(world), slot + w.scalesAt(world), o, &q));
+        const WireScale s = readGroup<kC>(slot, w, world, o, &q);
         float y[kWireGroup];
 #pragma unroll
         for (int i = 0; i < kWireGroup; ++i) y[i] = decodeOne<kC>(q, s, i);

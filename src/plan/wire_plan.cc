@@ -16,19 +16,13 @@
 namespace tpcomm {
 namespace {
 
+// The all-reduce row of the variant table that carries `codec` (VariantRow::wire).
 tpcommVariant_t wireVariant(int codec) {
-  switch (static_cast<WireCodec>(codec)) {
-    case WireCodec::kInt8:
-      return tpcommVariantP2pTwoShotPullInt8;
-    case WireCodec::kInt4:
-      return tpcommVariantP2pTwoShotPullInt4;
-    case WireCodec::kFp8E4M3:
-      return tpcommVariantP2pTwoShotPullFp8;
-    case WireCodec::kFp8E5M2:
-      return tpcommVariantP2pTwoShotPullFp8E5m2;
-    case WireCodec::kNone:
-      break;
-  }
+  int rows = 0;
+  const VariantRow* all = variantRows(&rows);
+  for (int i = 0; i < rows; ++i)
+    if (all[i].wire == codec && all[i].collective == VariantCollective::kAllReduce)
+      return all[i].id;
   return tpcommVariantNone;
 }
 
