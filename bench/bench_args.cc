@@ -40,10 +40,12 @@ void usage(FILE* f) {
       "                       without the lean one-shot kernel\n"
       "  --collective allreduce  allreduce | reduce_scatter | all_gather (sizes: the whole\n"
       "                       message, world x the per-rank count)\n"
-      "  --wire LIST          of int8,int4,fp8,fp8_e5m2: also time the two-shot pull over\n"
-      "                       each quantized wire (twoshot_pull@wire=CODEC+wire_min_bytes=0),\n"
-      "                       next to the backends listed (e.g. twoshot_pull,nccl); checked\n"
-      "                       for the ranks' agreement only (the GPU tests check the values)\n"
+      "  --wire LIST          of [ALGO:]CODEC (CODEC: int8, int4, fp8, fp8_e5m2; ALGO: the\n"
+      "                       two-shot whose form runs the codec: twoshot_pull, the default,\n"
+      "                       twoshot (push) or host_twoshot (host memory)): also time each\n"
+      "                       quantized wire (ALGO@wire=CODEC+wire_min_bytes=0), next to the\n"
+      "                       backends listed (e.g. twoshot_pull,nccl); checked for the\n"
+      "                       ranks' agreement only (the GPU tests check the values)\n"
       "  --no-check           skip the correctness check of every backend\n"
       "  --json FILE          write every measurement as JSON\n"
       "  --plot FILE.svg      draw us per call against size, a line per backend (NCCL too),\n"
@@ -176,7 +178,7 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       for (const auto& c : a->wire) {
         BackendSpec spec;
         std::string why;
-        if (ok && !parseBackend("twoshot_pull@wire=" + c + "+wire_min_bytes=0", &spec, &why)) {
+        if (ok && !parseBackend(wireBackend(c), &spec, &why)) {
           fprintf(stderr, "tpcomm-bench: --wire: %s\n", why.c_str());
           ok = false;
         }
@@ -195,9 +197,15 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
       return false;
     }
   }
-  for (const auto& c : a->wire)
-    a->backends.push_back("twoshot_pull@wire=" + c + "+wire_min_bytes=0");
+  for (const auto& c : a->wire) a->backends.push_back(wireBackend(c));
   return true;
+}
+
+std::string wireBackend(const std::string& entry) {
+  const size_t colon = entry.find(':');
+  const std::string algo = colon == std::string::npos ? "twoshot_pull" : entry.substr(0, colon);
+  const std::string codec = colon == std::string::npos ? entry : entry.substr(colon + 1);
+  return algo + "@wire=" + codec + "+wire_min_bytes=0";
 }
 
 bool isWireBackend(const std::string& label) {

@@ -29,10 +29,15 @@ struct Args {
   // allreduce, reduce_scatter or all_gather; bytes are the whole message (reduce-scatter's
   // input, all-gather's output), as nccl-tests reports them.
   std::string collective = "allreduce";
-  // --wire int8,fp8: the two-shot pull over each codec's quantized wire, added to the backends
-  // (twoshot_pull@wire=<codec>+wire_min_bytes=0); their check is the ranks' agreement only.
+  // --wire int8,twoshot:fp8: each codec's quantized wire in a two-shot's form (the pull form
+  // unless ALGO: names another), added to the backends (wireBackend); their check is the ranks'
+  // agreement only.
   std::vector<std::string> wire;
 };
+
+// The backend of a --wire entry "[ALGO:]CODEC": ALGO@wire=CODEC+wire_min_bytes=0 (ALGO
+// twoshot_pull where none is named).
+std::string wireBackend(const std::string& entry);
 
 // Whether a backend's label names a quantized wire (its outputs differ from the reference by
 // the codec's error: the bench checks the ranks agree, the GPU tests check the values).

@@ -122,12 +122,22 @@ typedef enum {
   tpcommVariantFusedP2pTwoShotFp8 = 38,       /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pIsland = 39,           /* fused over the push island: rows split by member */
   tpcommVariantFusedP2pIslandFp8 = 40,        /* the same with FP8 e4m3 output */
-  /* two-shot pull over a quantized wire (opt-in: TPCOMM_WIRE), 32 elements a scale */
+  /* two-shot pull over a quantized wire (opt-in: TPCOMM_WIRE, tpcommAllReduceWire), 32 elements
+     a scale */
   tpcommVariantP2pTwoShotPullInt8 = 41,    /* INT8 codes */
   tpcommVariantP2pTwoShotPullInt4 = 42,    /* INT4 codes */
   tpcommVariantP2pTwoShotPullFp8 = 43,     /* FP8 e4m3 codes */
   tpcommVariantP2pTwoShotPullFp8E5m2 = 44, /* FP8 e5m2 codes */
-  tpcommNumVariants = 45
+  /* ... its push form over peer memory, and its host form (outboxes in pinned host memory) */
+  tpcommVariantP2pTwoShotInt8 = 45,     /* push, INT8 codes */
+  tpcommVariantP2pTwoShotInt4 = 46,     /* push, INT4 codes */
+  tpcommVariantP2pTwoShotFp8 = 47,      /* push, FP8 e4m3 codes */
+  tpcommVariantP2pTwoShotFp8E5m2 = 48,  /* push, FP8 e5m2 codes */
+  tpcommVariantHostTwoShotInt8 = 49,    /* host memory, INT8 codes */
+  tpcommVariantHostTwoShotInt4 = 50,    /* host memory, INT4 codes */
+  tpcommVariantHostTwoShotFp8 = 51,     /* host memory, FP8 e4m3 codes */
+  tpcommVariantHostTwoShotFp8E5m2 = 52, /* host memory, FP8 e5m2 codes */
+  tpcommNumVariants = 53
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */
@@ -279,6 +289,17 @@ TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResul
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);
+
+/* tpcommAllReduce with this call's own quantized wire (docs/PROTOCOL.md, "The quantized wire's
+ * codec"): wire is -1 (the communicator's: the wire knob, TPCOMM_WIRE), 0 (none: full precision)
+ * or a codec: 1 int8, 2 int4, 3 fp8 (e4m3), 4 fp8_e5m2. The communicator's other rules for the
+ * codec still hold (wire_min_bytes; the fabrics and sizes where a two-shot runs);
+ * tpcommCommGetLastCall's reason says whether it was taken. Every rank passes the same wire (a
+ * rank on another wire is tpcommInvalidUsage, reported by the kernels). A communicator spanning
+ * machines takes no codec: wire > 0 there is tpcommUnsupported. */
+TPCOMM_API tpcommResult_t tpcommAllReduceWire(const void* sendbuff, void* recvbuff, size_t count,
+                                              tpcommDataType_t datatype, tpcommRedOp_t op, int wire,
+                                              tpcommComm_t comm, tpcommStream_t stream);
 
 /* The layer epilogue tensor-parallel models run after the all-reduce, fused into it, with the
  * semantics and the bits of FlashInfer's trtllm_allreduce_fusion (so an engine can swap it in).

@@ -181,3 +181,14 @@ def test_device_index_rejects(bad):
 def test_unique_id_must_be_128_bytes():
     with pytest.raises(tpcomm.TpcommInvalidArgumentError, match="128 bytes"):
         tpcomm.Communicator.from_unique_id(0, 2, b"short")
+
+
+def test_the_calls_wire_codes():
+    # Communicator.all_reduce(wire=...): tpcommAllReduceWire's codes; None keeps the
+    # communicator's; anything else is refused naming the codecs.
+    assert _config.wire_code(None) == -1
+    assert [_config.wire_code(w) for w in ("none", "int8", "int4", "fp8", "fp8_e4m3",
+                                           "fp8_e5m2")] == [0, 1, 2, 3, 3, 4]
+    for bad in ("int3", "INT8", 1, ""):
+        with pytest.raises(tpcomm.TpcommInvalidArgumentError, match="not a codec"):
+            _config.wire_code(bad)

@@ -17,7 +17,7 @@ def one_gpu_worker(rank, world, gloo):
     comms = tpcomm.Communicator.init_all([0, 0], max_blocks=8)
     streams = [torch.cuda.Stream(0), torch.cuda.Stream(0)]
 
-    def both(call):
+    def both(call, comms=comms):
         """call(r, comm) for both ranks, each on its own stream (one would wait for the other),
         after the inputs made on the default stream are complete (the side streams do not wait
         for it)."""
@@ -71,6 +71,33 @@ def one_gpu_worker(rank, world, gloo):
         with pytest.raises(tpcomm.TpcommInvalidArgumentError, match=says):
             c.all_reduce(tensor, out=out)
     for c in comms:
+        c.close()
+
+    # The call's own quantized wire (tpcommAllReduceWire) on communicators not opted in, the
+    # two-shot pull forced (one GPU is NVLink to the planner): each codec runs its row, both
+    # ranks get the same bits, each within the codec's error of the exact sum; "none" and None
+    # run full precision; an unknown codec is refused by name.
+    wcomms = tpcomm.Communicator.init_all([0, 0], max_blocks=8, algo="twoshot_pull",
+                                          wire_min_bytes=0)
+    n = 1 << 18
+    xs = [torch.randn(n, device="cuda:0", dtype=torch.bfloat16) for _ in range(2)]
+    exact = xs[0].float() + xs[1].float()
+    for wire, tol in (("int8", 0.05), ("int4", 0.6), ("fp8", 0.25), ("fp8_e5m2", 0.5)):
+        outs = [torch.empty_like(x) for x in xs]
+        both(lambda r, c: c.all_reduce(xs[r], out=outs[r], wire=wire), wcomms)
+        assert wcomms[0].last_call()["variant"] == f"p2p_twoshot_pull_{wire}", wire
+        g.assert_equal(outs[0].cpu(), outs[1].cpu(), f"wire={wire}: the ranks' bits")
+        # Within tol of the largest magnitude of each group of 32 (the codec's scale).
+        amax = exact.abs().view(-1, 32).amax(dim=1, keepdim=True)
+        err = ((outs[0].float() - exact).view(-1, 32).abs() / amax.clamp_min(1e-30)).max()
+        assert float(err) < tol, (wire, float(err))
+    for wire in ("none", None):
+        outs = [torch.empty_like(x) for x in xs]
+        both(lambda r, c: c.all_reduce(xs[r], out=outs[r], wire=wire), wcomms)
+        assert wcomms[0].last_call()["variant"] == "p2p_twoshot_pull", wire
+    with pytest.raises(tpcomm.TpcommInvalidArgumentError, match="int3"):
+        wcomms[0].all_reduce(xs[0], wire="int3")
+    for c in wcomms:
         c.close()
     return "ok"
 

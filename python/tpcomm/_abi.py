@@ -133,6 +133,8 @@ PROTOTYPES = {
     "tpcommCommCuDevice": (_res, [_comm, POINTER(c_int)]),
     "tpcommCommGetAsyncError": (_res, [_comm, POINTER(c_int)]),
     "tpcommAllReduce": (_res, [c_void_p, c_void_p, c_size_t, c_int, c_int, _comm, c_void_p]),
+    "tpcommAllReduceWire": (
+        _res, [c_void_p, c_void_p, c_size_t, c_int, c_int, c_int, _comm, c_void_p]),
     "tpcommReduceScatter": (_res, [c_void_p, c_void_p, c_size_t, c_int, _comm, c_void_p]),
     "tpcommAllGather": (_res, [c_void_p, c_void_p, c_size_t, c_int, _comm, c_void_p]),
     "tpcommCommExplainCollective": (_res, [_comm, c_int, c_size_t, c_int, POINTER(CallInfo)]),

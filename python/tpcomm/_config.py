@@ -14,7 +14,7 @@ def make_config(buffer_bytes=None, timeout_ms=None, strict=None, algo=None, nccl
     else the built-in value (TPCOMM_CONFIG_INITIALIZER). `launch_knobs`: TPCOMM_KNOBS's syntax
     ("name=value,..."), applied on top of the environment's. `wire` ("int8", "int4", "fp8",
     "fp8_e5m2"; off by default) and `wire_min_bytes`: the communicator's large all-reduces over
-    PCIe peer memory move quantized (the knobs wire and wire_min_bytes; docs/PROTOCOL.md, "The
+    PCIe or host memory move quantized (the knobs wire and wire_min_bytes; docs/PROTOCOL.md, "The
     quantized wire's codec", states the error). The library checks every value at init."""
     cfg = _abi.Config.initializer()
     knobs = [launch_knobs] if launch_knobs else []
@@ -68,3 +68,22 @@ def check(result, op):
     """Raises the TpcommError subclass of `result` with the library's message, unless success."""
     if result != _abi.SUCCESS:
         raise error_for(result, op)
+
+
+# tpcommAllReduceWire's codes for Communicator.all_reduce(wire=...): None keeps the
+# communicator's (-1), "none" is full precision for that call (0).
+WIRE_CODES = {"none": 0, "int8": 1, "int4": 2, "fp8": 3, "fp8_e4m3": 3, "fp8_e5m2": 4}
+
+
+def wire_code(wire):
+    """The C code of a per-call `wire` argument; a TpcommInvalidArgumentError names the known
+    codecs for anything else."""
+    if wire is None:
+        return -1
+    code = WIRE_CODES.get(wire) if isinstance(wire, str) else None
+    if code is None:
+        from .errors import TpcommInvalidArgumentError
+        raise TpcommInvalidArgumentError(
+            f"wire={wire!r} is not a codec (known: {', '.join(WIRE_CODES)}, or None for the "
+            "communicator's)", code=4)
+    return code

@@ -10,7 +10,7 @@ import ctypes
 import sys
 from typing import Any, Iterator, List, Optional, Sequence
 
-from . import _abi, _buffers, _device, _loader
+from . import _abi, _buffers, _config, _device, _loader
 from ._config import check, make_config
 from ._queries import Queries
 from .errors import TpcommInvalidArgumentError, TpcommInvalidUsageError
@@ -112,14 +112,20 @@ class Communicator(Queries):
 
     # ---- the collective ----
     def all_reduce(self, tensor: Any, out: Any = None, stream: Any = None, *,
-                   dtype: DType = None) -> Any:
+                   dtype: DType = None, wire: Optional[str] = None) -> Any:
         """Sum over all ranks, bit-identical on every rank. In place unless `out` is given;
         returns the tensor holding the result. `tensor`/`out`: a torch tensor, an object with
         __cuda_array_interface__, or a DLPack tensor, dense and contiguous on this GPU.
         `stream`: an int handle, a torch/CuPy stream, or None (torch: the current stream;
         otherwise the array's __cuda_array_interface__ stream, else the default stream).
+        `wire`: this call's quantized wire ("int8", "int4", "fp8", "fp8_e5m2", or "none" for
+        full precision; None: the communicator's), under the communicator's rules for it
+        (wire_min_bytes, the fabrics where a two-shot runs; last_call() says whether it was
+        taken). Every rank must pass the same wire.
         Graph-capture safe: inside torch.cuda.graph the call is captured like a kernel."""
-        if stream is None and dtype is None and self._all_reduce_plain_torch(tensor, out):
+        code = _config.wire_code(wire)
+        if (code < 0 and stream is None and dtype is None
+                and self._all_reduce_plain_torch(tensor, out)):
             return tensor if out is None else out
         torch_in = _buffers.is_torch_tensor(tensor)
         src, keep_src = _buffers.describe(tensor, dtype, stream)
@@ -137,8 +143,13 @@ class Communicator(Queries):
             handle = self._torch_stream() if torch_in else (src.stream or 0)
         else:
             handle = _buffers.stream_handle(stream)
-        check(_loader.lib().tpcommAllReduce(src.ptr, dst.ptr, src.count, src.dtype, _abi.SUM,
-                                            self._live(), handle), "tpcommAllReduce")
+        if code < 0:
+            check(_loader.lib().tpcommAllReduce(src.ptr, dst.ptr, src.count, src.dtype, _abi.SUM,
+                                                self._live(), handle), "tpcommAllReduce")
+        else:
+            check(_loader.lib().tpcommAllReduceWire(src.ptr, dst.ptr, src.count, src.dtype,
+                                                    _abi.SUM, code, self._live(), handle),
+                  "tpcommAllReduceWire")
         del keep_src, keep_dst  # DLPack capsules may die now: the call is enqueued
         return tensor if out is None else out
 

@@ -60,10 +60,14 @@ struct Call {
   size_t hidden = 0;
   tpcommDataType_t dtype = tpcommBfloat16;
   bool fp8 = false;
+  // The all-reduce's own quantized wire (tpcommAllReduceWire): -1 the communicator's (the wire
+  // knob), 0 none, else a WireCodec (kernels/layout/wire_codec.h).
+  int wire = -1;
 
   bool operator==(const Call& o) const {
     return bytes == o.bytes && aligned == o.aligned && collective == o.collective &&
-           rows == o.rows && hidden == o.hidden && dtype == o.dtype && fp8 == o.fp8;
+           rows == o.rows && hidden == o.hidden && dtype == o.dtype && fp8 == o.fp8 &&
+           wire == o.wire;
   }
 };
 

@@ -1,12 +1,16 @@
-// The quantized wire (issue 37; kernels/layout/wire_codec.h, kernels/twoshot_pull_wire.cu): where
-// an opted-in all-reduce (the wire knob, TPCOMM_WIRE) takes it. Never by default, and only the
-// plain all-reduce (planCall applies it there: the fused call, reduce-scatter and all-gather keep
-// their wire). An all-reduce of wire_min_bytes or more over PCIe peer memory whose policy chose a
-// large-message algorithm (a two-shot, an island, or NCCL) runs the two-shot pull in the codec
-// instead: every byte crosses the fabric by loads, as on the collapsing switches the pull variants
-// exist for, at a fraction of the bytes (wireBytes). Over NVLink the links are not the limit: a
-// forced twoshot_pull takes it there (how one GPU tests it), nothing else. Not measured on a
-// PCIe box yet: the opt-in is the user's call, and the reason says what it replaced.
+// The quantized wire (issue 37; kernels/layout/wire_codec.h): where an opted-in all-reduce (the
+// wire knob, TPCOMM_WIRE, or the call's own codec: Call::wire) takes it, and in which form. Never
+// by default, and only the plain all-reduce (planCall applies it there: the fused call,
+// reduce-scatter and all-gather keep their wire). An all-reduce of wire_min_bytes or more whose
+// policy chose a large-message algorithm (a two-shot, an island, host_bulk, or NCCL) runs the
+// two-shot in the codec instead, in the form of the fabric it would have used:
+//   * over PCIe peer memory, pull (twoshot_pull_wire.cu) where the policy pulls, or hands the call
+//     to NCCL on a box whose switches collapse posted writes (the fabric probe's verdict); push
+//     (twoshot_wire.cu) where it pushes, or hands it to NCCL elsewhere;
+//   * over pinned host memory (no P2P), the host form (twoshot_pull_wire.cu over host outboxes).
+// Over NVLink the links are not the limit: a forced twoshot or twoshot_pull takes it there (how
+// one GPU tests it), nothing else. Not measured on a PCIe box yet: the opt-in is the user's call,
+// and the reason says what it replaced.
 #include <string>
 
 #include "common/str_format.h"
@@ -16,29 +20,56 @@
 namespace tpcomm {
 namespace {
 
-// The all-reduce row of the variant table that carries `codec` (VariantRow::wire).
-tpcommVariant_t wireVariant(int codec) {
+// The all-reduce row of the variant table that carries `codec` over this transport, pulling or
+// not (VariantRow::wire).
+tpcommVariant_t wireVariant(int codec, VariantTransport transport, bool pull) {
   int rows = 0;
   const VariantRow* all = variantRows(&rows);
   for (int i = 0; i < rows; ++i)
-    if (all[i].wire == codec && all[i].collective == VariantCollective::kAllReduce)
+    if (all[i].wire == codec && all[i].collective == VariantCollective::kAllReduce &&
+        all[i].transport == transport && all[i].pull == pull)
       return all[i].id;
   return tpcommVariantNone;
 }
 
-bool largeMessageAlgo(int algo) {
-  return algo == tpcommAlgoTwoShot || algo == tpcommAlgoTwoShotPull || algo == tpcommAlgoIsland ||
-         algo == tpcommAlgoIslandPull || algo == tpcommAlgoNccl;
+// The two-shot a codec replaces `algo` with (the algorithm the call then reports: its form), or
+// Auto where it cannot: `why` says why. algo: the policy's choice, NCCL where strict mode refused
+// it.
+int wireAlgo(const CommFacts& f, int algo, std::string* why) {
+  const bool forced = f.forced_algo > tpcommAlgoAuto;
+  const bool pull_box = f.fabric_verdict == FabricVerdict::kWriteCollapse;
+  if (forced) {
+    if (algo == tpcommAlgoTwoShot || algo == tpcommAlgoTwoShotPull) return algo;
+    if ((algo == tpcommAlgoHostTwoShot || algo == tpcommAlgoHostBulk) && f.host_transport)
+      return tpcommAlgoHostTwoShot;
+    *why = "the forced algorithm has no codec";
+  } else if (f.fabric == Fabric::kHost) {
+    if (algo == tpcommAlgoHostTwoShot || algo == tpcommAlgoHostBulk || algo == tpcommAlgoNccl)
+      return tpcommAlgoHostTwoShot;
+    *why = "a one-shot's size";
+  } else if (f.fabric == Fabric::kPcie) {
+    if (algo == tpcommAlgoTwoShot || algo == tpcommAlgoIsland) return tpcommAlgoTwoShot;
+    if (algo == tpcommAlgoTwoShotPull || algo == tpcommAlgoIslandPull) return tpcommAlgoTwoShotPull;
+    if (algo == tpcommAlgoNccl) return pull_box ? tpcommAlgoTwoShotPull : tpcommAlgoTwoShot;
+    *why = "a one-shot's size";
+  } else {
+    *why = "not over PCIe or host memory";
+  }
+  return tpcommAlgoAuto;
 }
 
-// Why an opted-in call keeps the full-precision wire ("" where the codec takes it).
-std::string whyNotWire(const CommFacts& f, const Call& call, int algo) {
-  const bool forced = f.forced_algo > tpcommAlgoAuto;
-  if (call.bytes < static_cast<size_t>(f.knobs.wire_min_bytes))
-    return strFormat("below wire_min_bytes=%d", f.knobs.wire_min_bytes);
-  if (forced) return algo == tpcommAlgoTwoShotPull ? "" : "the forced algorithm has no codec";
-  if (f.fabric != Fabric::kPcie) return "not over PCIe peer memory";
-  return largeMessageAlgo(algo) ? "" : "a one-shot's size";
+// The kernel's row for a form, and the vectors of a step the grid is sized by (the kernels take
+// their steps from the codec's slot layout: wire_codec.h, WireSlot).
+tpcommVariant_t formVariant(int codec, int algo) {
+  return algo == tpcommAlgoHostTwoShot
+             ? wireVariant(codec, VariantTransport::kHost, false)
+             : wireVariant(codec, VariantTransport::kPeer, algo == tpcommAlgoTwoShotPull);
+}
+size_t formChunkVecs(const CommFacts& f, int algo) {
+  const size_t w = static_cast<size_t>(f.world);
+  return algo == tpcommAlgoTwoShot       ? f.slots.twoshot_chunk_vecs
+         : algo == tpcommAlgoTwoShotPull ? f.slots.pull_chunk_vecs
+                                         : f.slots.bulk_step_bytes / kVecBytes / (w + 1) * w;
 }
 
 }  // namespace
@@ -46,27 +77,35 @@ std::string whyNotWire(const CommFacts& f, const Call& call, int algo) {
 CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
   // Under TPCOMM_STRICT=1 a call the policy hands to NCCL is refused: the codec may serve it.
   const bool refused_nccl = p.decision.error == tpcommFallbackRefused;
-  if (f.knobs.wire == 0 || (p.decision.error != tpcommSuccess && !refused_nccl)) return p;
-  const char* codec = wireCodecName(f.knobs.wire);
-  const std::string why_not = whyNotWire(f, call, refused_nccl ? tpcommAlgoNccl : p.decision.algo);
-  if (!why_not.empty()) {
-    p.decision.reason += strFormat("; wire=%s not taken (%s)", codec, why_not.c_str());
+  const int codec_id = call.wire >= 0 ? call.wire : f.knobs.wire;
+  if (codec_id == 0 || (p.decision.error != tpcommSuccess && !refused_nccl)) return p;
+  const char* codec = wireCodecName(codec_id);
+  const char* by = call.wire >= 0 ? "the call's wire" : "wire";
+  std::string why_not;
+  int algo = tpcommAlgoAuto;
+  if (call.bytes < static_cast<size_t>(f.knobs.wire_min_bytes))
+    why_not = strFormat("below wire_min_bytes=%d", f.knobs.wire_min_bytes);
+  else
+    algo = wireAlgo(f, refused_nccl ? tpcommAlgoNccl : p.decision.algo, &why_not);
+  if (algo == tpcommAlgoAuto) {
+    p.decision.reason += strFormat("; %s=%s not taken (%s)", by, codec, why_not.c_str());
     return p;
   }
-  const WireCodec c = static_cast<WireCodec>(f.knobs.wire);
+  const WireCodec c = static_cast<WireCodec>(codec_id);
   const size_t elems = call.bytes / dtypeSize(call.dtype);
   CallPlan q;
   q.decision = p.decision;
   q.decision.error = tpcommSuccess;
-  q.decision.algo = tpcommAlgoTwoShotPull;
+  q.decision.algo = algo;
   q.decision.fallback = false;  // tpcomm runs it, where the policy had handed it to NCCL
   q.decision.reason = strFormat(
-      "two-shot pull over the %s wire (opt-in: wire=%s from wire_min_bytes=%d; %zu bytes a "
-      "rank moves per segment instead of %zu); in place of %s: %s",
-      codec, codec, f.knobs.wire_min_bytes, wireBytes(c, elems), call.bytes,
-      refused_nccl ? "nccl" : tpcommVariantName(p.variant), p.decision.reason.c_str());
-  q.variant = wireVariant(f.knobs.wire);
-  q.chunk_vecs = f.slots.pull_chunk_vecs;  // the kernel's steps follow its codec's slot layout
+      "%s over the %s wire (opt-in: %s=%s from wire_min_bytes=%d; %zu bytes a rank moves per "
+      "segment instead of %zu); in place of %s: %s",
+      tpcommAlgoName(algo), codec, by, codec, f.knobs.wire_min_bytes, wireBytes(c, elems),
+      call.bytes, refused_nccl ? "nccl" : tpcommVariantName(p.variant), p.decision.reason.c_str());
+  q.variant = formVariant(codec_id, algo);
+  q.chunk_vecs = formChunkVecs(f, algo);
+  // Every form's grid as the pull form's: a thread owns whole groups of every segment.
   q.grid = planGrid(tpcommAlgoTwoShotPull, call.bytes, q.chunk_vecs * kVecBytes, f.world, f.knobs,
                     residentCap(f));
   q.pdl = f.knobs.pdl;

@@ -60,19 +60,23 @@ TEST(BenchBackends, ArgsTakeThemSideBySide) {
   EXPECT_EQ(code, 2);
 }
 
-// --wire adds the two-shot pull over each codec next to the listed backends (whatever the
-// options' order), labelled so that the check knows them; a codec the library lacks is refused.
+// --wire adds each codec's two-shot (the pull form, or the form ALGO: names) next to the listed
+// backends (whatever the options' order), labelled so that the check knows them; a codec the
+// library lacks is refused.
 TEST(BenchBackends, WireAddsTheCodecsTwoShots) {
-  std::vector<std::string> words = {"tpcomm-bench", "--wire", "int8,fp8", "--backends",
+  std::vector<std::string> words = {"tpcomm-bench", "--wire",
+                                    "int8,fp8,twoshot:int4,host_twoshot:fp8_e5m2", "--backends",
                                     "twoshot_pull,nccl"};
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   Args a;
   int code = -1;
   ASSERT_TRUE(parseArgs(static_cast<int>(argv.size()), argv.data(), &a, &code));
-  EXPECT_EQ(a.backends, (std::vector<std::string>{"twoshot_pull", "nccl",
-                                                  "twoshot_pull@wire=int8+wire_min_bytes=0",
-                                                  "twoshot_pull@wire=fp8+wire_min_bytes=0"}));
+  EXPECT_EQ(a.backends,
+            (std::vector<std::string>{
+                "twoshot_pull", "nccl", "twoshot_pull@wire=int8+wire_min_bytes=0",
+                "twoshot_pull@wire=fp8+wire_min_bytes=0", "twoshot@wire=int4+wire_min_bytes=0",
+                "host_twoshot@wire=fp8_e5m2+wire_min_bytes=0"}));
   EXPECT_TRUE(isWireBackend(a.backends[2]));
   EXPECT_FALSE(isWireBackend(a.backends[0]));
   words[2] = "int3";

@@ -234,7 +234,7 @@ TEST(HostShm, ForeignOrMismatchedSegmentIsRefused) {
   ASSERT_EQ(hostSegmentCreate(name, 2, kSmallSlot, &created), tpcommSuccess);
   EXPECT_EQ(hostSegmentAttach(name, 3, kSmallSlot, 100, &seg), tpcommRemoteError);
   EXPECT_NE(std::string(lastError())
-                .find("(9081856 bytes, world 2, slot 65536 bytes) does not "
+                .find("(9114624 bytes, world 2, slot 65536 bytes) does not "
                       "match this communicator (world 3"),
             std::string::npos)
       << lastError();

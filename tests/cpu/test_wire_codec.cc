@@ -212,5 +212,55 @@ TEST(WireCodec, BytesOnTheWire) {
   EXPECT_EQ(wireGroupCodeBytes(WireCodec::kInt4), 16u);
 }
 
+// The push form's arrival test (twoshot_wire.cu): no code the codec writes is the slots'
+// resting state once XORed with wireSentinelMask (a byte of all ones, or a nibble of all ones
+// for INT4), and no scale word is all ones. Every code reachable: values across the whole range of
+// a group's scale (both signs, the saturation edge, the FP8 subnormals), zero and NaN groups.
+TEST(WireCodec, NoPushedCodeLooksLikeAnEmptySlot) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (WireCodec c : kCodecs) {
+    const uint32_t mask = wireSentinelMask(c) & (wireCodeBits(c) == 4 ? 0xFu : 0xFFu);
+    const uint32_t empty = wireCodeBits(c) == 4 ? 0xFu : 0xFFu;
+    bool seen[256] = {};
+    for (float scale : {1.f, 3.5f, 1e-30f, 6e4f, 3e38f}) {
+      const WireScale s = wireScale(c, scale);
+      for (int i = -100000; i <= 100000; ++i) {
+        const float x = scale * static_cast<float>(i) / 100000.f;
+        seen[wireEncode(c, x, s)] = true;
+        seen[wireEncode(c, x * std::ldexp(1.f, -(i & 31)), s)] = true;  // the small codes
+      }
+      for (int i = 0; i < 1000; ++i) seen[wireEncode(c, scale * u(rng), s)] = true;
+    }
+    seen[wireEncode(c, 1.f, wireScale(c, 0.f))] = true;                   // an all-zero group
+    seen[wireEncode(c, 1.f, wireScale(c, floatOf(0x7FC00000u)))] = true;  // a NaN group
+    int codes = 0;
+    for (uint32_t b = 0; b < 256; ++b) {
+      if (!seen[b]) continue;
+      ++codes;
+      EXPECT_NE((b ^ mask) & empty, empty) << nameOf(c) << " code " << b;
+    }
+    // Every code but those never written: INT8 -128, INT4 -8, e4m3 its two NaNs, e5m2 its
+    // infinities and NaNs (satfinite).
+    const int want = c == WireCodec::kInt8      ? 255
+                     : c == WireCodec::kInt4    ? 15
+                     : c == WireCodec::kFp8E4M3 ? 254
+                                                : 248;
+    EXPECT_EQ(codes, want) << nameOf(c);
+  }
+  // Scale words: non-negative or the one canonical NaN, never all ones.
+  float x[kWireGroup];
+  for (float bad : {-std::numeric_limits<float>::infinity(), floatOf(0xFFFFFFFFu)}) {
+    for (float& v : x) v = -1.f;
+    x[5] = bad;
+    uint32_t w;
+    const float s = wireScaleOf(x, kWireGroup);
+    memcpy(&w, &s, 4);
+    EXPECT_EQ(w, 0x7FC00000u);
+  }
+  for (float& v : x) v = -3.f;
+  EXPECT_EQ(wireScaleOf(x, kWireGroup), 3.f);
+}
+
 }  // namespace
 }  // namespace tpcomm

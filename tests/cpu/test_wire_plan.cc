@@ -1,9 +1,9 @@
 // Where the quantized wire runs (src/plan/wire_plan.cc; issue 37): only where asked (the wire
-// knob, TPCOMM_WIRE, or a wire row forced by name), only plain all-reduces of wire_min_bytes or
-// more over PCIe peer memory whose policy chose a large-message algorithm (NCCL included), and
-// over NVLink only with twoshot_pull forced; the reason names the codec and what it replaced,
-// and says why where an opted-in call keeps its wire. Never the fused call, reduce-scatter or
-// all-gather.
+// knob, TPCOMM_WIRE, the call's own codec, or a wire row forced by name), only plain all-reduces
+// of wire_min_bytes or more over PCIe peer memory or host memory whose policy chose a
+// large-message algorithm (NCCL included), in the form of that fabric (pull, push, host), and over
+// NVLink only with a two-shot forced; the reason names the codec and what it replaced, and says
+// why where an opted-in call keeps its wire. Never the fused call, reduce-scatter or all-gather.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -74,37 +74,39 @@ TEST(WirePlan, TheCollapsingBoxTakesTheCodecFromWireMinBytes) {
         EXPECT_EQ(p.variant, c.want) << what;
         EXPECT_EQ(p.decision.algo, tpcommAlgoTwoShotPull) << what;
         EXPECT_FALSE(p.decision.fallback) << what;  // not counted as an NCCL fallback
-        EXPECT_TRUE(contains(p.decision.reason, "two-shot pull over the")) << what;
+        EXPECT_TRUE(contains(p.decision.reason, "twoshot_pull over the")) << what;
         EXPECT_TRUE(contains(p.decision.reason, "in place of ")) << what;
         EXPECT_GE(p.grid.blocks, 1) << what;
         EXPECT_EQ(p.threads, p.grid.threads) << what;
       }
 }
 
-// wire_min_bytes moves the threshold; a healthy PCIe box (pushes) takes the codec too, a host
-// fabric (no peer memory) and NVLink never by themselves, a forced twoshot_pull everywhere there
-// is peer memory, another forced algorithm never; the one-shot sizes keep their wire.
+// wire_min_bytes moves the threshold; the form follows the fabric: pull where peer stores
+// collapse, push on a healthy PCIe box, the host form without peer memory; NVLink never by
+// itself, a forced two-shot there in its own form, another forced algorithm never; the one-shot
+// sizes keep their wire.
 TEST(WirePlan, WhereItDoesNotRunTheReasonSaysWhy) {
   CommFacts f = pcie(8, "int8");
   EXPECT_EQ(parseLaunchKnobs("wire_min_bytes=4194304", &f.knobs), "");
   EXPECT_EQ(planCall(f, allReduceCall(2 * kMiB, true, tpcommBfloat16)).variant, tpcommVariantNccl);
   EXPECT_EQ(planCall(f, allReduceCall(4 * kMiB, true, tpcommBfloat16)).variant,
             tpcommVariantP2pTwoShotPullInt8);
-  EXPECT_EQ(planCall(pcie(8, "int8", false), allReduceCall(8 * kMiB, true, tpcommBfloat16)).variant,
-            tpcommVariantP2pTwoShotPullInt8);
 
   CommFacts nvlink = factsFor(8, Fabric::kNvlink);
   nvlink.knobs.wire = 1;
   CallPlan p = planCall(nvlink, allReduceCall(8 * kMiB, true, tpcommBfloat16));
   EXPECT_EQ(variantRow(p.variant)->wire, 0);
-  EXPECT_TRUE(contains(p.decision.reason, "wire=int8 not taken (not over PCIe peer memory)"))
+  EXPECT_TRUE(contains(p.decision.reason, "wire=int8 not taken (not over PCIe or host memory)"))
       << p.decision.reason;
   nvlink.forced_algo = tpcommAlgoTwoShotPull;
   EXPECT_EQ(planCall(nvlink, allReduceCall(8 * kMiB, true, tpcommBfloat16)).variant,
             tpcommVariantP2pTwoShotPullInt8);
   nvlink.forced_algo = tpcommAlgoTwoShot;
+  EXPECT_EQ(planCall(nvlink, allReduceCall(8 * kMiB, true, tpcommBfloat16)).variant,
+            tpcommVariantP2pTwoShotInt8);
+  nvlink.forced_algo = tpcommAlgoIsland;
   p = planCall(nvlink, allReduceCall(8 * kMiB, true, tpcommBfloat16));
-  EXPECT_EQ(p.variant, tpcommVariantP2pTwoShot);
+  EXPECT_EQ(p.variant, tpcommVariantIsland);
   EXPECT_TRUE(contains(p.decision.reason, "the forced algorithm has no codec"))
       << p.decision.reason;
 
@@ -119,16 +121,77 @@ TEST(WirePlan, WhereItDoesNotRunTheReasonSaysWhy) {
   EXPECT_EQ(planCall(strict, allReduceCall(8 * kMiB, true, tpcommBfloat16)).decision.error,
             tpcommFallbackRefused);
 
-  CommFacts host = factsFor(4, Fabric::kHost);
-  host.knobs.wire = 1;
-  EXPECT_EQ(variantRow(planCall(host, allReduceCall(8 * kMiB, true, tpcommBfloat16)).variant)->wire,
-            0);
-
   CommFacts small = pcie(2, "int4", false);
   small.knobs.wire_min_bytes = 0;
   p = planCall(small, allReduceCall(16 * 1024, true, tpcommBfloat16));
   EXPECT_EQ(variantRow(p.variant)->wire, 0) << name(p);
   EXPECT_TRUE(contains(p.decision.reason, "a one-shot's size")) << p.decision.reason;
+}
+
+// The form of every codec on each fabric, at every world, from wire_min_bytes: the algorithm the
+// call reports is the form's, its grid fits the host flags (one per block), and nothing is counted
+// as an NCCL fallback.
+TEST(WirePlan, TheFormFollowsTheFabric) {
+  const struct {
+    const char* what;
+    Fabric fabric;
+    bool collapse;
+    int algo;
+    tpcommVariant_t int8;  // the INT8 row; the other codecs follow it
+  } forms[] = {
+      {"collapsing PCIe", Fabric::kPcie, true, tpcommAlgoTwoShotPull,
+       tpcommVariantP2pTwoShotPullInt8},
+      {"healthy PCIe", Fabric::kPcie, false, tpcommAlgoTwoShot, tpcommVariantP2pTwoShotInt8},
+      {"host memory", Fabric::kHost, false, tpcommAlgoHostTwoShot, tpcommVariantHostTwoShotInt8},
+  };
+  for (const auto& form : forms)
+    for (int codec = 1; codec <= 4; ++codec)
+      for (int w = 2; w <= 8; ++w)
+        for (size_t b : {1 * kMiB, 29 * kMiB, 256 * kMiB}) {
+          CommFacts f = factsFor(w, form.fabric);
+          if (form.collapse) f.fabric_verdict = FabricVerdict::kWriteCollapse;
+          f.knobs.wire = codec;
+          const CallPlan p = planCall(f, allReduceCall(b, true, tpcommBfloat16));
+          const std::string what = std::string(form.what) + " codec " + std::to_string(codec) +
+                                   " world " + std::to_string(w) + " " + std::to_string(b) + ": " +
+                                   name(p) + " (" + p.decision.reason + ")";
+          ASSERT_EQ(p.decision.error, tpcommSuccess) << what;
+          EXPECT_EQ(p.variant, form.int8 + codec - 1) << what;
+          EXPECT_EQ(variantRow(p.variant)->wire, codec) << what;
+          EXPECT_EQ(p.decision.algo, form.algo) << what;
+          EXPECT_FALSE(p.decision.fallback) << what;
+          EXPECT_TRUE(contains(p.decision.reason,
+                               (std::string(tpcommAlgoName(form.algo)) + " over the").c_str()))
+              << what;
+          EXPECT_GE(p.grid.blocks, 1) << what;
+          EXPECT_LE(p.grid.blocks, kBulkFlagBlocks) << what;
+        }
+}
+
+// tpcommAllReduceWire: the call's own codec replaces the communicator's for that call (0: none,
+// on a communicator opted in), under the same rules; a plan of another codec is another plan.
+TEST(WirePlan, TheCallsOwnCodec) {
+  Call c = allReduceCall(8 * kMiB, true, tpcommBfloat16);
+  CommFacts f = factsFor(8, Fabric::kPcie);  // not opted in
+  c.wire = 2;
+  CallPlan p = planCall(f, c);
+  EXPECT_EQ(p.variant, tpcommVariantP2pTwoShotInt4) << p.decision.reason;
+  EXPECT_TRUE(contains(p.decision.reason, "the call's wire=int4")) << p.decision.reason;
+  f.knobs.wire = 1;
+  c.wire = 0;
+  p = planCall(f, c);
+  EXPECT_EQ(variantRow(p.variant)->wire, 0) << name(p);
+  c.wire = -1;
+  EXPECT_EQ(planCall(f, c).variant, tpcommVariantP2pTwoShotInt8);
+  c.wire = 3;
+  c.bytes = 64 * 1024;  // wire_min_bytes still holds
+  p = planCall(f, c);
+  EXPECT_EQ(variantRow(p.variant)->wire, 0) << name(p);
+  EXPECT_TRUE(contains(p.decision.reason, "the call's wire=fp8 not taken (below wire_min_bytes"))
+      << p.decision.reason;
+  Call other = c;
+  other.wire = 1;
+  EXPECT_FALSE(other == c);  // the plan cache keeps them apart
 }
 
 // The fused call, reduce-scatter and all-gather keep their full-precision wire under the opt-in.
@@ -157,6 +220,18 @@ TEST(WirePlan, ForcedByNameItOptsIn) {
   CommFacts host = factsFor(4, Fabric::kHost);
   host.knobs.variant = tpcommVariantP2pTwoShotPullInt8;
   EXPECT_EQ(planCall(host, allReduceCall(64 * 1024, true, tpcommBfloat16)).decision.error,
+            tpcommUnsupported);
+  host.knobs.variant = tpcommVariantHostTwoShotFp8;
+  CallPlan p = planCall(host, allReduceCall(64 * 1024, true, tpcommBfloat16));
+  EXPECT_EQ(p.variant, tpcommVariantHostTwoShotFp8) << p.decision.reason;
+  EXPECT_EQ(p.decision.algo, tpcommAlgoHostTwoShot);
+  CommFacts nvlink = factsFor(2, Fabric::kNvlink);
+  nvlink.knobs.variant = tpcommVariantP2pTwoShotInt4;
+  p = planCall(nvlink, allReduceCall(4096, true, tpcommFloat16));
+  EXPECT_EQ(p.variant, tpcommVariantP2pTwoShotInt4) << p.decision.reason;
+  EXPECT_EQ(p.decision.algo, tpcommAlgoTwoShot);
+  nvlink.knobs.variant = tpcommVariantHostTwoShotInt8;  // no host transport there
+  EXPECT_EQ(planCall(nvlink, allReduceCall(4096, true, tpcommFloat16)).decision.error,
             tpcommUnsupported);
 }
 

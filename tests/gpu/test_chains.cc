@@ -107,7 +107,7 @@ struct ChainParam {
   int algo;
   bool mixed;  // false: all-reduce only (the scenario as first reported)
   // Opted into a quantized wire (the knob wire=, from 64 KiB, with 1 MiB buffers: its calls in
-  // many steps, interleaved with the plain pull variants on the same slots); none: 0.
+  // many steps, interleaved with the algorithm's plain variants on the same slots); none: 0.
   const char* wire = nullptr;
 };
 
@@ -297,11 +297,13 @@ std::string check(const ChainCall& c, const Group& g, const std::vector<RankCall
         out = c.in_place ? rc.sec[0] : rc.sec[1];
         want.resize(n * es);
         // Over a quantized wire: the host emulation's bits (tests/support/wire_reference.h).
-        const WireCodec codec = wireCodecOfVariant(c.plan.substr(0, c.plan.find('/')));
+        WireForm form = WireForm::kPull;
+        const WireCodec codec = wireCodecOfVariant(c.plan.substr(0, c.plan.find('/')), &form);
         if (codec != WireCodec::kNone) {
           std::vector<std::vector<uint8_t>> ins;
           for (int q = 0; q < world; ++q) ins.push_back(rcs[q].in);
-          const std::vector<float> w = emulateWire(codec, c.dt, n, world, kWireChainBuffer, ins);
+          const std::vector<float> w =
+              emulateWire(codec, c.dt, n, world, kWireChainBuffer, ins, nullptr, form);
           for (size_t i = 0; i < n; ++i) fromDouble(c.dt, w[i], want.data() + i * es);
           break;
         }
@@ -487,6 +489,13 @@ std::vector<ChainParam> chainParams() {
   for (int w = 2; w <= 8; ++w) out.push_back({w, tpcommAlgoTwoShotPull, true, "int8"});
   for (int w : {3, 8}) out.push_back({w, tpcommAlgoTwoShotPull, true, "fp8_e5m2"});
   for (int w : {4}) out.push_back({w, tpcommAlgoTwoShotPull, true, "int4"});
+  // Its push and host forms (forced twoshot, host_twoshot): the push form's entries share the push
+  // slots with the plain two-shot, one-shot and halves, the host form's outboxes host_bulk's.
+  for (int w : {2, 5, 8}) out.push_back({w, tpcommAlgoTwoShot, true, "int8"});
+  for (int w : {4}) out.push_back({w, tpcommAlgoTwoShot, true, "fp8"});
+  for (int w : {3}) out.push_back({w, tpcommAlgoTwoShot, true, "int4"});
+  for (int w : {2, 4}) out.push_back({w, tpcommAlgoHostTwoShot, true, "int8"});
+  for (int w : {8}) out.push_back({w, tpcommAlgoHostTwoShot, true, "fp8_e5m2"});
   return out;
 }
 

@@ -362,6 +362,13 @@ TEST(Poison, AllReduceEveryAlgorithm) {
           C{ar, tpcommAlgoTwoShotPull, 2, tpcommBfloat16, 1 << 19, 0, kSmallSlots,
             "wire=int8,wire_min_bytes=0"},
           C{ar, tpcommAlgoTwoShotPull, 3, tpcommFloat32, 5001, 0, 0, "wire=fp8,wire_min_bytes=0"},
+          // Its push form (twoshot_wire.cu: INT4 in many steps, FP8 e5m2 over fp16) and its host
+          // form (INT8 over host outboxes, many steps).
+          C{ar, tpcommAlgoTwoShot, 2, tpcommBfloat16, 1 << 19, 0, kSmallSlots,
+            "wire=int4,wire_min_bytes=0"},
+          C{ar, tpcommAlgoTwoShot, 3, tpcommFloat16, 5001, 0, 0, "wire=fp8_e5m2,wire_min_bytes=0"},
+          C{ar, tpcommAlgoHostTwoShot, 2, tpcommBfloat16, 1 << 19, 0, kSmallSlots,
+            "wire=int8,wire_min_bytes=0"},
           C{ar, tpcommAlgoHostOneShot, 2, tpcommBfloat16, 1024, 0},  // the host sentinel
           C{ar, tpcommAlgoHostOneShot, 3, tpcommBfloat16, 4097, 0, 0, kHostLLKnobs},
           C{ar, tpcommAlgoHostTwoShot, 2, tpcommBfloat16, 1 << 18, 0},

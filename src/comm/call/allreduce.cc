@@ -16,6 +16,7 @@
 #include "comm/lifecycle/registry.h"
 #include "comm/node/node_collectives.h"
 #include "common/error.h"
+#include "kernels/layout/wire_codec.h"
 #include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 
@@ -33,12 +34,14 @@ CallRecord record(const CallPlan& p, size_t bytes, tpcommDataType_t dt) {
 
 tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                               tpcommDataType_t datatype, int op, tpcommComm* comm, cudaStream_t s,
-                              bool check_buffers) {
+                              bool check_buffers, int wire) {
   size_t bytes = 0;
   TPCOMM_CHECK(
       validateAllReduceArgs(sendbuff, recvbuff, count, static_cast<int>(datatype), op, &bytes));
-  const CallSteps steps{"tpcommAllReduce",
-                        allReduceCall(bytes, aligned16(sendbuff) && aligned16(recvbuff), datatype),
+  Call call = allReduceCall(bytes, aligned16(sendbuff) && aligned16(recvbuff), datatype);
+  call.wire = wire;
+  const CallSteps steps{wire < 0 ? "tpcommAllReduce" : "tpcommAllReduceWire",
+                        call,
                         bytes,
                         {{sendbuff, "sendbuff"}, {recvbuff, "recvbuff"}},
                         {allReduceOutput(recvbuff, count, elementBytes(datatype))},
@@ -69,6 +72,28 @@ extern "C" tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, 
     return nodeAllReduce(sendbuff, recvbuff, count, datatype, static_cast<int>(op), comm, s);
   return localAllReduce(sendbuff, recvbuff, count, datatype, static_cast<int>(op), comm, s,
                         /*check_buffers=*/true);
+}
+
+extern "C" tpcommResult_t tpcommAllReduceWire(const void* sendbuff, void* recvbuff, size_t count,
+                                              tpcommDataType_t datatype, tpcommRedOp_t op, int wire,
+                                              tpcommComm_t comm, tpcommStream_t stream) {
+  TPCOMM_CHECK(checkComm(comm, "tpcommAllReduceWire"));
+  if (wire < -1 || wire > static_cast<int>(WireCodec::kFp8E5M2))
+    return fail(tpcommInvalidArgument,
+                "tpcommAllReduceWire: wire %d is none of -1 (the communicator's), 0 (none), "
+                "1 int8, 2 int4, 3 fp8, 4 fp8_e5m2",
+                wire);
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (comm->span) {
+    if (wire > 0)
+      return fail(tpcommUnsupported,
+                  "tpcommAllReduceWire: wire=%s on a communicator spanning machines (no codec "
+                  "runs across machines; pass -1 or 0)",
+                  wireCodecName(wire));
+    return nodeAllReduce(sendbuff, recvbuff, count, datatype, static_cast<int>(op), comm, s);
+  }
+  return localAllReduce(sendbuff, recvbuff, count, datatype, static_cast<int>(op), comm, s,
+                        /*check_buffers=*/true, wire);
 }
 
 extern "C" tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,

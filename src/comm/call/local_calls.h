@@ -10,9 +10,11 @@
 namespace tpcomm {
 
 // check_buffers: false only for a hierarchical call's own scratch (stream-ordered memory that a
-// capture has not materialised yet), after it checked the caller's buffers.
+// capture has not materialised yet), after it checked the caller's buffers. wire: the call's
+// quantized wire (Call::wire; -1 the communicator's).
 tpcommResult_t localAllReduce(const void* send, void* recv, size_t count, tpcommDataType_t dt,
-                              int op, tpcommComm* c, cudaStream_t s, bool check_buffers);
+                              int op, tpcommComm* c, cudaStream_t s, bool check_buffers,
+                              int wire = -1);
 tpcommResult_t localRsag(tpcommColl_t coll, const void* send, void* recv, size_t count,
                          tpcommDataType_t dt, tpcommComm* c, cudaStream_t s, bool check_buffers);
 

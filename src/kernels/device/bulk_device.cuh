@@ -38,6 +38,24 @@ struct BulkProto {
   }
 };
 
+// The pull protocol's phases (pull_device.cuh, PullPhaseProto) over the bulk protocol's outboxes
+// in pinned host memory: the quantized two-shot's host form (twoshot_pull_wire.cu), whose ranks
+// cannot reach each other's memory. Phase 0's flags are BulkProto's; phase 1's follow them
+// (kBulkFlagBytes).
+template <int kPhase>
+struct HostPullPhaseProto {
+  static_assert(kPhase < kBulkPhases, "the bulk outbox holds kBulkPhases flag sets");
+  static constexpr int kEntry = 1;
+  __device__ static size_t slotBytes(const DeviceComm& c) { return c.out_slot_bytes; }
+  __device__ static char* const* prints(const DeviceComm& c) { return c.hprints; }
+  __device__ static char* outbox(const DeviceComm& c, int r) {
+    return c.hout + static_cast<size_t>(r) * c.out_stride;
+  }
+  __device__ static uint32_t* flag(const DeviceComm& c, int r, size_t slot, unsigned block) {
+    return BulkProto::flag(c, r, slot + kPhase * kNumSlots, block);
+  }
+};
+
 // In thread 0 of a block whose threads have written their share of step `step` into this rank's
 // outbox slot, and met in a barrier since: makes the block's writes visible at system scope and
 // sets the block's flag. The fence covers the other threads' writes because the barrier orders

@@ -24,6 +24,8 @@ struct PullPhaseProto {
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.pull_slot_bytes; }
   __device__ static char* const* prints(const DeviceComm& c) { return c.prints; }
   __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVec16(e, v); }
+  // Rank r's outbox (its slots), as seen from here.
+  __device__ static char* outbox(const DeviceComm& c, int r) { return c.pulls[r]; }
   // Rank r's flag of slot `slot`, this phase, block `block`.
   __device__ static uint32_t* flag(const DeviceComm& c, int r, size_t slot, unsigned block) {
     char* flags = c.pulls[r] + kNumSlots * c.pull_slot_bytes;
@@ -38,14 +40,16 @@ using PullProto = PullPhaseProto<0>;
 // peer_of(tr)'s flag with system-scope acquire loads, all peers at once; a barrier reduction
 // hands the block the outcome, so every reading thread gives up together (timeout, abort, or a
 // failed fingerprint check in `wait`) and no barrier is left waiting.
-template <int kPhase, typename PeerOf>
+// Box: whose outboxes and flags (PullPhaseProto over peer memory; HostPullPhaseProto, in
+// bulk_device.cuh, over pinned host memory).
+template <int kPhase, typename PeerOf, typename Box = PullPhaseProto<kPhase>>
 __device__ __forceinline__ bool pullAwaitFrom(const DeviceComm& c, unsigned tr, unsigned nr,
                                               int npeers, PeerOf peer_of, unsigned long long step,
                                               WaitCtx& wait) {
   // tr < npeers, written so that pullAwait compiles to the code it had before pullAwaitFrom.
   if (tr + 1 < static_cast<unsigned>(npeers) + 1u && !wait.failed) {
     const int r = peer_of(static_cast<int>(tr));
-    const uint32_t* f = PullPhaseProto<kPhase>::flag(c, r, step % kNumSlots, blockIdx.x);
+    const uint32_t* f = Box::flag(c, r, step % kNumSlots, blockIdx.x);
     const uint32_t want = stepFlag(step);
     unsigned spins = 0;
     for (;;) {
@@ -58,11 +62,11 @@ __device__ __forceinline__ bool pullAwaitFrom(const DeviceComm& c, unsigned tr, 
 }
 
 // pullAwaitFrom over every peer: thread tr polls rank (rank + 1 + tr) % world.
-template <int kPhase>
+template <int kPhase, typename Box = PullPhaseProto<kPhase>>
 __device__ __forceinline__ bool pullAwait(const DeviceComm& c, unsigned tr, unsigned nr,
                                           unsigned long long step, WaitCtx& wait) {
-  return pullAwaitFrom<kPhase>(
-      c, tr, nr, c.world - 1, [&c](int t) { return ringRank(c.rank, t + 1, c.world); }, step, wait);
+  const auto peer_of = [&c](int t) { return ringRank(c.rank, t + 1, c.world); };
+  return pullAwaitFrom<kPhase, decltype(peer_of), Box>(c, tr, nr, c.world - 1, peer_of, step, wait);
 }
 
 // Sums in fp32, in source order, vectors o + u*stride (< o_end) of area `area` (entry offsets

@@ -26,8 +26,12 @@ constexpr size_t kLLBlockBytes = 1024;
 // measured on 2x H200 (docs/BENCHMARKS.md), 1 MiB steps beat 256 KiB ones at every size from
 // 1 MiB up (51 against 59 us at 1 MiB, 448 against 528 at 16 MiB): each step costs a fence and a
 // flag round trip per block, more than the overlap of smaller steps wins back.
+// Two flag sets, one after the other: host_bulk publishes with the first, the quantized
+// two-shot's host form (twoshot_pull_wire.cu) with both, once a phase.
 constexpr int kBulkFlagBlocks = 1024;  // the largest grid (config.maxBlocks <= 1024)
-constexpr size_t kBulkFlagBytes = static_cast<size_t>(kNumSlots) * kBulkFlagBlocks * 4;
+constexpr int kBulkPhases = 2;
+constexpr size_t kBulkFlagBytes =
+    static_cast<size_t>(kNumSlots) * kBulkPhases * kBulkFlagBlocks * 4;
 constexpr size_t bulkSlotBytes(size_t host_slot_bytes) {
   return host_slot_bytes / 4 / 256 * 256 > 4096 ? host_slot_bytes / 4 / 256 * 256 : 4096;
 }

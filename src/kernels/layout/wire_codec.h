@@ -58,10 +58,11 @@ TPCOMM_HOST_DEVICE constexpr size_t wireBytes(WireCodec c, size_t n) {
   return (n + kWireGroup - 1) / kWireGroup * (wireGroupCodeBytes(c) + kWireScaleBytes);
 }
 
-// A pull outbox slot of the quantized two-shot (twoshot_pull_wire.cu): world + 1 areas (my input's
-// part of every segment d, then my reduced segment), each `seg_cap` groups' codes followed by
-// their scale words. seg_cap is a multiple of 4, so every area and its scale words start on 16
-// bytes.
+// A slot of the quantized two-shot, `areas` areas of `seg_cap` groups' codes each followed by
+// their scale words: a pull outbox (twoshot_pull_wire.cu) has world + 1 (my input's part of every
+// segment d, then my reduced segment), a push slot (twoshot_wire.cu) 2 * world (every source's
+// part of my segment, then every owner's reduced segment). seg_cap is a multiple of 4, so every
+// area and its scale words start on 16 bytes.
 struct WireSlot {
   size_t seg_cap;     // groups an area holds
   size_t code_bytes;  // a group's codes
@@ -71,10 +72,19 @@ struct WireSlot {
     return area * areaBytes() + seg_cap * code_bytes;
   }
 };
-TPCOMM_HOST_DEVICE inline WireSlot wireSlot(WireCodec c, size_t slot_bytes, int world) {
+TPCOMM_HOST_DEVICE inline WireSlot wireSlot(WireCodec c, size_t slot_bytes, int areas) {
   const size_t unit = wireGroupCodeBytes(c) + kWireScaleBytes;
-  const size_t cap = unit > 0 ? slot_bytes / unit / static_cast<size_t>(world + 1) : 0;
+  const size_t cap = unit > 0 ? slot_bytes / unit / static_cast<size_t>(areas) : 0;
   return WireSlot{cap / 4 * 4, wireGroupCodeBytes(c)};
+}
+
+// The push form's codes travel XORed with this mask (per 32-bit word), so that the one code the
+// codec never writes becomes all ones, the push slots' resting state (the sentinel protocol's,
+// sentinel_device.cuh): INT8 never writes -128 (0x80: codes are within +-127), INT4 never -8
+// (0x8), FP8 never 0xFF (a NaN code: saturated finite values and code 0 for a NaN group only).
+// A scale word is never all ones either: its sign bit is clear. The CPU tests check every code.
+TPCOMM_HOST_DEVICE constexpr uint32_t wireSentinelMask(WireCodec c) {
+  return c == WireCodec::kInt8 ? 0x7F7F7F7Fu : c == WireCodec::kInt4 ? 0x77777777u : 0u;
 }
 
 namespace wire_detail {

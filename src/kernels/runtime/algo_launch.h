@@ -57,6 +57,15 @@ KernelSet pullTwoShotInt8Kernels(int world);
 KernelSet pullTwoShotInt4Kernels(int world);
 KernelSet pullTwoShotFp8Kernels(int world);
 KernelSet pullTwoShotFp8E5m2Kernels(int world);
+// ... its push form (twoshot_wire.cu) and its host form (twoshot_pull_wire.cu over host outboxes).
+KernelSet twoShotInt8Kernels(int world);
+KernelSet twoShotInt4Kernels(int world);
+KernelSet twoShotFp8Kernels(int world);
+KernelSet twoShotFp8E5m2Kernels(int world);
+KernelSet hostTwoShotInt8Kernels(int world);
+KernelSet hostTwoShotInt4Kernels(int world);
+KernelSet hostTwoShotFp8Kernels(int world);
+KernelSet hostTwoShotFp8E5m2Kernels(int world);
 // The one-step pull with the flag in the data (oneshot_pull_ll.cu).
 KernelSet pullLLOneShotKernels(int world);
 // Reduce-scatter and all-gather (rsag.cu): the two-shot's halves, over peer memory (sentinel) and

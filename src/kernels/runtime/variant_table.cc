@@ -63,6 +63,14 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantP2pTwoShotPullInt4,      "p2p_twoshot_pull_int4",      C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotInt4Kernels,   false, 0, kWireInt4},
 {tpcommVariantP2pTwoShotPullFp8,       "p2p_twoshot_pull_fp8",       C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotFp8Kernels,    false, 0, kWireFp8},
 {tpcommVariantP2pTwoShotPullFp8E5m2,   "p2p_twoshot_pull_fp8_e5m2",  C::kAllReduce,     X::kPeer,       true,  false, pullTwoShotFp8E5m2Kernels, false, 0, kWireFp8E5m2},
+{tpcommVariantP2pTwoShotInt8,           "p2p_twoshot_int8",           C::kAllReduce,     X::kPeer,       false, false, twoShotInt8Kernels,       false, 0, kWireInt8},
+{tpcommVariantP2pTwoShotInt4,           "p2p_twoshot_int4",           C::kAllReduce,     X::kPeer,       false, false, twoShotInt4Kernels,       false, 0, kWireInt4},
+{tpcommVariantP2pTwoShotFp8,            "p2p_twoshot_fp8",            C::kAllReduce,     X::kPeer,       false, false, twoShotFp8Kernels,        false, 0, kWireFp8},
+{tpcommVariantP2pTwoShotFp8E5m2,        "p2p_twoshot_fp8_e5m2",       C::kAllReduce,     X::kPeer,       false, false, twoShotFp8E5m2Kernels,    false, 0, kWireFp8E5m2},
+{tpcommVariantHostTwoShotInt8,          "host_twoshot_int8",          C::kAllReduce,     X::kHost,       false, false, hostTwoShotInt8Kernels,   false, 0, kWireInt8},
+{tpcommVariantHostTwoShotInt4,          "host_twoshot_int4",          C::kAllReduce,     X::kHost,       false, false, hostTwoShotInt4Kernels,   false, 0, kWireInt4},
+{tpcommVariantHostTwoShotFp8,           "host_twoshot_fp8",           C::kAllReduce,     X::kHost,       false, false, hostTwoShotFp8Kernels,    false, 0, kWireFp8},
+{tpcommVariantHostTwoShotFp8E5m2,       "host_twoshot_fp8_e5m2",      C::kAllReduce,     X::kHost,       false, false, hostTwoShotFp8E5m2Kernels, false, 0, kWireFp8E5m2},
 };
 // clang-format on
 
