@@ -496,6 +496,9 @@ std::vector<ChainParam> chainParams() {
   for (int w : {3}) out.push_back({w, tpcommAlgoTwoShot, true, "int4"});
   for (int w : {2, 4}) out.push_back({w, tpcommAlgoHostTwoShot, true, "int8"});
   for (int w : {8}) out.push_back({w, tpcommAlgoHostTwoShot, true, "fp8_e5m2"});
+  // The same small buffers without a codec (wire=none): what the chains above run besides it.
+  for (int w : {3}) out.push_back({w, tpcommAlgoTwoShot, true, "none"});
+  for (int w : {2, 8}) out.push_back({w, tpcommAlgoHostTwoShot, true, "none"});
   return out;
 }
 

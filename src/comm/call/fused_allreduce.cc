@@ -35,7 +35,10 @@ tpcommResult_t runUnfused(tpcommComm* comm, const FusedCallBuffers& b, const Epi
                 "does not take this call (%s): pass a separate residualOut",
                 kOp, e.reason.c_str());
   const tpcommDataType_t dt = static_cast<tpcommDataType_t>(b.datatype);
-  TPCOMM_CHECK(tpcommAllReduce(b.input, sums, b.tokens * b.hidden, dt, tpcommSum, comm, stream));
+  // Full precision whatever the communicator's quantized wire (wire 0): the fused call never
+  // takes the codec (docs/PROTOCOL.md, "Where, and in which form"), unfused or not.
+  TPCOMM_CHECK(
+      tpcommAllReduceWire(b.input, sums, b.tokens * b.hidden, dt, tpcommSum, 0, comm, stream));
   const AddRmsNormArgs a{sums,
                          b.residual_in,
                          b.residual_out,
