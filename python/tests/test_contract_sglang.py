@@ -256,3 +256,50 @@ def test_the_plugin_line_goes_through_sglangs_logger(clean_env, caplog):
     assert any(m.endswith("probe line") for n, m in lines)
     assert {n for n, m in lines} <= {"sglang.srt.plugins.tpcomm", "tpcomm",
                                      "sglang.srt.plugins"}
+
+
+# ---- SGLang's QuickReduce option, passed through to tpcomm's quantized wire
+# (test_engine_wire.py has the mapping)
+@pytest.fixture(autouse=True)
+def no_wire_env(monkeypatch):
+    """Every test here starts with SGLang's QuickReduce variables and TPCOMM_WIRE unset."""
+    for name in (*sglang_plugin.WIRE_ENV, "TPCOMM_WIRE"):
+        if name:
+            monkeypatch.delenv(name, raising=False)
+
+
+def test_sglang_still_reads_the_quickreduce_variables_the_plugin_reads():
+    """A release that renames them, or changes the quantization's values, fails here rather
+    than leaving the option silently unread."""
+    import ast
+
+    quick_reduce = engine("sglang.srt.distributed.device_communicators.quick_all_reduce")
+    tree = ast.parse(Path(quick_reduce.__file__).read_text())
+    read = {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+            and ast.unparse(n.func) in ("os.environ.get", "os.getenv")
+            and isinstance(n.args[0], ast.Constant)}
+    assert {name for name in sglang_plugin.WIRE_ENV if name} <= read, read
+    assert sglang_plugin.WIRE_ENV[1] is None  # SGLang has no minimum-size variable: say so if
+    assert not [name for name in read if "MIN_SIZE" in name]  # one comes
+    assert list(quick_reduce.QuickReduceRegime.__members__) == list(sglang_plugin.WIRE_VALUES)
+
+
+def test_with_quickreduce_quantization_both_classes_carry_the_wire(clean_env, on_cuda):
+    clean_env.setenv("ROCM_QUICK_REDUCE_QUANTIZATION", "INT4")
+    replaced = sglang_plugin.install()
+    assert "quantized wire int4 from ROCM_QUICK_REDUCE_QUANTIZATION=INT4 (all-reduces up to " \
+        "2048 MiB)" in replaced
+    on_cuda.setenv("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "0")
+    legacy = custom_all_reduce.dispatch_custom_allreduce(group=None, device=None)
+    assert legacy is not tt.CustomAllreduce and issubclass(legacy, tt.CustomAllreduce)
+    assert legacy.wire_options == {"config": {"wire": "int4"}, "max_size": 2048 << 20}
+    on_cuda.setenv("SGLANG_OPT_USE_CUSTOM_ALL_REDUCE_V2", "1")
+    cls = custom_all_reduce.dispatch_custom_allreduce(group=None, device=None)
+    assert cls is not V2 and issubclass(cls, V2)
+    # Built without V2's GPU constructor, its tpcomm half on the CPU (disabled, max_size set).
+    on_cuda.setattr(V2, "__init__",
+                    lambda self, *args, **kwargs: self.__dict__.update(disabled=True))
+    on_cuda.setattr(tt, "dist", types.SimpleNamespace(get_rank=lambda group: 0,
+                                                      get_world_size=lambda group: 2))
+    obj = cls(object(), "cpu")
+    assert isinstance(obj.tpcomm, legacy) and obj.tpcomm.max_size == 2048 << 20

@@ -270,3 +270,50 @@ def test_the_plugin_line_and_tpcomms_lines_print_through_vllms_logger(tmp_path):
     assert "INFO" in plugin_line[0] and "replaced custom all-reduce" in plugin_line[0]
     assert f"vLLM {vllm.__version__}" in plugin_line[0] and "Left to vLLM" in plugin_line[0]
     assert any("probe line" in ln and "INFO" in ln for ln in lines), out
+
+
+# ---- vLLM's QuickReduce option, passed through to tpcomm's quantized wire (test_engine_wire.py
+# has the mapping)
+@pytest.fixture(autouse=True)
+def no_wire_env(monkeypatch):
+    """Every test here starts with vLLM's QuickReduce variables and TPCOMM_WIRE unset."""
+    for name in (*vllm_plugin.WIRE_ENV, "TPCOMM_WIRE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_vllm_still_has_the_quickreduce_variables_the_plugin_reads():
+    """A release that renames them, or changes the quantization's values, fails here rather
+    than leaving the option silently unread."""
+    envs = engine("vllm.envs")
+    quick_reduce = engine("vllm.distributed.device_communicators.quick_all_reduce")
+    quant, min_kb, max_mb = vllm_plugin.WIRE_ENV
+    assert {quant, min_kb, max_mb} <= set(envs.environment_variables)
+    tree = ast.parse(Path(envs.__file__).read_text())
+    choices = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+               and ast.unparse(n.func) == "env_with_choices" and n.args
+               and isinstance(n.args[0], ast.Constant) and n.args[0].value == quant]
+    assert len(choices) == 1, f"vllm/envs.py: env_with_choices({quant!r}, ...) not found"
+    default, values = ast.literal_eval(choices[0].args[1]), ast.literal_eval(choices[0].args[2])
+    assert default == "NONE"  # off by default in vLLM too
+    assert set(values) == set(vllm_plugin.WIRE_VALUES) == set(quick_reduce.QuickReduceRegime
+                                                              .__members__)
+
+
+def test_with_quickreduce_quantization_the_plugin_installs_the_wire_class(clean_env):
+    clean_env.setenv("VLLM_ROCM_QUICK_REDUCE_QUANTIZATION", "INT8")
+    clean_env.setenv("VLLM_ROCM_QUICK_REDUCE_QUANTIZATION_MIN_SIZE_KB", "256")
+    clean_env.setenv("VLLM_ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB", "64")
+    replaced = vllm_plugin.install()
+    cls = custom_all_reduce.CustomAllreduce
+    assert cls is not tt.CustomAllreduce and issubclass(cls, tt.CustomAllreduce)
+    assert cls.wire_options == {"config": {"wire": "int8", "wire_min_bytes": 256 * 1024},
+                                "max_size": 64 << 20}
+    assert "quantized wire int8 from VLLM_ROCM_QUICK_REDUCE_QUANTIZATION=INT8 (from 256 KB, " \
+        "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION_MIN_SIZE_KB=256; all-reduces up to 64 MiB)" in replaced
+    tree = ast.parse(Path(cuda_communicator.__file__).read_text())
+    for call in [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == "CustomAllreduce"]:
+        assert binds(cls, len(call.args), {k.arg for k in call.keywords}), ast.unparse(call)
+    done = len(vllm_plugin.patches.done)
+    vllm_plugin.install()  # vLLM may load a plugin twice: nothing replaced again
+    assert len(vllm_plugin.patches.done) == done and custom_all_reduce.CustomAllreduce is cls

@@ -8,7 +8,7 @@ only when enabled (enabled() below); docs/PYTHON.md says what each one replaces.
 """
 import logging
 import os
-from typing import Any, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .errors import TpcommFallbackRefusedError
 
@@ -130,6 +130,144 @@ def summary(engine: str, version: str, replaced: List[str], left: List[str]) -> 
     """The one line per process a plugin logs."""
     return (f"tpcomm {engine} plugin (pid {os.getpid()}, {engine} {version}): replaced "
             f"{'; '.join(replaced) or 'nothing'}. Left to {engine}: {'; '.join(left) or 'nothing'}")
+
+
+# ---- the engines' quantized all-reduce option, passed through to tpcomm's quantized wire
+MiB = 1024 * 1024
+# tpcomm.torch.CustomAllreduce's default max_size (a test checks they agree; this module does not
+# import torch).
+CUSTOM_AR_MAX_SIZE = 8 * MiB
+# QuickReduce's largest message when the engine's max-size variable is unset (vLLM's
+# ops.qr_max_size(), SGLang's "2GB is used by default").
+QUICK_REDUCE_MAX_SIZE = 2048 * MiB
+# The largest wire_min_bytes the library's knob takes (src/plan/knobs.cc).
+WIRE_MIN_BYTES_LIMIT = 1 << 30
+# The values of QuickReduce's quantization variable (vLLM's; SGLang's lack INT3) -> tpcomm's
+# codec, None where no wire is asked. tpcomm has no 6- or 3-bit codec: the next wider one, never
+# less precise than asked.
+QUICK_REDUCE_CODECS: Dict[str, Optional[str]] = {
+    "FP": None, "INT8": "int8", "INT6": "int8", "INT4": "int4", "INT3": "int4", "NONE": None}
+QUICK_REDUCE_VALUES = tuple(QUICK_REDUCE_CODECS)
+_WIDER = {"INT6": "6", "INT3": "3"}
+
+
+def engine_wire(quant_env: str, min_kb_env: Optional[str], max_mb_env: Optional[str],
+                log: logging.Logger,
+                known: Sequence[str] = QUICK_REDUCE_VALUES) -> Optional[Dict[str, Any]]:
+    """The engine's own quantized all-reduce option (AMD's QuickReduce: `quant_env` one of
+    `known`, `min_kb_env` the size in KB below which tensors stay full precision, `max_mb_env`
+    the largest message in MB; None where the engine has no such variable) as tpcomm options:
+    {"config": CustomAllreduce's config, "max_size": bytes, "summary": what the plugin's line
+    says}, or None where no wire is asked.
+
+    Opt-in only, off by default: the variable unset, NONE or FP (QuickReduce at full precision)
+    gives None and the plugin installs tpcomm's class unchanged. INT8 and INT4 are tpcomm's int8
+    and int4 codecs; INT6 and INT3 the next wider (int8, int4: tpcomm has no 6- or 3-bit codec,
+    and the wire is never less precise than asked), said in one INFO line. A value outside
+    `known` (the engine rejects it too) is a WARNING naming the known ones, and no wire.
+
+    max_size grows to the engine's max MB (QuickReduce's 2 GiB where unset), never below
+    CustomAllreduce's 8 MiB: the wire is for the large (prefill) all-reduces, which should_custom_ar
+    would otherwise decline above 8 MiB and the engine would send to NCCL at full precision.
+
+    TPCOMM_WIRE, tpcomm's own knob, wins: set (and not "none"), the library reads it at init, so
+    the config stays empty (only max_size grows), and an engine option also set is logged as
+    ignored (WARNING)."""
+    quant = os.environ.get(quant_env)
+    min_kb = os.environ.get(min_kb_env) if min_kb_env else None
+    tpcomm_wire = os.environ.get("TPCOMM_WIRE", "").strip()
+    if tpcomm_wire and tpcomm_wire != "none":
+        asked = [] if quant in (None, "", "NONE", "FP") else [(quant_env, quant)]
+        ignored = [f"{name}={value}" for name, value in asked + [(min_kb_env, min_kb)]
+                   if name and value]
+        if ignored:
+            log.warning("tpcomm plugin: TPCOMM_WIRE=%s sets tpcomm's quantized wire; %s ignored",
+                        tpcomm_wire, ", ".join(ignored))
+        max_size = _max_size(max_mb_env, log)
+        return {"config": {}, "max_size": max_size,
+                "summary": f"quantized wire {tpcomm_wire} from TPCOMM_WIRE={tpcomm_wire} "
+                           f"(all-reduces up to {_size(max_size)})"}
+    if quant is None or quant == "":
+        return None
+    if quant not in known:
+        log.warning("tpcomm plugin: %s=%s is not a QuickReduce quantization (known: %s): "
+                    "tpcomm's quantized wire stays off", quant_env, quant, ", ".join(known))
+        return None
+    codec = QUICK_REDUCE_CODECS.get(quant)
+    if codec is None:
+        return None
+    what = f"quantized wire {codec} from {quant_env}={quant}"
+    if quant in _WIDER:
+        log.info("tpcomm plugin: %s=%s: tpcomm has no %s-bit codec, its wider %s serves the "
+                 "all-reduces (never less precise than asked)", quant_env, quant, _WIDER[quant],
+                 codec)
+    config: Dict[str, Any] = {"wire": codec}
+    details = []
+    if min_kb is not None and min_kb != "":
+        kb = _whole(min_kb)
+        if kb is None or kb * 1024 > WIRE_MIN_BYTES_LIMIT:
+            log.warning("tpcomm plugin: %s=%s is not a whole number of KB from 0 to %d: "
+                        "tpcomm's quantized wire stays off", min_kb_env, min_kb,
+                        WIRE_MIN_BYTES_LIMIT // 1024)
+            return None
+        config["wire_min_bytes"] = kb * 1024
+        details.append(f"from {kb} KB, {min_kb_env}={min_kb}")
+    max_size = _max_size(max_mb_env, log)
+    details.append(f"all-reduces up to {_size(max_size)}")
+    return {"config": config, "max_size": max_size, "summary": f"{what} ({'; '.join(details)})"}
+
+
+def _whole(text: str) -> Optional[int]:
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def _max_size(max_mb_env: Optional[str], log: logging.Logger) -> int:
+    """The engine's max MB in bytes (0 or unset: QuickReduce's 2 GiB, as SGLang reads it),
+    never below CustomAllreduce's default."""
+    text = os.environ.get(max_mb_env, "") if max_mb_env else ""
+    mb = _whole(text) if text != "" else 0
+    if mb is None:
+        log.warning("tpcomm plugin: %s=%s is not a whole number of MB: all-reduces up to %s go "
+                    "to tpcomm", max_mb_env, text, _size(QUICK_REDUCE_MAX_SIZE))
+        mb = 0
+    return max(mb * MiB if mb else QUICK_REDUCE_MAX_SIZE, CUSTOM_AR_MAX_SIZE)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes // MiB} MiB" if nbytes % MiB == 0 else f"{nbytes} bytes"
+
+
+_wire_classes: Dict[Tuple[Any, ...], type] = {}
+
+
+def with_wire(base: type, options: Dict[str, Any]) -> type:
+    """`base` (tpcomm.torch.CustomAllreduce) built with engine_wire's options: its config under
+    the config the engine passes (the engine's keys win), max_size at least the options' (the
+    engine's, if larger). One class per (base, options), so a plugin installed twice replaces
+    nothing the second time."""
+    wire_config = dict(options["config"])
+    wire_max = int(options["max_size"])
+    key = (base, tuple(sorted(wire_config.items())), wire_max)
+    if key in _wire_classes:
+        return _wire_classes[key]
+
+    class TpcommWireCustomAllreduce(base):  # type: ignore[misc, valid-type]
+        """tpcomm's CustomAllreduce with the quantized wire the engine's option asked for."""
+
+        wire_options = {"config": dict(wire_config), "max_size": wire_max}
+
+        def __init__(self, group: Any, device: Any, max_size: int = CUSTOM_AR_MAX_SIZE,
+                     config: Optional[Dict[str, Any]] = None, **engine_kwargs: Any) -> None:
+            super().__init__(group, device, max_size=max(int(max_size), wire_max),
+                             config={**wire_config, **(config or {})}, **engine_kwargs)
+
+    TpcommWireCustomAllreduce.__qualname__ = TpcommWireCustomAllreduce.__name__
+    _wire_classes[key] = TpcommWireCustomAllreduce
+    return TpcommWireCustomAllreduce
 
 
 def version(distribution: str) -> str:

@@ -11,10 +11,14 @@ in every process (sglang.srt.plugins.load_plugins). Enabled by TPCOMM_SGLANG=1 o
     SGLang's own order reaches "ca" (FlashInfer is tried first otherwise);
   - layernorm._forward_with_allreduce_fusion (FlashInfer's fused AR + residual + RMSNorm on
     NVIDIA): the attention-TP group's fused_allreduce_rmsnorm, i.e. tpcomm's fused op.
+
+SGLang's QuickReduce option (WIRE_ENV, ROCm-only in SGLang) is passed through where set: tpcomm's
+CustomAllreduce (the legacy class's stand-in and V2's inner one) then moves large all-reduces on
+its quantized wire (engines.engine_wire; off by default, and TPCOMM_WIRE wins).
 """
 import contextlib
 import logging
-from typing import Any, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from . import engines
 
@@ -23,6 +27,11 @@ CUSTOM_AR = "sglang.srt.distributed.device_communicators.custom_all_reduce"
 CUSTOM_AR_V2 = "sglang.srt.distributed.device_communicators.custom_all_reduce_v2"
 PARALLEL_STATE = "sglang.srt.distributed.parallel_state"
 LAYERNORM = "sglang.srt.layers.layernorm"
+# SGLang's QuickReduce variables (srt/distributed/device_communicators/quick_all_reduce.py):
+# quantization, none for a minimum size (SGLang has no such variable), the largest message in MB.
+# engines.engine_wire reads them; test_contract_sglang.py checks SGLang still has them.
+WIRE_ENV = ("ROCM_QUICK_REDUCE_QUANTIZATION", None, "ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB")
+WIRE_VALUES = ("FP", "INT8", "INT6", "INT4", "NONE")  # SGLang's QuickReduceRegime: no INT3
 
 LEFT_ALONE = [
     "ROCm (AITER, QuickReduce)",
@@ -46,6 +55,8 @@ def plugin() -> None:
 
 
 def install() -> List[str]:
+    """Makes the replacements; returns what was replaced. Logs one line saying that and what
+    was left alone; under TPCOMM_STRICT=1 a replacement that cannot be made is an error."""
     global _bypass
     log = engine_logger()
     _bypass = engines.start(log)
@@ -55,10 +66,13 @@ def install() -> List[str]:
         _bypass("the custom all-reduce", f"{CUSTOM_AR} cannot be imported")
         left.append("every all-reduce")
     else:
+        wire = engines.engine_wire(*WIRE_ENV, log, known=WIRE_VALUES)
         patches.replace(ca_module, "dispatch_custom_allreduce",
-                        _dispatch(ca_module.dispatch_custom_allreduce, ca_module))
+                        _dispatch(ca_module.dispatch_custom_allreduce, ca_module, wire))
         replaced.append("custom all-reduce (CustomAllreduce; CustomAllReduceV2 kept as the base "
                         "of tpcomm's subclass)")
+        if wire is not None:
+            replaced.append(wire["summary"])
     ps = engines.import_or_none(PARALLEL_STATE)
     if ps is not None:
         coordinator = ps.GroupCoordinator
@@ -92,17 +106,21 @@ def serves(ca: Any) -> bool:
     return isinstance(inner, CustomAllreduce) and not inner.disabled
 
 
-def _dispatch(original: Any, ca_module: Any) -> Any:
+def _dispatch(original: Any, ca_module: Any, wire: Optional[Dict[str, Any]] = None) -> Any:
+    """dispatch_custom_allreduce answering tpcomm's classes; `wire`: engines.engine_wire's
+    options, applied to tpcomm's CustomAllreduce (None: the class as it is)."""
     from .torch import CustomAllreduce
+
+    tpcomm_class = CustomAllreduce if wire is None else engines.with_wire(CustomAllreduce, wire)
 
     def dispatch_custom_allreduce(*args: Any, **kwargs: Any) -> Any:
         cls = original(*args, **kwargs)
         if cls is getattr(ca_module, "CustomAllreduce", None):
-            return CustomAllreduce
+            return tpcomm_class
         v2 = engines.import_or_none(CUSTOM_AR_V2)
         v2_class = getattr(v2, "CustomAllReduceV2", None)
         if v2_class is not None and cls is v2_class:
-            return with_tpcomm(v2_class)
+            return with_tpcomm(v2_class, tpcomm_class)
         if _bypass is not None:
             _bypass("the custom all-reduce", f"SGLang picked {getattr(cls, '__name__', cls)}")
         return cls
@@ -113,18 +131,23 @@ def _dispatch(original: Any, ca_module: Any) -> Any:
 _subclasses: dict = {}
 
 
-def with_tpcomm(base: type) -> type:
+def with_tpcomm(base: type, tpcomm_class: Optional[type] = None) -> type:
     """`base` (CustomAllReduceV2) whose all-reduce and fused all-reduce + RMSNorm are tpcomm's
     wherever tpcomm takes the input; everything else (its workspaces, the fusions built on them,
-    capture's graph-input registration) stays base's."""
-    if base in _subclasses:
-        return _subclasses[base]
-    from .torch import CustomAllreduce
+    capture's graph-input registration) stays base's. `tpcomm_class`: the tpcomm class it holds
+    (tpcomm.torch.CustomAllreduce where None; engines.with_wire's where the wire is asked)."""
+    if tpcomm_class is None:
+        from .torch import CustomAllreduce
+
+        tpcomm_class = CustomAllreduce
+    if (base, tpcomm_class) in _subclasses:
+        return _subclasses[(base, tpcomm_class)]
+    inner = tpcomm_class
 
     class TpcommCustomAllReduceV2(base):  # type: ignore[misc, valid-type]
         def __init__(self, group: Any, device: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(group, device, *args, **kwargs)
-            self.tpcomm = CustomAllreduce(group, device)
+            self.tpcomm = inner(group, device)
 
         def should_custom_ar(self, inp: Any) -> bool:
             return self.tpcomm.should_custom_ar(inp) or super().should_custom_ar(inp)
@@ -148,7 +171,7 @@ def with_tpcomm(base: type) -> type:
             super().close()
 
     TpcommCustomAllReduceV2.__qualname__ = TpcommCustomAllReduceV2.__name__
-    _subclasses[base] = TpcommCustomAllReduceV2
+    _subclasses[(base, tpcomm_class)] = TpcommCustomAllReduceV2
     return TpcommCustomAllReduceV2
 
 

@@ -14,6 +14,10 @@ naming `tpcomm` in VLLM_PLUGINS; otherwise nothing changes. What it replaces:
     FlashInfer (on by default) and others before its custom all-reduce;
   - the fuse_allreduce_rms pass (AllReduceFusionPass, FlashInfer's fused op) -> a pass that
     rewrites all-reduce + fused_add_rms_norm into torch.ops.tpcomm.fused_allreduce_rmsnorm.
+
+vLLM's QuickReduce option (WIRE_ENV, ROCm-only in vLLM) is passed through where set: tpcomm's
+CustomAllreduce then moves large all-reduces on its quantized wire (engines.engine_wire; off by
+default, and TPCOMM_WIRE wins).
 """
 import functools
 import logging
@@ -26,6 +30,12 @@ CUSTOM_AR = "vllm.distributed.device_communicators.custom_all_reduce"
 CUDA_COMM = "vllm.distributed.device_communicators.cuda_communicator"
 PASS_MANAGER = "vllm.compilation.passes.pass_manager"
 FUSION = "vllm.compilation.passes.fusion.allreduce_rms_fusion"
+# vLLM's QuickReduce variables (vllm/envs.py): quantization, its minimum size in KB, the largest
+# message in MB. engines.engine_wire reads them; test_contract_vllm.py checks vLLM still has them.
+WIRE_ENV = ("VLLM_ROCM_QUICK_REDUCE_QUANTIZATION",
+            "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION_MIN_SIZE_KB",
+            "VLLM_ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB")
+WIRE_VALUES = engines.QUICK_REDUCE_VALUES  # vLLM's choices for the first
 
 LEFT_ALONE = [
     "unfused (tpcomm's all-reduce, then vLLM's norm): all-reduce + RMSNorm without a residual "
@@ -65,13 +75,17 @@ def install() -> List[str]:
         _bypass("the custom all-reduce", f"{CUSTOM_AR} or {CUDA_COMM} cannot be imported")
         left.append("every all-reduce (vLLM's CUDA communicator is missing)")
     else:
-        patches.replace(ca_module, "CustomAllreduce", CustomAllreduce)
+        wire = engines.engine_wire(*WIRE_ENV, log, known=WIRE_VALUES)
+        ca_class = CustomAllreduce if wire is None else engines.with_wire(CustomAllreduce, wire)
+        patches.replace(ca_module, "CustomAllreduce", ca_class)
         patches.replace(cuda_comm.CudaCommunicator, "all_reduce",
                         _tpcomm_first(cuda_comm.CudaCommunicator.all_reduce))
         replaced += ["custom all-reduce (CustomAllreduce, capture, custom_all_gather, "
                      "custom_reduce_scatter)",
                      "all-reduce dispatch (tpcomm before NCCL symm-mem, FlashInfer, torch "
                      "symm-mem)"]
+        if wire is not None:
+            replaced.append(wire["summary"])
     pass_manager = engines.import_or_none(PASS_MANAGER)
     if pass_manager is None:
         _bypass("the fuse_allreduce_rms pass", f"{PASS_MANAGER} cannot be imported")
