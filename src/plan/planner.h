@@ -44,6 +44,9 @@ struct CommFacts : PolicyFacts {
   size_t tuned_fused_twoshot_rows = 0;
   // Its fused_unfused_below: fused calls of fewer rows run unfused (0 none, SIZE_MAX all).
   size_t tuned_fused_unfused_below = 0;
+  // Its wire_from, per WireCodec (index 0 unused): an opted-in all-reduce of fewer bytes keeps the
+  // full-precision wire (plan/wire_plan.cc); 0 not measured, SIZE_MAX slower at every size.
+  size_t tuned_wire_from[5] = {};
 };
 
 // A call, as every rank knows it: no pointer enters the plan (one rank's alignment would make the

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/trusted_file.h"
+#include "kernels/layout/wire_codec.h"
 #include "topo/cache_dir.h"
 
 namespace tpcomm {
@@ -100,6 +101,45 @@ json::Value rowsJson(size_t rows) {
   return rows == SIZE_MAX ? json::Value::string("inf") : json::Value::unsignedInteger(rows);
 }
 
+// The codecs' names in wire_from, by WireCodec (kernels/layout/wire_codec.h); fixed here, as the
+// fabrics', so the format does not follow the knob's names (plan/knobs.h, wireCodecName).
+static_assert(kTunedWireCodecs == static_cast<int>(WireCodec::kFp8E5M2) + 1,
+              "wire_from has an entry per codec");
+const char* const kWireFileNames[kTunedWireCodecs] = {nullptr, "int8", "int4", "fp8", "fp8_e5m2"};
+
+int wireFileCodec(const std::string& name) {
+  for (int c = 1; c < kTunedWireCodecs; ++c)
+    if (name == kWireFileNames[c]) return c;
+  return 0;
+}
+
+// A world's wire_from: {"<codec>": bytes (a positive integer) or "inf", ...}, each codec at most
+// once (the reader refuses duplicate names).
+bool wireFromJson(const json::Value& v, const std::string& where, size_t* out, std::string* why) {
+  json::ObjectReader r(v, where, why);
+  if (!r.ok()) return false;
+  for (const json::Value::Member& m : v.members()) {
+    const int codec = wireFileCodec(m.first);
+    if (codec == 0)
+      return r.fail(m.first, "not a codec of the quantized wire (int8, int4, fp8, fp8_e5m2)");
+    uint64_t bytes = 0;
+    if (m.second.isString() && m.second.asString() == "inf")
+      out[codec] = SIZE_MAX;
+    else if (m.second.getUint64(&bytes) && bytes > 0 && bytes <= SIZE_MAX)
+      out[codec] = static_cast<size_t>(bytes);
+    else
+      return r.fail(m.first, "expected a positive byte count or \"inf\"");
+  }
+  return true;
+}
+
+json::Value wireFromValue(const size_t* from) {
+  json::Value o = json::Value::object();
+  for (int c = 1; c < kTunedWireCodecs; ++c)
+    if (from[c] > 0) o.set(kWireFileNames[c], rowsJson(from[c]));
+  return o;
+}
+
 }  // namespace
 
 const SizeTable* TuningTable::tableFor(int world) const {
@@ -149,6 +189,8 @@ bool validateTuningTable(const TuningTable& table, std::string* why) {
     if (wt.rules.back().max_bytes != SIZE_MAX)
       return reject(why,
                     at + ".rules: the last rule must cover every size (\"max_bytes\": \"inf\")");
+    if (wt.wire_from[0] != 0)
+      return reject(why, at + ".wire_from: codec 0 (none) has no crossover");
   }
   return true;
 }
@@ -186,7 +228,8 @@ bool parseTuningTable(const std::string& text, const std::string& expected_key, 
     const json::Value* rules = tr.required("rules");
     const json::Value* fused = tables->items()[i].find("fused_twoshot_rows");
     const json::Value* unfused = tables->items()[i].find("fused_unfused_below");
-    tr.onlyKeys({"world", "rules", "fused_twoshot_rows", "fused_unfused_below"});
+    const json::Value* wire_from = tables->items()[i].find("wire_from");
+    tr.onlyKeys({"world", "rules", "fused_twoshot_rows", "fused_unfused_below", "wire_from"});
     if (!tr.ok()) return false;
     WorldTable wt;
     wt.world = static_cast<int>(world);
@@ -195,6 +238,8 @@ bool parseTuningTable(const std::string& text, const std::string& expected_key, 
       return tr.fail("fused_twoshot_rows", "expected a row count from 1 to 2^30 or \"inf\"");
     if (unfused && !fusedRowsFromJson(*unfused, &wt.fused_unfused_below))
       return tr.fail("fused_unfused_below", "expected a row count from 1 to 2^30 or \"inf\"");
+    if (wire_from && !wireFromJson(*wire_from, tr.where("wire_from"), wt.wire_from, why))
+      return false;
     t.tables.push_back(std::move(wt));
   }
   if (const json::Value* m = root.find("measured")) t.measured = *m;
@@ -223,6 +268,8 @@ std::string tuningTableText(const TuningTable& table) {
     t.set("rules", std::move(rules));
     if (wt.fused_twoshot_rows > 0) t.set("fused_twoshot_rows", rowsJson(wt.fused_twoshot_rows));
     if (wt.fused_unfused_below > 0) t.set("fused_unfused_below", rowsJson(wt.fused_unfused_below));
+    const json::Value wire_from = wireFromValue(wt.wire_from);
+    if (!wire_from.members().empty()) t.set("wire_from", wire_from);
     tables.push(std::move(t));
   }
   root.set("tables", std::move(tables));

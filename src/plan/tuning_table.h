@@ -3,12 +3,19 @@
 //   {"tpcomm_tuning": 1, "topology_key": "8gpu-...", "fabric": "pcie",
 //    "tables": [{"world": 8, "rules": [{"max_bytes": 65536, "algo": "oneshot"},
 //                                      {"max_bytes": "inf", "algo": "nccl"}],
-//                "fused_twoshot_rows": 48, "fused_unfused_below": 4}],    (both optional)
+//                "fused_twoshot_rows": 48, "fused_unfused_below": 4,      (both optional)
+//                "wire_from": {"int8": 4194304, "int4": "inf"}}],         (optional)
 //    "measured": {...}}                                     ("measured" is optional, kept as is)
+// wire_from: per codec of the quantized wire (int8, int4, fp8, fp8_e5m2: kernels/layout/
+// wire_codec.h), the bytes from which that codec's all-reduce measured faster than the best
+// full-precision candidate at every larger measured size, or "inf" (it never did); a codec not
+// named was not measured. It only narrows the user's opt-in (plan/wire_plan.cc): below it the
+// codec is not taken.
 // A table decides which code runs, so it is validated completely and never trusted in part: a
 // corrupt file, one from another machine or driver (topology key), an unknown algorithm or a rule
 // list that is not strictly increasing or does not cover every size makes the whole file ignored,
-// with a warning that says why; the policy then uses its defaults.
+// with a warning that says why; the policy then uses its defaults (so does an unknown codec name
+// in wire_from, or a byte count there that is not a positive integer or "inf").
 #pragma once
 
 #include <cstddef>
@@ -22,6 +29,9 @@
 namespace tpcomm {
 
 constexpr int kTuningFormatVersion = 1;
+// Entries of WorldTable::wire_from: one per WireCodec (kernels/layout/wire_codec.h), index 0 (none)
+// unused.
+constexpr int kTunedWireCodecs = 5;
 
 struct WorldTable {
   int world = 0;
@@ -35,6 +45,10 @@ struct WorldTable {
   // pair faster there than the fused form the planner picks; SIZE_MAX ("inf"): at every row count;
   // 0: none (or not measured).
   size_t fused_unfused_below = 0;
+  // The quantized wire's measured crossover per codec (index: WireCodec, 0 unused): an opted-in
+  // all-reduce of fewer bytes keeps the full-precision wire (plan/wire_plan.cc); SIZE_MAX
+  // ("inf"): the codec measured slower at every size; 0: not measured.
+  size_t wire_from[kTunedWireCodecs] = {};
 };
 
 struct TuningTable {

@@ -72,6 +72,15 @@ size_t formChunkVecs(const CommFacts& f, int algo) {
                                          : f.slots.bulk_step_bytes / kVecBytes / (w + 1) * w;
 }
 
+// The tuning table's wire_from for the codec (CommFacts::tuned_wire_from; 0: none). A forced
+// algorithm runs as forced, the table's rules aside (plan/policy.cc), and so does its codec: that
+// is also how `tpcomm tune` measures the codec again under an earlier table.
+size_t tunedWireFrom(const CommFacts& f, int codec) {
+  const bool forced = f.forced_algo > tpcommAlgoAuto;
+  const int codecs = static_cast<int>(sizeof(f.tuned_wire_from) / sizeof(f.tuned_wire_from[0]));
+  return !forced && codec > 0 && codec < codecs ? f.tuned_wire_from[codec] : 0;
+}
+
 }  // namespace
 
 CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
@@ -85,6 +94,9 @@ CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
   int algo = tpcommAlgoAuto;
   if (call.bytes < static_cast<size_t>(f.knobs.wire_min_bytes))
     why_not = strFormat("below wire_min_bytes=%d", f.knobs.wire_min_bytes);
+  else if (const size_t from = tunedWireFrom(f, codec_id); call.bytes < from)
+    why_not = from == SIZE_MAX ? "tpcomm tune measured it slower at every size measured"
+                               : strFormat("tpcomm tune measured it slower below %zu bytes", from);
   else
     algo = wireAlgo(f, refused_nccl ? tpcommAlgoNccl : p.decision.algo, &why_not);
   if (algo == tpcommAlgoAuto) {

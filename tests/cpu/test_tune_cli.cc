@@ -49,6 +49,18 @@ TEST(TuneCli, UsageErrorsExitTwo) {
   EXPECT_TRUE(has(help.out, "--out FILE")) << help.out;
   EXPECT_TRUE(has(help.out, "--hidden H")) << help.out;
   EXPECT_TRUE(has(help.out, "--share-gpu")) << help.out;
+  EXPECT_TRUE(has(help.out, "--no-wire")) << help.out;
+  EXPECT_TRUE(has(help.out, "(wire_from)")) << help.out;
+}
+
+// --no-wire is an option (checked before the GPUs: without one, "no GPU visible"), with no value.
+TEST(TuneCli, NoWireIsAnOption) {
+  CliResult r = tune("--no-wire --quick");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "tpcomm tune: no GPU visible")) << r.out;
+  r = tune("--no-wire=1");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "unknown option or missing value: '--no-wire=1'")) << r.out;
 }
 
 // --share-gpu needs a GPU too: without one it says so and exits 2.

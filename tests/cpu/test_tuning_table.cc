@@ -106,6 +106,91 @@ TEST(TuningTable, FusedTwoShotRows) {
   EXPECT_NE(rejection(with(below, "4}", "0}")).find("fused_unfused_below"), std::string::npos);
 }
 
+// A world's wire_from (tpcomm tune, the quantized wire): per codec a byte count or "inf", read
+// and written exactly; codecs not named are not measured (0), a file without it measured none.
+TEST(TuningTable, WireFromRoundTrip) {
+  TuningTable t;
+  std::string why;
+  ASSERT_TRUE(parseTuningTable(kGood, kKey, &t, &why)) << why;
+  for (const WorldTable& w : t.tables)
+    for (size_t from : w.wire_from) EXPECT_EQ(from, 0u);
+  EXPECT_EQ(tuningTableText(t).find("wire_from"), std::string::npos);  // none measured: absent
+  const std::string rules = R"("rules": [{"max_bytes": 18446744073709551615, "algo": "island"}]})";
+  const std::string wired = with(kGood, rules, R"("rules": [{"max_bytes": "inf", "algo": "island"}],
+      "wire_from": {"fp8_e5m2": 1048576, "int4": "inf", "int8": 4194304}})");
+  ASSERT_TRUE(parseTuningTable(wired, kKey, &t, &why)) << why;
+  const WorldTable* four = t.worldFor(4, Fabric::kNvlink);
+  ASSERT_NE(four, nullptr);
+  EXPECT_EQ(four->wire_from[0], 0u);
+  EXPECT_EQ(four->wire_from[1], 4194304u);  // int8
+  EXPECT_EQ(four->wire_from[2], SIZE_MAX);  // int4
+  EXPECT_EQ(four->wire_from[3], 0u);        // fp8: not named, not measured
+  EXPECT_EQ(four->wire_from[4], 1048576u);  // fp8_e5m2
+  for (size_t from : t.worldFor(2, Fabric::kNvlink)->wire_from) EXPECT_EQ(from, 0u);
+  // Written in codec order, "inf" for SIZE_MAX, fp8 left out; read back to the same table.
+  const std::string text = tuningTableText(t);
+  EXPECT_NE(text.find(R"("wire_from": {"int8": 4194304, "int4": "inf", "fp8_e5m2": 1048576})"),
+            std::string::npos)
+      << text;
+  TuningTable back;
+  ASSERT_TRUE(parseTuningTable(text, kKey, &back, &why)) << why;
+  for (int c = 0; c < kTunedWireCodecs; ++c)
+    EXPECT_EQ(back.tables[1].wire_from[c], four->wire_from[c]) << c;
+  EXPECT_EQ(tuningTableText(back), text);
+  // Every codec, and the number form of SIZE_MAX (as max_bytes takes it).
+  ASSERT_TRUE(parseTuningTable(
+      with(wired, R"({"fp8_e5m2": 1048576, "int4": "inf", "int8": 4194304})",
+           R"({"int8": 1, "int4": 2, "fp8": 3, "fp8_e5m2": 18446744073709551615})"),
+      kKey, &t, &why))
+      << why;
+  EXPECT_EQ(t.tables[1].wire_from[1], 1u);
+  EXPECT_EQ(t.tables[1].wire_from[2], 2u);
+  EXPECT_EQ(t.tables[1].wire_from[3], 3u);
+  EXPECT_EQ(t.tables[1].wire_from[4], SIZE_MAX);
+  // An empty object: nothing measured.
+  ASSERT_TRUE(parseTuningTable(
+      with(wired, R"({"fp8_e5m2": 1048576, "int4": "inf", "int8": 4194304})", "{}"), kKey, &t,
+      &why))
+      << why;
+  for (size_t from : t.tables[1].wire_from) EXPECT_EQ(from, 0u);
+}
+
+// Anything else in wire_from rejects the whole file, naming the member.
+TEST(TuningTable, WireFromRefusals) {
+  const std::string rules = R"("rules": [{"max_bytes": 18446744073709551615, "algo": "island"}]})";
+  const std::string wired = with(kGood, rules, R"("rules": [{"max_bytes": "inf", "algo": "island"}],
+      "wire_from": {"int8": 4194304}})");
+  const std::string value = R"({"int8": 4194304})";
+  EXPECT_EQ(rejection(with(wired, value, R"({"int3": 4194304})")),
+            "tables[1].wire_from.int3: not a codec of the quantized wire (int8, int4, fp8, "
+            "fp8_e5m2)");
+  for (const char* name : {"none", "INT8", "fp8_e4m3", "", "int8 "})
+    EXPECT_EQ(rejection(with(wired, value, std::string("{\"") + name + "\": 4194304}")),
+              std::string("tables[1].wire_from.") + name +
+                  ": not a codec of the quantized wire (int8, int4, fp8, fp8_e5m2)")
+        << name;
+  for (const char* bad : {"0", "-1", "1.5", "1e6", "\"4194304\"", "\"infinity\"", "null", "true",
+                          "[4194304]", "{}", "18446744073709551616"})
+    EXPECT_EQ(rejection(with(wired, value, std::string("{\"int8\": ") + bad + "}")),
+              "tables[1].wire_from.int8: expected a positive byte count or \"inf\"")
+        << bad;
+  EXPECT_EQ(rejection(with(wired, value, "[4194304]")),
+            "tables[1].wire_from: expected an object, found an array");
+  EXPECT_EQ(rejection(with(wired, value, "\"inf\"")),
+            "tables[1].wire_from: expected an object, found a string");
+  // A codec named twice: the reader refuses duplicate members.
+  EXPECT_NE(rejection(with(wired, value, R"({"int8": 4194304, "int8": 8388608})")).find("int8"),
+            std::string::npos);
+  // A table made in code: index 0 (no codec) has no crossover.
+  TuningTable t;
+  std::string why;
+  ASSERT_TRUE(parseTuningTable(wired, kKey, &t, &why)) << why;
+  t.tables[0].wire_from[0] = 1024;
+  EXPECT_FALSE(validateTuningTable(t, &why));
+  EXPECT_EQ(why, "tables[0].wire_from: codec 0 (none) has no crossover");
+  EXPECT_EQ(saveTuningTable("/tmp/never-written.json", t), tpcommInvalidArgument);
+}
+
 TEST(TuningTable, AlgoForSize) {
   TuningTable t;
   std::string why;

@@ -1,12 +1,14 @@
 // `tpcomm tune`: measure the candidates on this machine (tune_measure.cc), pick per size and merge
-// into rules (tune_rules.h), check the rules are never slower than NCCL, and write the tuning table
-// for this topology (plan/tuning_table.h). Exit status: 0 table written (or --dry-run done),
+// into rules (tune_rules.h), measure the fused call's forms (tune_fused.cc) and the quantized
+// wire's codecs (tune_wire.cc), check the rules are never slower than NCCL, and write the tuning
+// table for this topology (plan/tuning_table.h). Exit status: 0 table written (or --dry-run done),
 // 1 measured but something went wrong (wrong results, the NCCL check, the file), 2 cannot run
 // (no GPU, fewer than 2 GPUs, usage).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "comm/lifecycle/probe_view.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "kernels/runtime/fabric_probe_run.h"
@@ -18,6 +20,7 @@
 #include "tools/tune/tune_measure.h"
 #include "tools/tune/tune_report.h"
 #include "tools/tune/tune_rules.h"
+#include "tools/tune/tune_wire.h"
 #include "topo/classify.h"
 #include "topo/discover.h"
 #include "topo/p2p_cache.h"
@@ -39,6 +42,7 @@ struct TuneArgs {
   int iters = 0, reps = 0;  // 0: by --quick
   double tie = 0.02;
   double tolerance = 0.05;
+  bool wire = true;      // measure the quantized wire's codecs too
   bool fused = true;     // measure the fused call's forms too
   size_t hidden = 7168;  // their row width (elements)
   bool share_gpu = false;
@@ -48,7 +52,8 @@ void usage(FILE* out) {
   fprintf(out,
           "usage: tpcomm tune [--out FILE] [--world N] [--quick] [--dtype bf16|fp16|fp32]\n"
           "                   [--dry-run] [--iters N] [--reps N] [--tie F] [--tolerance F]\n"
-          "                   [--no-check] [--hidden H] [--no-fused] [--share-gpu]\n"
+          "                   [--no-check] [--no-wire] [--hidden H] [--no-fused]\n"
+          "                   [--share-gpu]\n"
           "\n"
           "Measures tpcomm's algorithms (each forced) and NCCL on this machine, one rank per GPU\n"
           "in this process, in CUDA-graph mode, for 1 KiB .. 64 MiB (x2 steps; --quick: x4 and\n"
@@ -60,6 +65,10 @@ void usage(FILE* out) {
           "bits; the row count from which the two-shot wins goes into the table\n"
           "(fused_twoshot_rows), and the one below which the unfused pair wins\n"
           "(fused_unfused_below).\n"
+          "Then the quantized wire (wire=int8|int4|fp8|fp8_e5m2, from 1 MiB) in the form it takes\n"
+          "on this fabric, each result checked against the codec's error bound: the size from\n"
+          "which each codec beats the best full-precision candidate goes into the table\n"
+          "(wire_from); an opted-in all-reduce below it keeps full precision.\n"
           "\n"
           "  --out FILE       write here (default: TPCOMM_TUNING_FILE, else the user's cache\n"
           "                   folder: tuning-<topology key>.json)\n"
@@ -71,6 +80,7 @@ void usage(FILE* out) {
           "  --tie F          times within F of the fastest count as equal (default 0.02)\n"
           "  --tolerance F    never slower than NCCL x (1 + F) (default 0.05)\n"
           "  --no-check       do not check results against the host reference\n"
+          "  --no-wire        do not measure the quantized wire (the table keeps no wire_from)\n"
           "  --hidden H       the fused call's row width in elements (default 7168)\n"
           "  --no-fused       do not measure the fused call (the table keeps no crossover)\n"
           "  --share-gpu      every rank on GPU 0, for testing tune itself: the numbers are\n"
@@ -118,6 +128,8 @@ bool parseArgs(int argc, char** argv, TuneArgs* a, int* code) {
       a->dry_run = true;
     } else if (arg == "--no-check") {
       a->check = false;
+    } else if (arg == "--no-wire") {
+      a->wire = false;
     } else if (arg == "--no-fused") {
       a->fused = false;
     } else if (arg == "--share-gpu") {
@@ -283,6 +295,93 @@ void printFused(const TuneArgs& a, int world, const FusedMeasureResult& m, size_
         "count measured)\n");
 }
 
+// The quantized wire's table: a row per size, the best full-precision candidate and each codec's
+// time ('*' on the fastest), then each codec's wire_from.
+void printWire(const TuneArgs& a, int world, int form, const std::vector<size_t>& sizes,
+               const WireMeasureResult& w, const std::vector<TuningSample>& eligible,
+               const size_t* wire_from) {
+  printf(
+      "\nThe quantized wire: world %d, %s, its %s form (wire=<codec>, forced), CUDA graphs, us "
+      "per call (* fastest)%s\n",
+      world, a.dtype_name, tpcommAlgoName(form), a.share_gpu ? " (ranks sharing one GPU)" : "");
+  std::vector<std::string> header = {"bytes", "full precision", "us"};
+  for (const WireRun& r : w.runs) header.push_back(std::string(wireCodecName(r.codec)) + " us");
+  TextTable t(header);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const FullPrecision full = bestFullPrecision(eligible, world, sizes[i]);
+    double fastest = full.algo >= 0 ? full.us : -1;
+    for (const WireRun& r : w.runs)
+      if (r.us[i] >= 0 && (fastest < 0 || r.us[i] < fastest)) fastest = r.us[i];
+    const auto cell = [fastest](double us) {
+      if (us < 0) return std::string("-");
+      char buf[32];
+      snprintf(buf, sizeof(buf), "%.2f%s", us, us == fastest ? "*" : "");
+      return std::string(buf);
+    };
+    std::vector<std::string> row = {
+        formatBytes(sizes[i]), full.algo >= 0 ? tpcommAlgoName(full.algo) : "-", cell(full.us)};
+    for (const WireRun& r : w.runs) row.push_back(cell(r.us[i]));
+    t.add(row);
+  }
+  printf("%s", t.render().c_str());
+  for (const std::string& s : w.skipped) printf("  not measured: %s\n", s.c_str());
+  for (const std::string& f : w.failures) printf("  failed: %s\n", f.c_str());
+  for (const WireRun& r : w.runs) {
+    const size_t from = wire_from[r.codec];
+    const char* codec = wireCodecName(r.codec);
+    if (from == 0)
+      printf("wire_from %-9s not measured (an opted-in all-reduce takes it from wire_min_bytes)\n",
+             codec);
+    else if (from == SIZE_MAX)
+      printf(
+          "wire_from %-9s inf (full precision measured faster at the largest size: an "
+          "opted-in all-reduce keeps it)\n",
+          codec);
+    else
+      printf("wire_from %-9s %zu (faster from %s on: an opted-in all-reduce takes it from there)\n",
+             codec, from, formatBytes(from).c_str());
+  }
+}
+
+// Measures each codec of the quantized wire in the form it takes on this fabric and picks its
+// crossover (tune_wire_pick.h) into the world's entry; false when the measuring could not run.
+bool tuneWire(const TuneArgs& a, const MeasureConfig& cfg, Fabric fabric, FabricVerdict verdict,
+              const MeasureResult& m, WorldTable* entry, json::Value* record, long* wrong) {
+  if (!a.wire) return true;
+  const int world = static_cast<int>(cfg.devlist.size());
+  std::string why;
+  WireMeasureConfig wc;
+  wc.form = wireForm(fabric, verdict, a.share_gpu, &why);
+  for (size_t b : cfg.sizes)
+    if (b >= (size_t{1} << 20)) wc.sizes.push_back(b);
+  if (wc.form != tpcommAlgoAuto && wc.sizes.empty()) why = "no size of the sweep is 1 MiB or more";
+  if (!why.empty()) {
+    printf("\nThe quantized wire: not measured: %s\n", why.c_str());
+    return true;
+  }
+  wc.devlist = cfg.devlist;
+  wc.dtype = a.dtype;
+  wc.iters = cfg.iters;
+  wc.reps = cfg.reps;
+  wc.check = a.check;
+  fprintf(stderr, "tpcomm tune: the quantized wire: its %s form on fabric %s, %s .. %s\n",
+          tpcommAlgoName(wc.form), fabricName(fabric), formatBytes(wc.sizes.front()).c_str(),
+          formatBytes(wc.sizes.back()).c_str());
+  WireMeasureResult w;
+  const std::string fatal = measureWire(wc, &w);
+  if (!fatal.empty()) {
+    fprintf(stderr, "tpcomm tune: measuring the quantized wire failed: %s\n", fatal.c_str());
+    return false;
+  }
+  const std::vector<TuningSample> eligible = eligibleSamples(m.samples, fabric);
+  for (const WireRun& r : w.runs)
+    entry->wire_from[r.codec] = wireFrom(wirePoints(wc.sizes, r.us, eligible, world), a.tie);
+  printWire(a, world, wc.form, wc.sizes, w, eligible, entry->wire_from);
+  *record = wireMeasuredJson(wc.form, wc.sizes, w.runs, eligible, world, entry->wire_from);
+  *wrong += w.wrong;
+  return true;
+}
+
 // Measures the fused call's forms and picks the crossovers (tune_fused_pick.h) into the world's
 // entry; false when the measuring could not run.
 bool tuneFused(const TuneArgs& a, const MeasureConfig& cfg, WorldTable* entry, json::Value* record,
@@ -416,11 +515,17 @@ int cmdTune(int argc, char** argv) {
       !path.empty() && loadTuningTable(path, topo.key(), &previous, &why) == TuningLoad::kLoaded;
   json::Value measured =
       measuredWorldJson(m.samples, world, cfg.sizes, m.candidates, picks, a.dtype_name);
-  WorldTable entry{world, rules, 0, 0};
-  json::Value fused;
+  WorldTable entry;
+  entry.world = world;
+  entry.rules = rules;
+  json::Value wire, fused;
   long wrong = m.wrong;
   if (!tuneFused(a, cfg, &entry, &fused, &wrong)) return kExitFailed;
   if (!fused.isNull()) measured.set("fused", std::move(fused));
+  // The communicators' verdict (decided once per process, at the first communicator's init).
+  if (!tuneWire(a, cfg, fabric.fabric, machineFabricVerdict(topo), m, &entry, &wire, &wrong))
+    return kExitFailed;
+  if (!wire.isNull()) measured.set("wire", std::move(wire));
   const TuningTable table = mergeTable(have_previous ? &previous : nullptr, topo.key(),
                                        fabric.fabric, std::move(entry), std::move(measured));
   if (!checkAndWrite(a, path, table, m)) return kExitFailed;
