@@ -9,8 +9,10 @@
 //     (twoshot_wire.cu) where it pushes, or hands it to NCCL elsewhere;
 //   * over pinned host memory (no P2P), the host form (twoshot_pull_wire.cu over host outboxes).
 // Over NVLink the links are not the limit: a forced twoshot or twoshot_pull takes it there (how
-// one GPU tests it), nothing else. Not measured on a PCIe box yet: the opt-in is the user's call,
-// and the reason says what it replaced.
+// one GPU tests it), nothing else. Within the opt-in, a tuning table's wire_from (tpcomm tune's
+// measurement on this machine) keeps full precision where the codec measured slower; without one
+// the opt-in is the user's call (no PCIe box has measured it yet), and the reason says what it
+// replaced.
 #include <string>
 
 #include "common/str_format.h"
