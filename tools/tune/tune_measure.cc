@@ -119,33 +119,6 @@ long countWrong(std::vector<timing::Rank>& ranks, const Expected& e, tpcommDataT
   return wrong;
 }
 
-std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes) {
-  for (timing::Rank& r : ranks) {
-    const std::string e = timing::cudaWhy(cudaSetDevice(r.dev), "cudaSetDevice");
-    if (!e.empty()) return e;
-    // All ones: NaN in every datatype, so an output never written cannot pass the check.
-    const std::string m = timing::cudaWhy(cudaMemset(r.recv, 0xFF, bytes), "cudaMemset");
-    if (!m.empty()) return m;
-  }
-  return "";
-}
-
-// Allocates every rank's buffers and uploads its input (kept on the host for the reference).
-std::string setupInputs(const MeasureConfig& cfg, std::vector<timing::Rank>* ranks,
-                        std::vector<std::vector<uint8_t>>* inputs) {
-  const size_t max_bytes = cfg.sizes.back();
-  const size_t es = test::elemSize(cfg.dtype);
-  std::string err = timing::setupRanks(cfg.devlist, max_bytes, ranks);
-  for (size_t r = 0; r < ranks->size() && err.empty(); ++r) {
-    inputs->push_back(test::makeInput(cfg.dtype, max_bytes / es, 1234, static_cast<int>(r)));
-    cudaSetDevice((*ranks)[r].dev);
-    err = timing::cudaWhy(
-        cudaMemcpy((*ranks)[r].send, inputs->back().data(), max_bytes, cudaMemcpyHostToDevice),
-        "cudaMemcpy (inputs)");
-  }
-  return err;
-}
-
 void skip(int algo, const std::string& why, MeasureResult* out) {
   out->skipped.push_back(name(algo) + ": " + why);
   fprintf(stderr, "tpcomm tune: skipping %s: %s\n", name(algo).c_str(), why.c_str());
@@ -224,6 +197,32 @@ std::string measureOne(const MeasureConfig& cfg, std::vector<timing::Rank>& rank
 
 }  // namespace
 
+std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes) {
+  for (timing::Rank& r : ranks) {
+    const std::string e = timing::cudaWhy(cudaSetDevice(r.dev), "cudaSetDevice");
+    if (!e.empty()) return e;
+    // All ones: NaN in every datatype, so an output never written cannot pass the check.
+    const std::string m = timing::cudaWhy(cudaMemset(r.recv, 0xFF, bytes), "cudaMemset");
+    if (!m.empty()) return m;
+  }
+  return "";
+}
+
+std::string setupInputs(const std::vector<int>& devlist, tpcommDataType_t dtype, size_t max_bytes,
+                        std::vector<timing::Rank>* ranks,
+                        std::vector<std::vector<uint8_t>>* inputs) {
+  const size_t es = test::elemSize(dtype);
+  std::string err = timing::setupRanks(devlist, max_bytes, ranks);
+  for (size_t r = 0; r < ranks->size() && err.empty(); ++r) {
+    inputs->push_back(test::makeInput(dtype, max_bytes / es, 1234, static_cast<int>(r)));
+    cudaSetDevice((*ranks)[r].dev);
+    err = timing::cudaWhy(
+        cudaMemcpy((*ranks)[r].send, inputs->back().data(), max_bytes, cudaMemcpyHostToDevice),
+        "cudaMemcpy (inputs)");
+  }
+  return err;
+}
+
 std::string createComms(const std::vector<int>& devlist, const tpcommConfig_t& cfg,
                         std::vector<tpcommComm_t>* comms) {
   comms->assign(devlist.size(), nullptr);
@@ -252,7 +251,7 @@ std::string measureAll(const MeasureConfig& cfg, MeasureResult* out) {
   if (cfg.sizes.empty() || cfg.devlist.size() < 2) return "nothing to measure";
   std::vector<timing::Rank> ranks;
   std::vector<std::vector<uint8_t>> inputs;
-  std::string err = setupInputs(cfg, &ranks, &inputs);
+  std::string err = setupInputs(cfg.devlist, cfg.dtype, cfg.sizes.back(), &ranks, &inputs);
   if (!err.empty()) {
     timing::freeRanks(&ranks);
     return err;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "plan/tuning_table.h"
 #include "tpcomm/tpcomm.h"
 
@@ -43,6 +44,16 @@ std::string createComms(const std::vector<int>& devlist, const tpcommConfig_t& c
 // An error a tpcomm kernel of these communicators reported after its call returned (a peer that
 // never answered), as "asynchronous error: ..."; "" where none did.
 std::string asyncError(const std::vector<tpcommComm_t>& comms);
+
+// Every rank's buffers (rank r on devlist[r], max_bytes each) and its input, uploaded and kept on
+// the host for the results' check (the same inputs for every measurement: tune_wire.cc's too).
+std::string setupInputs(const std::vector<int>& devlist, tpcommDataType_t dtype, size_t max_bytes,
+                        std::vector<timing::Rank>* ranks,
+                        std::vector<std::vector<uint8_t>>* inputs);
+
+// All ones into every rank's output (NaN in every datatype, so an output never written cannot pass
+// a check); "" or the CUDA error.
+std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes);
 
 // Measures every candidate at every size; progress on stderr. Returns "" or why the measurement
 // as a whole could not run (buffers could not be allocated, a CUDA error left the GPUs unusable).

@@ -62,31 +62,6 @@ std::string otherVariant(const tpcommCallInfo_t& info, const Codec& c) {
          " wire: " + std::string(info.reason, strnlen(info.reason, sizeof(info.reason)));
 }
 
-// Every rank's buffers, and its input (kept on the host for the check): the main sweep's.
-std::string setup(const WireMeasureConfig& cfg, std::vector<timing::Rank>* ranks,
-                  std::vector<std::vector<uint8_t>>* inputs) {
-  const size_t max_bytes = cfg.sizes.back(), es = test::elemSize(cfg.dtype);
-  std::string err = timing::setupRanks(cfg.devlist, max_bytes, ranks);
-  for (size_t r = 0; r < ranks->size() && err.empty(); ++r) {
-    inputs->push_back(test::makeInput(cfg.dtype, max_bytes / es, 1234, static_cast<int>(r)));
-    cudaSetDevice((*ranks)[r].dev);
-    err = timing::cudaWhy(
-        cudaMemcpy((*ranks)[r].send, inputs->back().data(), max_bytes, cudaMemcpyHostToDevice),
-        "cudaMemcpy (inputs)");
-  }
-  return err;
-}
-
-std::string clearOutputs(std::vector<timing::Rank>& ranks, size_t bytes) {
-  for (timing::Rank& r : ranks) {
-    cudaSetDevice(r.dev);
-    // All ones: NaN in every datatype, so an output never written cannot pass the check.
-    const std::string e = timing::cudaWhy(cudaMemset(r.recv, 0xFF, bytes), "cudaMemset");
-    if (!e.empty()) return e;
-  }
-  return "";
-}
-
 // "" where every rank's output has rank 0's bits and those are within the codec's bound; else
 // what is wrong. *cuda_error: a copy failed.
 std::string checkOutputs(std::vector<timing::Rank>& ranks, const Codec& c,
@@ -191,7 +166,7 @@ std::string measureWire(const WireMeasureConfig& cfg, WireMeasureResult* out) {
   if (cfg.sizes.empty() || cfg.devlist.size() < 2) return "nothing to measure";
   std::vector<timing::Rank> ranks;
   std::vector<std::vector<uint8_t>> inputs;
-  std::string err = setup(cfg, &ranks, &inputs);
+  std::string err = setupInputs(cfg.devlist, cfg.dtype, cfg.sizes.back(), &ranks, &inputs);
   std::vector<Codec> codecs;
   for (WireCodec k : {WireCodec::kInt8, WireCodec::kInt4, WireCodec::kFp8E4M3, WireCodec::kFp8E5M2})
     if (err.empty()) {
