@@ -14,6 +14,7 @@
 #include <cstddef>
 
 #include "kernels/runtime/algo_launch.h"
+#include "kernels/runtime/variant_table.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
@@ -41,7 +42,7 @@ struct AddRmsNormGrid {
 // The epilogue kernel's launch, as planned (plan/fused_plan.cc: CallPlan::epilogue): which kernel
 // (add_rmsnorm or add_rmsnorm_fp8, as quant_scale says) and its grid.
 struct AddRmsNormLaunch {
-  tpcommVariant_t variant = tpcommVariantNone;
+  tpcommVariant_t variant = kNoVariant;
   AddRmsNormGrid grid;
 };
 

@@ -214,7 +214,7 @@ tpcommVariant_t fusedVariant(FusedWire w, bool fp8) {
     case FusedWire::kNone:
       break;
   }
-  return tpcommVariantNone;
+  return kNoVariant;
 }
 
 // The owners a wire splits a step's rows among (the ranks, or an island's members) and its steps.

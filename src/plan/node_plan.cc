@@ -128,7 +128,7 @@ CallPlan nodeRules(const CommFacts& f, const Call& call) {
       p = first;
     } else {  // one rank a machine: NCCL is the only leg
       p.decision.algo = tpcommAlgoNccl;
-      p.variant = tpcommVariantNccl;
+      p.variant = ncclVariant();
     }
     p.node.text = nodeLegsText(a, np, first.variant, last);
   }

@@ -75,9 +75,9 @@ tpcommVariant_t variantOf(int algo, bool sentinel, bool lean) {
     case tpcommAlgoIslandPull:
       return tpcommVariantIslandPull;
     case tpcommAlgoNccl:
-      return tpcommVariantNccl;
+      return ncclVariant();
   }
-  return tpcommVariantNone;
+  return kNoVariant;
 }
 
 // Whether a oneshot_pull call of `bytes` may take the LL entries (oneshot_pull_ll.cu): the knob
@@ -179,9 +179,9 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
                       : sentinel                    ? f.slots.host_sentinel_step_bytes
                                                     : f.slots.host_step_bytes;
   const tpcommVariant_t lean =
-      lean_set && f.knobs.lean ? variantOf(algo, sentinel, true) : tpcommVariantNone;
+      lean_set && f.knobs.lean ? variantOf(algo, sentinel, true) : kNoVariant;
   const tpcommVariant_t ll =
-      pullLLCandidate(f, algo, call.bytes) ? tpcommVariantP2pOneShotPullLL : tpcommVariantNone;
+      pullLLCandidate(f, algo, call.bytes) ? tpcommVariantP2pOneShotPullLL : kNoVariant;
   p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, residentCap(f));
   if (p.grid.co_resident_capped)
     p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
@@ -190,14 +190,13 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
   p.geometry = oneShotGeometry(f, algo, sentinel, call.bytes, p.chunk_vecs, p.grid.blocks);
   // One step with a vector per thread, as the lean kernels: the same grid and geometry on every
   // rank (neither depends on alignment).
-  if (ll != tpcommVariantNone && p.geometry.nsteps == 1 &&
+  if (ll != kNoVariant && p.geometry.nsteps == 1 &&
       p.geometry.per <= static_cast<size_t>(p.grid.threads)) {
     p.variant = ll;
     p.decision.reason +=
         "; LL entries (flag in the data: pull_ll_bytes=" + std::to_string(f.knobs.pull_ll_bytes) +
         ")";
-  } else if (lean != tpcommVariantNone &&
-             leanFits(p.geometry, p.grid.blocks, p.grid.threads, call)) {
+  } else if (lean != kNoVariant && leanFits(p.geometry, p.grid.blocks, p.grid.threads, call)) {
     p.variant = lean;
   }
   p.threads = launchedThreads(p.variant, p.grid.threads);

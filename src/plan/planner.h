@@ -82,8 +82,8 @@ Call allReduceCall(size_t bytes, bool aligned, tpcommDataType_t dtype);
 // A fused call's (Call::rows > 0) kernel: the fused one-shot variant that runs the whole call, or
 // the epilogue kernel that follows the all-reduce planned in CallPlan.
 struct EpiloguePlan {
-  tpcommVariant_t variant = tpcommVariantNone;  // None when the all-reduce's plan failed
-  int blocks = 0;                               // the grid (the fused kernel's, or the epilogue's)
+  tpcommVariant_t variant = kNoVariant;  // None when the all-reduce's plan failed
+  int blocks = 0;                        // the grid (the fused kernel's, or the epilogue's)
   int threads = 0;
   // Blocks per row; above 1, thread-block clusters of that many blocks each own a row (blocks =
   // clusters * cluster), a slice of it per block (kernels/fused_cluster.cu, add_rmsnorm.cu).
@@ -109,7 +109,7 @@ struct NodeLegs {
 
 struct CallPlan {
   Decision decision;  // the algorithm, fallback, error and reason (the policy's answer)
-  tpcommVariant_t variant = tpcommVariantNone;  // None when decision.error is set
+  tpcommVariant_t variant = kNoVariant;  // None when decision.error is set
   // The rest only for variants that run a tpcomm kernel:
   GridPlan grid;
   // Threads as launched: grid.threads, and the row's extra warp (VariantRow::extra_threads: the

@@ -4,14 +4,14 @@
 namespace tpcomm {
 
 tpcommVariant_t rsagVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
-  if (coll != tpcommCollReduceScatter && coll != tpcommCollAllGather) return tpcommVariantNone;
+  if (coll != tpcommCollReduceScatter && coll != tpcommCollAllGather) return kNoVariant;
   const bool rs = coll == tpcommCollReduceScatter;
   const tpcommVariant_t push = rs ? tpcommVariantP2pReduceScatter : tpcommVariantP2pAllGather;
   const tpcommVariant_t pull =
       rs ? tpcommVariantP2pReduceScatterPull : tpcommVariantP2pAllGatherPull;
   switch (algo) {
     case tpcommAlgoNccl:
-      return tpcommVariantNccl;
+      return ncclVariant();
     case tpcommAlgoOneShot:
     case tpcommAlgoTwoShot:
     case tpcommAlgoIsland:
@@ -27,7 +27,7 @@ tpcommVariant_t rsagVariant(tpcommColl_t coll, int algo, bool stores_collapse) {
     case tpcommAlgoHostBulk:
       return rs ? tpcommVariantHostReduceScatter : tpcommVariantHostAllGather;
   }
-  return tpcommVariantNone;
+  return kNoVariant;
 }
 
 // call.bytes: the whole message (world x the per-rank count's bytes), which is what one step of
@@ -48,12 +48,12 @@ CallPlan rsagRules(const CommFacts& f, const Call& call) {
   const bool collapse =
       f.fabric == Fabric::kPcie && f.fabric_verdict == FabricVerdict::kWriteCollapse;
   p.variant = rsagVariant(coll, d.algo, collapse);
-  if (p.variant == tpcommVariantNone) {
+  if (p.variant == kNoVariant) {
     d.error = tpcommInternalError;
     d.reason = std::string(what) + ": no half of algorithm " + std::to_string(d.algo);
     return p;
   }
-  if (p.variant == tpcommVariantNccl) {
+  if (isNcclVariant(p.variant)) {
     d.reason = std::string(what) + " by NCCL, as the all-reduce of these bytes: " + d.reason;
     return p;
   }

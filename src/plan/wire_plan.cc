@@ -31,7 +31,7 @@ tpcommVariant_t wireVariant(int codec, VariantTransport transport, bool pull) {
     if (all[i].wire == codec && all[i].collective == VariantCollective::kAllReduce &&
         all[i].transport == transport && all[i].pull == pull)
       return all[i].id;
-  return tpcommVariantNone;
+  return kNoVariant;
 }
 
 // The two-shot a codec replaces `algo` with (the algorithm the call then reports: its form), or

@@ -49,7 +49,7 @@ tpcommResult_t localAllReduce(const void* sendbuff, void* recvbuff, size_t count
   return runCall(
       comm, s, steps, [&](const CallPlan& p, cudaStream_t st, bool capturing, CallRecord* rec) {
         *rec = record(p, bytes, datatype);
-        if (p.variant == tpcommVariantNccl)
+        if (isNcclVariant(p.variant))
           return ncclFallbackAllReduce(comm, sendbuff, recvbuff, count, datatype, st, capturing);
         const LaunchArgs a = launchArgsOf(p, sendbuff, recvbuff, count, datatype);
         // The copy engines' one-shot: its copies, then its kernels (ce_copies.h).

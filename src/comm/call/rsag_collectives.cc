@@ -53,7 +53,7 @@ tpcommResult_t localRsag(tpcommColl_t coll, const void* send, void* recv, size_t
             d.fallback, bytes,
             dt,         isKernelVariant(p.variant) ? p.grid.blocks : 0,
             &d.reason,  coll == tpcommCollReduceScatter ? "reduce-scatter" : "all-gather"};
-        if (p.variant == tpcommVariantNccl)
+        if (isNcclVariant(p.variant))
           return ncclFallbackRsag(comm, coll, send, recv, count, dt, st, capturing);
         return launchAllReduceKernel(comm->dev, launchArgsOf(p, send, recv, count, dt), st);
       });

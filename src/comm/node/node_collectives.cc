@@ -21,7 +21,7 @@ namespace {
 // The NCCL leg counted as what it is: a planned leg, never a fallback.
 void recordLeg(tpcommComm* c, size_t bytes, tpcommDataType_t dt, bool capturing) {
   static const std::string kWhy = "the NCCL leg between machines";
-  recordCall(c, CallRecord{tpcommAlgoNccl, tpcommVariantNccl, false, bytes, dt, 0, &kWhy, "node"},
+  recordCall(c, CallRecord{tpcommAlgoNccl, ncclVariant(), false, bytes, dt, 0, &kWhy, "node"},
              capturing);
 }
 
@@ -39,7 +39,7 @@ void recordWhole(tpcommComm* c, const tpcommCallInfo_t& first, size_t bytes, tpc
 tpcommCallInfo_t ncclOnly() {
   tpcommCallInfo_t i{};
   i.algo = tpcommAlgoNccl;
-  i.variant = tpcommVariantNccl;
+  i.variant = ncclVariant();
   return i;
 }
 

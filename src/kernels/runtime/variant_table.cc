@@ -96,6 +96,17 @@ const VariantRow* variantRow(int variant) {
   return variant >= 0 && variant < kNumRows ? &kRows[variant] : nullptr;
 }
 
+tpcommVariant_t ncclVariant() {
+  for (const VariantRow& r : kRows)
+    if (r.transport == VariantTransport::kNccl) return r.id;
+  return kNoVariant;  // unreachable: the table has its NCCL row
+}
+
+bool isNcclVariant(int variant) {
+  const VariantRow* r = variantRow(variant);
+  return r && r->transport == VariantTransport::kNccl;
+}
+
 bool isKernelVariant(tpcommVariant_t variant) {
   const VariantRow* r = variantRow(variant);
   return r && r->kernels;

@@ -13,7 +13,7 @@
 namespace tpcomm {
 
 enum class VariantCollective {
-  kNone,           // tpcommVariantNone (nothing ran), tpcommVariantNccl (any collective)
+  kNone,           // no variant (nothing ran), and NCCL (any collective)
   kAllReduce,      // tpcommAllReduce
   kFused,          // tpcommAllReduceAddRmsNorm in one kernel
   kEpilogue,       // the add + RMSNorm kernel after an all-reduce (the unfused path)
@@ -43,11 +43,19 @@ struct VariantRow {
   int wire = 0;  // the quantized wire's codec (kernels/layout/wire_codec.h, WireCodec); 0: none
 };
 
+// No variant: nothing ran, or the plan failed (the table's first row). The name the library's code
+// uses for it, so that the enumerator's name stays in the table.
+constexpr tpcommVariant_t kNoVariant = tpcommVariantNone;
+
 // Every variant, row i being value i (tpcommNumVariants rows).
 const VariantRow* variantRows(int* rows);
 // The row of `variant`; nullptr outside the enum.
 const VariantRow* variantRow(int variant);
 
+// The row that hands a call to NCCL (its transport is VariantTransport::kNccl), and whether
+// `variant` is it: the planners and the collectives ask the table, not the enumerator.
+tpcommVariant_t ncclVariant();
+bool isNcclVariant(int variant);
 // Whether `variant` runs a tpcomm kernel (not none, not NCCL).
 bool isKernelVariant(tpcommVariant_t variant);
 // The fused all-reduce + add + RMSNorm kernels.
