@@ -11,8 +11,8 @@
 // elsewhere.
 //
 // What a row costs beyond the plain one-shot is its warps' sums crossing the cluster, so the
-// kernel keeps everything else off that path (the sixteenth round's ablations and A/B,
-// docs/BENCHMARKS.md):
+// kernel keeps everything else off that path (the ablations and A/B behind each choice:
+// docs/BENCHMARKS.md, "The numbers behind the defaults in the code"):
 //   * Each warp's lane 0 sends its warp's sum straight into every block's shared memory with
 //     st.async, whose arrival counts on that block's mbarrier (the row's expected bytes): no
 //     block barrier, no cluster barrier per row (a barrier's release also waits for the row's
@@ -26,8 +26,8 @@
 //     the row's sum.
 //   * The fingerprint checker is a warp of its own (the launch adds it; the block's other
 //     threads carry data), which checks beside the data waits and leaves. In a data warp its spin
-//     serialised with its lanes' data waits, and ahead of the block sum it held every block up
-//     (0.4 us at one row); a mismatch it finds aborts the communicator (the error word says so),
+//     serialised with its lanes' data waits, and ahead of the block sum it held every block up;
+//     a mismatch it finds aborts the communicator (the error word says so),
 //     and any data thread still waiting then gives up.
 #include <cooperative_groups.h>
 

@@ -89,8 +89,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const bool ok = session.template reduce<Proto, T, kW, 1>(wait, mine, region, v, 1, nvec, send,
                                                              v, count, session.epoch, y);
     // One store site for the sum and the poison (a call that gave up): a select, where a second
-    // store on the failure branch cost the success path time (docs/BENCHMARKS.md, eighteenth
-    // round).
+    // store on the failure branch cost the success path time (measured: docs/BENCHMARKS.md).
     reinterpret_cast<uint4*>(recv)[v] = ok ? y[0] : poisonVec();
     if (!ok) return;
   }

@@ -28,7 +28,8 @@ __device__ __forceinline__ bool llArrived(const uint4& h0, const uint4& h1, uint
 }
 
 // The poison for a kernel that finds the communicator aborted at entry, out of line: inlined, its
-// storeVec cost the 2-rank success path registers (docs/BENCHMARKS.md, eighteenth round).
+// storeVec cost the 2-rank success path registers (docs/BENCHMARKS.md, "The numbers behind the
+// defaults in the code").
 template <typename T>
 __device__ __noinline__ void poisonOutput(T* recv, size_t v, size_t count, bool aligned) {
   storeVec<T>(recv, v, count, aligned, poisonVec());

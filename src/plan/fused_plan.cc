@@ -130,10 +130,9 @@ WireChoice oneShotWireOf(const CommFacts& f, const CallPlan& ar) {
 
 // The row count from which a call within one step of the one-shot takes the two-shot (0: never):
 // the knob where set (doubled at two ranks), else the tuning table's measured crossover for this
-// world, else kDefaultFusedTwoShotRows. The default: one H200 with 2, 4 and 8 ranks sharing it,
-// 7168 bf16, measured the two-shot faster than the fused one-shot from 64 rows at 4 and 8 ranks
-// (15.3 / 27.5 us against 16.0 / 38.2) and from 128 at 2 (12.5 against 12.9), slower below
-// (docs/BENCHMARKS.md, twentieth round).
+// world, else kDefaultFusedTwoShotRows: where the two-shot measured faster than the fused
+// one-shot on one shared H200 (from 64 rows at 4 and 8 ranks, 128 at 2; docs/BENCHMARKS.md, "The
+// numbers behind the defaults in the code").
 constexpr size_t kDefaultFusedTwoShotRows = 64;
 size_t twoShotRows(const CommFacts& f) {
   const int knob = f.knobs.fused_twoshot_rows;
@@ -147,16 +146,14 @@ size_t twoShotRows(const CommFacts& f) {
 // of (world - 1) times all of it, in as many steps as the call needs. Where the all-reduce pulls
 // flat (not the island schedule, whose point is what crosses between the islands), and over
 // NVLink where it pushes: loads hold NVLink's bandwidth (vLLM's custom all-reduce reads its peers'
-// buffers there), and one H200 with 2, 4 and 8 ranks sharing it measured the two-shot over pull
-// ahead of the push one-shot and the unfused pair from the same row counts (docs/BENCHMARKS.md,
-// twentieth round). Over PCIe without the write-collapse verdict, where the all-reduce pushes,
-// the two-shot's push form (fused_twoshot_push.cu) from the same row counts within one step of
-// the push one-shot: its loads there are unmeasured, and its stores are what that fabric's
-// all-reduce already runs on (the threshold is an estimate there: no healthy PCIe box has been
-// lent; one H200 measured the push form ahead of the push one-shot from 64 rows, 15.4 / 36.0 us
-// against 21.4 / 77.6 at 4 and 8 ranks). At two ranks each rank
-// moves the call once either way (the one-shot: the peer's rows; the two-shot: half of them
-// twice), so the two-shot pays off only at twice the rows.
+// buffers there), and the two-shot over pull measured ahead of the push one-shot and the unfused
+// pair from the same row counts. Over PCIe without the write-collapse verdict, where the
+// all-reduce pushes, the two-shot's push form (fused_twoshot_push.cu) from the same row counts
+// within one step of the push one-shot: its loads there are unmeasured, and its stores are what
+// that fabric's all-reduce already runs on (the threshold is an estimate there: no healthy PCIe
+// box has been lent; docs/BENCHMARKS.md, "The numbers behind the defaults in the code"). At two
+// ranks each rank moves the call once either way (the one-shot: the peer's rows; the two-shot: half
+// of them twice), so the two-shot pays off only at twice the rows.
 //
 // Where the all-reduce is an island (two islands: island_pull with the write-collapse verdict,
 // the push island without), the fused call takes the island's own schedule by whole rows, at
@@ -180,9 +177,8 @@ WireChoice wireOf(const CommFacts& f, const CallPlan& ar, const Call& call, size
   if (!(pulls(one.wire) || one.wire == FusedWire::kPush) || !fits || at == 0 ||
       (call.rows < at && bytes <= one.cap))
     return one;
-  // The push form within the push one-shot's step (beyond it one H200 with 4 and 8 ranks sharing
-  // it measured the push form behind the unfused pair: 262.6 / 583.2 us against 234.3 / 474.6 at
-  // 1024 rows; docs/BENCHMARKS.md, twenty-first round), any steps with fused_twoshot_push=1.
+  // The push form within the push one-shot's step (beyond it the push form measured behind the
+  // unfused pair: knobs.h, fused_twoshot_push), any steps with fused_twoshot_push=1.
   const bool push_form =
       f.knobs.fused_twoshot_push || (f.fabric != Fabric::kNvlink && bytes <= one.cap);
   if (one.wire == FusedWire::kPush && push_form)  // a whole slot, 2w areas
@@ -254,9 +250,8 @@ std::string whyNotFused(const CommFacts& f, const CallPlan& ar, const WireChoice
 // The fused one-shots' kernels with a block per row (fused_oneshot.cu: pushes or host memory;
 // fused_pull.cu: the LL wire) launch one more block, which checks the peers' fingerprints and
 // carries no rows. Not the flag wire's: its checker checks between its publish and its await,
-// where the peers' records have mostly arrived, and one H200 with 2, 4 and 8 ranks sharing it
-// measured the check block 0.3-0.45 us slower there at one row and within +-0.4 us at 2-16
-// (docs/BENCHMARKS.md, twenty-third round).
+// where the peers' records have mostly arrived, and a check block measured no faster there
+// (docs/BENCHMARKS.md, "The numbers behind the defaults in the code").
 bool checkBlock(FusedWire w, int cluster) {
   return (w == FusedWire::kPush || w == FusedWire::kHost || w == FusedWire::kPullLL) &&
          cluster == 1;

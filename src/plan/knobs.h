@@ -41,10 +41,10 @@ struct LaunchKnobs {
   bool fused_cluster = true;
   // 1: a fused call whose all-reduce takes the pull LL entries takes them too
   // (fused_p2p_oneshot_pull_ll); 0: it takes the flag pull (fused_p2p_oneshot_pull) at every size.
-  // On: with its fingerprint check in a block of its own, one H200 with 2, 4 and 8 ranks sharing
-  // it measured the LL kernel ahead of the flag one at 1-4 rows of 7168 bf16 (3.7 / 5.0 / 7.3 us
-  // against 4.3 / 6.2 / 8.3 at one row; docs/BENCHMARKS.md, twenty-third round). A real PCIe
-  // fabric, where LL also saves a round trip, is not measured yet.
+  // On: with its fingerprint check in a block of its own, the LL kernel measured ahead of the
+  // flag one at the decode sizes, on one shared H200; a real PCIe fabric, where LL also saves a
+  // round trip, is not measured yet (docs/BENCHMARKS.md, "The numbers behind the defaults in the
+  // code").
   bool fused_pull_ll = true;
   // Fused calls over pull of this many rows or more (twice as many at two ranks), and those
   // beyond one step of the pull one-shot, take the fused two-shot over pull
@@ -57,10 +57,9 @@ struct LaunchKnobs {
   // (fused_twoshot_push.cu, the sentinel protocol) over PCIe within one step of the push
   // one-shot (beyond it the call runs unfused) and the pull form over NVLink; 1 the push form
   // wherever the all-reduce pushes, any number of steps (for measuring it, and forcing it by
-  // name). 0: one H200 with 2, 4 and 8 ranks sharing it measured the pull form ahead of the push
-  // form over NVLink at 8 ranks from 64 rows and at 4 from 256 (27.8 / 48.2 us against 36.0 /
-  // 62.7), within 10% below, and the push form behind the unfused pair beyond the step
-  // (docs/BENCHMARKS.md, twenty-first round).
+  // name). 0: over NVLink the pull form measured ahead of the push form, and beyond the step the
+  // push form behind the unfused pair (docs/BENCHMARKS.md, "The numbers behind the defaults in the
+  // code").
   bool fused_twoshot_push = false;
   // Host-memory one-shot and two-shot readers fence at system scope after their clears, so the
   // host sentinel's clears are ordered before the peers' next pushes by the PTX memory model

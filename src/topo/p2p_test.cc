@@ -173,7 +173,7 @@ P2pHealth check(Probe* p, const std::vector<uint32_t>& want, std::string* why) {
 }
 
 // Two rounds with different patterns: the first copy after peer access is enabled also pays for
-// setting up the mapping (measured ~190 us for 4 MiB on H200 NVLink, 16 us afterwards), so the
+// setting up the mapping (an order of magnitude on H200 NVLink: docs/BENCHMARKS.md), so the
 // second round is the one timed; both are checked.
 P2pHealth run(Probe* p, int timeout_ms, std::string* why) {
   if (!enablePeer(p->a, p->b, &p->enabled_ab, why) || !enablePeer(p->b, p->a, &p->enabled_ba, why))

@@ -236,8 +236,8 @@ __device__ __forceinline__ void loadSlice(const void* src, size_t base, size_t l
 // host memory, fused_pull.cu over pull) carries no rows: it announces the call's fingerprint and
 // checks the peers' (a warp, every peer at once: checkPeerCallsWarp) beside the row blocks' data
 // waits, as the cluster kernel's checker warp does, so the check is on no row's path (in a data
-// thread it cost the call 0.9 to 1.9 us at 1..16 rows: docs/BENCHMARKS.md, twenty-second round). A
-// failed check sets the abort flag, which ends the row blocks' waits: they poison their rows.
+// thread it cost the call time: docs/BENCHMARKS.md, "The numbers behind the defaults in the code").
+// A failed check sets the abort flag, which ends the row blocks' waits: they poison their rows.
 template <typename Proto, typename T, int kW, bool kQuant>
 __device__ __forceinline__ void fusedCheckBlock(CallSession& session, const DeviceComm& c,
                                                 const FusedParams& p) {

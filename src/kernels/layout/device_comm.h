@@ -23,10 +23,9 @@ constexpr size_t kLLBlockBytes = 1024;
 // own outbox in pinned host memory and its peers read it from there. An outbox holds kNumSlots
 // slots of bulkSlotBytes, then a flag per slot and block (a block publishes a step's share with
 // one flag once its data is written). A slot is a quarter of an inbox slot (1 MiB by default):
-// measured on 2x H200 (docs/BENCHMARKS.md), 1 MiB steps beat 256 KiB ones at every size from
-// 1 MiB up (51 against 59 us at 1 MiB, 448 against 528 at 16 MiB): each step costs a fence and a
-// flag round trip per block, more than the overlap of smaller steps wins back.
-// Two flag sets, one after the other: host_bulk publishes with the first, the quantized
+// each step costs a fence and a flag round trip per block, more than the overlap of smaller steps
+// wins back (measured on 2x H200: docs/BENCHMARKS.md, "The numbers behind the defaults in the
+// code"). Two flag sets, one after the other: host_bulk publishes with the first, the quantized
 // two-shot's host form (twoshot_pull_wire.cu) with both, once a phase.
 constexpr int kBulkFlagBlocks = 1024;  // the largest grid (config.maxBlocks <= 1024)
 constexpr int kBulkPhases = 2;
