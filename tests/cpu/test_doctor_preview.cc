@@ -192,6 +192,12 @@ TEST(DoctorPreview, TuningTablesFusedCrossoverSteersTheFusedPreview) {
   ASSERT_FALSE(u.fused.empty());
   EXPECT_EQ(u.fused[0].tokens, 1u);
   EXPECT_EQ(u.fused[0].variant, tpcommVariantAddRmsNorm) << u.fused[0].reason;
+  // The wire's crossovers, where tune measured them (codec order; not measured: not named).
+  table.tables[0].wire_from[1] = 4194304;
+  table.tables[0].wire_from[2] = SIZE_MAX;
+  EXPECT_TRUE(test::contains(previewWorld(t, {0, 1}, o).table,
+                             "measured) (the wire: int8 from 4194304 bytes, int4 never, measured)"))
+      << previewWorld(t, {0, 1}, o).table;
 }
 
 TEST(DoctorPreview, HostAlgorithmsOnP2pOnlyWhenForced) {

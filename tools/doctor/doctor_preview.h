@@ -91,6 +91,20 @@ inline std::string tunedFusedText(const WorldTable& t) {
   return s.empty() ? "" : " (fused calls: " + s + ", measured)";
 }
 
+// What a world's tuning table says of the quantized wire's codecs (wire_from), as " (the wire:
+// int8 from N bytes, int4 never, measured)", or "" where it says nothing. It opts nothing in:
+// only a communicator that asks for a codec (wire=, TPCOMM_WIRE) takes it, from there.
+inline std::string tunedWireText(const WorldTable& t) {
+  std::string s;
+  for (int c = 1; c < kTunedWireCodecs; ++c) {
+    const size_t from = t.wire_from[c];
+    if (from == 0) continue;
+    s += std::string(s.empty() ? "" : ", ") + wireCodecName(c) +
+         (from == SIZE_MAX ? " never" : " from " + std::to_string(from) + " bytes");
+  }
+  return s.empty() ? "" : " (the wire: " + s + ", measured)";
+}
+
 // Decisions for every preview size and fused call, given the fabric facts of one world.
 inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   const WorldTable* tuned = nullptr;
@@ -98,7 +112,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
     tuned = o.tuning->worldFor(w->world, w->fabric);
     if (tuned) {
       w->table = "tuning table";
-      w->table += tunedFusedText(*tuned);
+      w->table += tunedFusedText(*tuned) + tunedWireText(*tuned);
     } else if (o.tuning->tableFor(w->world)) {
       w->table = std::string("built-in defaults (the tuning table was measured on ") +
                  fabricName(o.tuning->fabric) + ", these ranks use " + fabricName(w->fabric) + ")";
