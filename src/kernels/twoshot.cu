@@ -11,7 +11,7 @@
 // one-shot kernel (proto_device.cuh); the call's session (session_device.cuh) holds the epoch
 // that rotates the slots and bounds the waits.
 #include "kernels/device/kernel_set.cuh"
-#include "kernels/device/poison_device.cuh"
+#include "kernels/device/twoshot_call_device.cuh"
 #include "kernels/device/twoshot_device.cuh"
 #include "kernels/layout/chunk_layout.h"
 #include "kernels/runtime/algo_launch.h"
@@ -19,36 +19,16 @@
 namespace tpcomm {
 namespace {
 
-// The call's geometry, from the kernel's arguments (the kernel's and its failure branch's).
-template <typename Proto, typename T>
-__device__ __forceinline__ ChunkedCall twoShotCall(const DeviceComm& c, size_t count,
-                                                   size_t chunk_vecs) {
-  constexpr int E = VecTraits<T>::kElems;
-  return chunkedCall(slotVecs<Proto>(c), 2 * c.world, c.world, (count + E - 1) / E, chunk_vecs,
-                     gridDim.x);
-}
-
-// The failure branch (poison_device.cuh), a call: this thread's outputs from step `from` on, the
-// call's geometry recomputed from the kernel's arguments. Inlined, the branches held values on
-// this kernel's success path (register spills where it runs near its register limit).
-template <typename Proto, typename T>
-__device__ __noinline__ void poisonTwoShot(const DeviceComm& c, T* recv, size_t count,
-                                           size_t chunk_vecs, size_t from) {
-  const ChunkedCall k = twoShotCall<Proto, T>(c, count, chunk_vecs);
-  poisonChunkSteps<T>(chunkStepOffsets(k, from, blockIdx.x, threadIdx.x), c.world, recv, count,
-                      c.aligned);
-}
-
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                   size_t chunk_vecs) {
-  const ChunkedCall k = twoShotCall<Proto, T>(c, count, chunk_vecs);
+  const ChunkedCall k = twoShotGeometry<Proto, T, 2, 0>(c, count, chunk_vecs);
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
   CallSession session(c);
   if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) {  // aborted: all poison
-    poisonTwoShot<Proto, T>(c, recv, count, chunk_vecs, 0);
+    poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, 0);
     return;
   }
   WaitCtx wait = session.startWaits();
@@ -74,7 +54,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                                  })) {
       // Timed out: this step's outputs and the later ones' are poison; no block-wide barrier
       // follows.
-      poisonTwoShot<Proto, T>(c, recv, count, chunk_vecs, step);
+      poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, step);
       return;
     }
     if (step + 1 == k.nsteps) pdlLaunchDependents();
@@ -82,7 +62,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // 3. All-gather receive: every other segment, from its owner.
     if (!gatherReceive<Proto, T>(session, wait, mine, seg_cap, st.o0, st.o1, stride, out,
                                  st.epoch)) {
-      poisonTwoShot<Proto, T>(c, recv, count, chunk_vecs, step);  // timed out
+      poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, step);  // timed out
       return;
     }
   }

@@ -13,7 +13,7 @@
 // are twoshot_pull_device.cuh's, which reduce-scatter and all-gather over pull (rsag_pull.cu)
 // share.
 #include "kernels/device/kernel_set.cuh"
-#include "kernels/device/poison_device.cuh"
+#include "kernels/device/twoshot_call_device.cuh"
 #include "kernels/device/twoshot_pull_device.cuh"
 #include "kernels/layout/chunk_layout.h"
 #include "kernels/runtime/algo_launch.h"
@@ -21,33 +21,12 @@
 namespace tpcomm {
 namespace {
 
-// The call's geometry, from the kernel's arguments (the kernel's and its failure branch's): a slot
-// holds world areas of seg_cap entries (my chunk by segment), then the reduced area.
-template <typename Proto, typename T>
-__device__ __forceinline__ ChunkedCall twoShotPullCall(const DeviceComm& c, size_t count,
-                                                       size_t chunk_vecs) {
-  constexpr int E = VecTraits<T>::kElems;
-  return chunkedCall(slotVecs<Proto>(c), c.world + 1, c.world, (count + E - 1) / E, chunk_vecs,
-                     gridDim.x);
-}
-
-// The failure branch (poison_device.cuh), a call: this thread's outputs from step `from` on, the
-// call's geometry recomputed from the kernel's arguments. Inlined, the branches held values on
-// this kernel's success path (register spills where it runs near its register limit).
-template <typename Proto, typename T>
-__device__ __noinline__ void poisonTwoShotPull(const DeviceComm& c, T* recv, size_t count,
-                                               size_t chunk_vecs, size_t from) {
-  const ChunkedCall k = twoShotPullCall<Proto, T>(c, count, chunk_vecs);
-  poisonChunkSteps<T>(chunkStepOffsets(k, from, blockIdx.x, threadIdx.x), c.world, recv, count,
-                      c.aligned);
-}
-
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                       size_t chunk_vecs) {
   const int world = c.world, rank = c.rank;
-  const ChunkedCall k = twoShotPullCall<Proto, T>(c, count, chunk_vecs);
+  const ChunkedCall k = twoShotGeometry<Proto, T, 1, 1>(c, count, chunk_vecs);
   const size_t seg_cap = k.seg_cap, stride = blockDim.x;
   const size_t red = world * seg_cap;  // entry index of the reduced area
   char* src[kW];                       // every rank's outbox, in rank order
@@ -56,7 +35,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[rank]);
   CallSession session(c);
   if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) {  // aborted: all poison
-    poisonTwoShotPull<Proto, T>(c, recv, count, chunk_vecs, 0);
+    poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, 0);
     return;
   }
   WaitCtx wait = session.startWaits();
@@ -78,7 +57,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
     if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
       // Gave up: this step's outputs and the later ones' are poison.
-      poisonTwoShotPull<Proto, T>(c, recv, count, chunk_vecs, step);
+      poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, step);
       return;
     }
 
@@ -91,7 +70,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-      poisonTwoShotPull<Proto, T>(c, recv, count, chunk_vecs, step);
+      poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, step);
       return;
     }
 
