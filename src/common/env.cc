@@ -44,8 +44,8 @@ const std::vector<EnvVarDoc> kDocs = {
      "(src/plan/knobs.h; for benchmarks and tuning)"},
     {"TPCOMM_WIRE", "none",
      "none | int8 | int4 | fp8 | fp8_e5m2: all-reduces of wire_min_bytes (1 MiB) or more over PCIe "
-     "peer memory move quantized, 32 elements a scale, at the error docs/PROTOCOL.md states "
-     "(opt-in; the wire knob's default)"},
+     "peer memory or pinned host memory move quantized, 32 elements a scale, at the error "
+     "docs/PROTOCOL.md states (opt-in; the wire knob's default)"},
     {"TPCOMM_HOST_ID", "",
      "this machine's identity for communicators that span machines (docs/MULTINODE.md); empty: "
      "a hash of the boot id. Set a distinct value per process group to "
