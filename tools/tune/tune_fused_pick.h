@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/json.h"
+#include "tools/tune/tune_crossover.h"
 
 namespace tpcomm::cli {
 
@@ -24,25 +25,9 @@ struct FusedPoint {
   std::string oneshot_variant, twoshot_variant, pair_variant;  // what each ran
 };
 
-// Walking points (ascending by rows) down from the largest count: the smallest row count from
-// which `holds` is true at every count `compares`; 0 where it fails at the largest such count.
-// *compared: some count compares; *everywhere: it held at every one.
-template <typename Compares, typename Holds>
-size_t holdsFrom(const std::vector<FusedPoint>& points, Compares compares, Holds holds,
-                 bool* compared, bool* everywhere) {
-  size_t from = 0;
-  *compared = false;
-  *everywhere = true;
-  for (auto it = points.rbegin(); it != points.rend(); ++it) {
-    if (!compares(*it)) continue;
-    *compared = true;
-    if (!holds(*it)) {
-      *everywhere = false;
-      break;
-    }
-    from = it->rows;
-  }
-  return from;
+// The fused call's points are keyed by their row counts.
+inline size_t rowsOf(const FusedPoint& p) {
+  return p.rows;
 }
 
 // The tuning table's fused_twoshot_rows from points ascending by rows: the smallest measured row
@@ -52,7 +37,7 @@ size_t holdsFrom(const std::vector<FusedPoint>& points, Compares compares, Holds
 inline size_t fusedTwoShotRows(const std::vector<FusedPoint>& points, double tie) {
   bool compared = false, everywhere = false;
   const size_t from = holdsFrom(
-      points, [](const FusedPoint& p) { return p.oneshot_us >= 0 && p.twoshot_us >= 0; },
+      points, rowsOf, [](const FusedPoint& p) { return p.oneshot_us >= 0 && p.twoshot_us >= 0; },
       [tie](const FusedPoint& p) { return p.twoshot_us * (1.0 + tie) < p.oneshot_us; }, &compared,
       &everywhere);
   if (!compared) return 0;
@@ -75,7 +60,7 @@ inline size_t fusedUnfusedBelow(const std::vector<FusedPoint>& points, size_t tw
                                 double tie) {
   bool compared = false, everywhere = false;
   const size_t from = holdsFrom(
-      points,
+      points, rowsOf,
       [twoshot_rows](const FusedPoint& p) {
         return plannedFusedUs(p, twoshot_rows) >= 0 && p.pair_us >= 0;
       },

@@ -15,6 +15,7 @@
 #include "plan/knobs.h"
 #include "plan/policy.h"
 #include "plan/tuning_table.h"
+#include "tools/tune/tune_crossover.h"
 #include "topo/probe/fabric_verdict.h"
 #include "tpcomm/tpcomm.h"
 
@@ -80,14 +81,12 @@ inline std::vector<WirePoint> wirePoints(const std::vector<size_t>& sizes,
 inline size_t wireFrom(std::vector<WirePoint> points, double tie) {
   std::sort(points.begin(), points.end(),
             [](const WirePoint& a, const WirePoint& b) { return a.bytes < b.bytes; });
-  size_t from = 0;
-  bool compared = false;
-  for (auto it = points.rbegin(); it != points.rend(); ++it) {
-    if (it->wire_us < 0 || it->full_us < 0) continue;
-    compared = true;
-    if (!(it->wire_us * (1.0 + tie) < it->full_us)) break;
-    from = it->bytes;
-  }
+  bool compared = false, everywhere = false;
+  const size_t from = holdsFrom(
+      points, [](const WirePoint& p) { return p.bytes; },
+      [](const WirePoint& p) { return p.wire_us >= 0 && p.full_us >= 0; },
+      [tie](const WirePoint& p) { return p.wire_us * (1.0 + tie) < p.full_us; }, &compared,
+      &everywhere);
   if (!compared) return 0;
   return from > 0 ? from : SIZE_MAX;
 }
