@@ -137,6 +137,13 @@ bool needsCeStaging(int forced_algo);
 // Whether auto may pick the island algorithm: real islands in the topology, over PCIe.
 bool autoIsland(bool islands_found, Fabric fabric);
 
+// The quantized wire's form by fabric (plan/wire_plan.cc), shared with `tpcomm tune`, which
+// measures it: the two-shot algorithm that runs the codec where the policy hands a large
+// all-reduce to NCCL, or to any large host algorithm: host_twoshot over host memory, twoshot_pull
+// over PCIe whose peer writes collapse (the probe's verdict), twoshot over other PCIe; Auto over
+// NVLink, where the wire never runs by itself.
+int wireFormOf(Fabric fabric, FabricVerdict verdict);
+
 // The policy's input for a call of `bytes` on a communicator with these facts.
 PolicyInput policyInputOf(const CommFacts& f, size_t bytes);
 

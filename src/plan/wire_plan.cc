@@ -39,7 +39,6 @@ tpcommVariant_t wireVariant(int codec, VariantTransport transport, bool pull) {
 // it.
 int wireAlgo(const CommFacts& f, int algo, std::string* why) {
   const bool forced = f.forced_algo > tpcommAlgoAuto;
-  const bool pull_box = f.fabric_verdict == FabricVerdict::kWriteCollapse;
   if (forced) {
     if (algo == tpcommAlgoTwoShot || algo == tpcommAlgoTwoShotPull) return algo;
     if ((algo == tpcommAlgoHostTwoShot || algo == tpcommAlgoHostBulk) && f.host_transport)
@@ -47,12 +46,12 @@ int wireAlgo(const CommFacts& f, int algo, std::string* why) {
     *why = "the forced algorithm has no codec";
   } else if (f.fabric == Fabric::kHost) {
     if (algo == tpcommAlgoHostTwoShot || algo == tpcommAlgoHostBulk || algo == tpcommAlgoNccl)
-      return tpcommAlgoHostTwoShot;
+      return wireFormOf(f.fabric, f.fabric_verdict);
     *why = "a one-shot's size";
   } else if (f.fabric == Fabric::kPcie) {
     if (algo == tpcommAlgoTwoShot || algo == tpcommAlgoIsland) return tpcommAlgoTwoShot;
     if (algo == tpcommAlgoTwoShotPull || algo == tpcommAlgoIslandPull) return tpcommAlgoTwoShotPull;
-    if (algo == tpcommAlgoNccl) return pull_box ? tpcommAlgoTwoShotPull : tpcommAlgoTwoShot;
+    if (algo == tpcommAlgoNccl) return wireFormOf(f.fabric, f.fabric_verdict);
     *why = "a one-shot's size";
   } else {
     *why = "not over PCIe or host memory";
@@ -84,6 +83,13 @@ size_t tunedWireFrom(const CommFacts& f, int codec) {
 }
 
 }  // namespace
+
+int wireFormOf(Fabric fabric, FabricVerdict verdict) {
+  if (fabric == Fabric::kHost) return tpcommAlgoHostTwoShot;
+  if (fabric == Fabric::kPcie)
+    return verdict == FabricVerdict::kWriteCollapse ? tpcommAlgoTwoShotPull : tpcommAlgoTwoShot;
+  return tpcommAlgoAuto;
+}
 
 CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
   // Under TPCOMM_STRICT=1 a call the policy hands to NCCL is refused: the codec may serve it.

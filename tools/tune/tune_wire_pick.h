@@ -13,6 +13,7 @@
 
 #include "common/json.h"
 #include "plan/knobs.h"
+#include "plan/planner.h"
 #include "plan/policy.h"
 #include "plan/tuning_table.h"
 #include "tools/tune/tune_crossover.h"
@@ -27,9 +28,8 @@ namespace tpcomm::cli {
 // wire never runs by itself: tpcommAlgoAuto and *why says so, except with share_gpu (tune tested
 // on one GPU), where the push form runs so that the path is exercised.
 inline int wireForm(Fabric fabric, FabricVerdict verdict, bool share_gpu, std::string* why) {
-  if (fabric == Fabric::kHost) return tpcommAlgoHostTwoShot;
-  if (fabric == Fabric::kPcie)
-    return verdict == FabricVerdict::kWriteCollapse ? tpcommAlgoTwoShotPull : tpcommAlgoTwoShot;
+  const int form = wireFormOf(fabric, verdict);
+  if (form != tpcommAlgoAuto) return form;
   if (share_gpu) return tpcommAlgoTwoShot;
   *why =
       "over NVLink the quantized wire never runs by itself (only under a forced two-shot), so "
