@@ -16,7 +16,6 @@
 #include "comm/lifecycle/registry.h"
 #include "comm/node/node_collectives.h"
 #include "common/error.h"
-#include "kernels/layout/wire_codec.h"
 #include "kernels/runtime/algo_launch.h"
 #include "plan/planner.h"
 
@@ -78,7 +77,7 @@ extern "C" tpcommResult_t tpcommAllReduceWire(const void* sendbuff, void* recvbu
                                               tpcommDataType_t datatype, tpcommRedOp_t op, int wire,
                                               tpcommComm_t comm, tpcommStream_t stream) {
   TPCOMM_CHECK(checkComm(comm, "tpcommAllReduceWire"));
-  if (wire < -1 || wire > static_cast<int>(WireCodec::kFp8E5M2))
+  if (wire != -1 && !wireCodecName(wire))  // the codecs the wire knob knows (plan/knobs.h)
     return fail(tpcommInvalidArgument,
                 "tpcommAllReduceWire: wire %d is none of -1 (the communicator's), 0 (none), "
                 "1 int8, 2 int4, 3 fp8, 4 fp8_e5m2",
