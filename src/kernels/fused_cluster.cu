@@ -242,12 +242,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kQuant>
-struct FusedClusterEntry {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&fusedClusterKernel<Proto, T, kW, kQuant>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(FusedClusterEntry, fusedClusterKernel<Proto, T, kW, kQuant>);
 
 }  // namespace
 

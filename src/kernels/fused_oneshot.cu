@@ -148,12 +148,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kQuant, bool kOnePass>
-struct FusedEntry {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&fusedOneShotKernel<Proto, T, kW, kQuant, kOnePass>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(FusedEntry, fusedOneShotKernel<Proto, T, kW, kQuant, kOnePass>);
 
 // A fused variant's set: the general kernels, the one-pass ones beside them.
 template <bool kQuant, typename Proto>

@@ -117,12 +117,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kLL, bool kQuant>
-struct FusedPullEntry {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&fusedPullKernel<kLL, T, kW, kQuant>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(FusedPullEntry, fusedPullKernel<kLL, T, kW, kQuant>);
 
 template <bool kLL, bool kQuant>
 KernelSet fusedPullSet(int world) {

@@ -154,12 +154,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-struct Island {
-  template <typename, typename T, int kM>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&islandKernel<T, kM>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(Island, islandKernel<T, kW>);
 
 }  // namespace
 

@@ -150,12 +150,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-struct IslandPull {
-  template <typename, typename T, int kM>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&islandPullKernel<T, kM>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(IslandPull, islandPullKernel<T, kW>);
 
 }  // namespace
 

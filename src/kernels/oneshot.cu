@@ -217,12 +217,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.store(session.epoch, rank);
 }
 
-struct OneShot {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&oneShotKernel<Proto, T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(OneShot, oneShotKernel<Proto, T, kW>);
 
 // A protocol's general kernels with the lean ones beside them.
 KernelSet withLean(KernelSet set, const KernelSet& lean) {

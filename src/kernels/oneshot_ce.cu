@@ -196,12 +196,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(1);
 }
 
-struct OneShotCe {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&oneShotCeKernel<T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(OneShotCe, oneShotCeKernel<T, kW>);
 
 }  // namespace
 

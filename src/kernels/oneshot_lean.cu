@@ -99,12 +99,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   trace.store(session.epoch, rank);
 }
 
-struct OneShotLean {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&oneShotLeanKernel<Proto, T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(OneShotLean, oneShotLeanKernel<Proto, T, kW>);
 
 }  // namespace
 

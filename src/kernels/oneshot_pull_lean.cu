@@ -65,12 +65,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(1);
 }
 
-struct OneShotPullLean {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&oneShotPullLeanKernel<Proto, T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(OneShotPullLean, oneShotPullLeanKernel<Proto, T, kW>);
 
 }  // namespace
 

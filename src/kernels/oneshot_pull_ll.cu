@@ -117,12 +117,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(1);
 }
 
-struct OneShotPullLL {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&oneShotPullLLKernel<Proto, T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(OneShotPullLL, oneShotPullLLKernel<Proto, T, kW>);
 
 }  // namespace
 

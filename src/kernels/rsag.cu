@@ -69,12 +69,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kScatter>
-struct Rsag {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&rsagKernel<Proto, T, kW, kScatter>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(Rsag, rsagKernel<Proto, T, kW, kScatter>);
 
 }  // namespace
 

@@ -82,12 +82,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kScatter>
-struct PullHalf {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&rsagPullKernel<Proto, T, kW, kScatter>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(PullHalf, rsagPullKernel<Proto, T, kW, kScatter>);
 
 }  // namespace
 

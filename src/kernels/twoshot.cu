@@ -69,12 +69,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-struct TwoShot {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&twoShotKernel<Proto, T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(TwoShot, twoShotKernel<Proto, T, kW>);
 
 }  // namespace
 

@@ -80,12 +80,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   session.close(k.nsteps);
 }
 
-struct TwoShotPull {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&twoShotPullKernel<Proto, T, kW>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(TwoShotPull, twoShotPullKernel<Proto, T, kW>);
 
 }  // namespace
 

@@ -108,12 +108,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <WireCodec kC, template <int> class Box>
-struct TwoShotPullWire {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&twoShotPullWireKernel<T, kW, kC, Box>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(TwoShotPullWire, twoShotPullWireKernel<T, kW, kC, Box>);
 
 template <WireCodec kC>
 KernelSet peerWireKernels() {

@@ -108,12 +108,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <WireCodec kC>
-struct TwoShotWire {
-  template <typename Proto, typename T, int kW>
-  static const void* get() {
-    return reinterpret_cast<const void*>(&twoShotWireKernel<T, kW, kC>);
-  }
-};
+TPCOMM_KERNEL_ENTRY(TwoShotWire, twoShotWireKernel<T, kW, kC>);
 
 template <WireCodec kC>
 KernelSet pushWireKernels() {

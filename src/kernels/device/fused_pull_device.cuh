@@ -276,12 +276,7 @@ inline KernelSet onePassOnly(KernelSet s) {
 #define TPCOMM_ONE_PASS_FUSED_SETS(Name, Kernel, By, Proto)               \
   namespace {                                                             \
   template <bool kQuant>                                                  \
-  struct Name##Entry {                                                    \
-    template <typename, typename T, int kW>                               \
-    static const void* get() {                                            \
-      return reinterpret_cast<const void*>(&Kernel<T, kW, kQuant>);       \
-    }                                                                     \
-  };                                                                      \
+  TPCOMM_KERNEL_ENTRY(Name##Entry, Kernel<T, kW, kQuant>);                \
   }                                                                       \
   KernelSet Name##Kernels(int world) {                                    \
     return fused_pull::onePassOnly(By<Name##Entry<false>, Proto>(world)); \

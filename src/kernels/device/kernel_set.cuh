@@ -1,7 +1,7 @@
 // The table of kernel entry points of one algorithm: one instantiation per datatype for each
 // world-size class (kernels keep per-peer registers sized for 2, 4 or 8 ranks). `Entry` names the
 // kernel template: a struct with `template <typename Proto, typename T, int kW> static const
-// void* get()`.
+// void* get()`, which TPCOMM_KERNEL_ENTRY writes.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +9,20 @@
 
 #include "kernels/layout/island_world.h"
 #include "kernels/runtime/algo_launch.h"
+
+// Defines `struct Entry` whose get<Proto, T, kW>() is the address of the kernel instantiation the
+// other arguments name (they may use Proto, T and kW; the island tables' kW is the island-size
+// class). A template header before it gives the entry parameters of its own:
+//   template <bool kScatter>
+//   TPCOMM_KERNEL_ENTRY(Rsag, rsagKernel<Proto, T, kW, kScatter>);
+// A macro: a kernel template's address cannot be a template argument.
+#define TPCOMM_KERNEL_ENTRY(Entry, ...)                   \
+  struct Entry {                                          \
+    template <typename Proto, typename T, int kW>         \
+    static const void* get() {                            \
+      return reinterpret_cast<const void*>(&__VA_ARGS__); \
+    }                                                     \
+  }
 
 namespace tpcomm {
 
