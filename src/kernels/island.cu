@@ -79,16 +79,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t xa = m * seg_cap;        // entry index of the X area
   const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kMaxRanks>(kCallAllReduce, count)) {
-    // Aborted: all of this thread's outputs are poison (poison_device.cuh).
-    poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count, c.aligned);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<Proto, T, kMaxRanks>(kCallAllReduce, count))
+    return poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count,
+                               c.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st =
-        chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st = session.chunk<Proto>(k, step);
     const uint32_t flag = stepFlag(st.epoch);
     const size_t slot_off = st.slot_off, base = st.base, seg = st.seg, o0 = st.o0, o1 = st.o1;
     auto slotOf = [&](int rank) {

@@ -54,16 +54,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     return static_cast<int>(members[(me + 1 + t) % m]);
   };
   CallSession session(c);
-  if (!session.openAndAnnounce<PullProto, T, kMaxRanks>(kCallAllReduce, count)) {
-    // Aborted: all of this thread's outputs are poison (poison_device.cuh).
-    poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count, c.aligned);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<PullProto, T, kMaxRanks>(kCallAllReduce, count))
+    return poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count,
+                               c.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st =
-        chunkStep(k, session.epoch, step, PullProto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st = session.chunk<PullProto>(k, step);
     const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
     const size_t o0 = st.o0, o1 = st.o1;
 

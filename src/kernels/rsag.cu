@@ -27,16 +27,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   CallSession session(c);
   // Reduce-scatter's outputs are its own run, all-gather's every rank's.
   const int runs = kScatter ? 1 : c.world;
-  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count)) {  // aborted: all poison
-    poisonSegmentSteps<T>(segmentStepOffsets(k, 0, blockIdx.x, threadIdx.x), runs, recv, count,
-                          c.aligned);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<Proto, T, kW>(kKind, count))
+    return poisonSegmentSteps<T>(segmentStepOffsets(k, 0, blockIdx.x, threadIdx.x), runs, recv,
+                                 count, c.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const SegmentStep st =
-        segmentStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const SegmentStep st = session.segment<Proto>(k, step);
     const uint32_t flag = stepFlag(st.epoch);
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
     if constexpr (kScatter) {

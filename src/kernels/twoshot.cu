@@ -27,15 +27,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) {  // aborted: all poison
-    poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, 0);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count))
+    return poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st =
-        chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st = session.chunk<Proto>(k, step);
     const uint32_t flag = stepFlag(st.epoch);
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
     // The chunk's segments: consecutive runs of the one message, in input and output alike.

@@ -34,15 +34,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] : nullptr;
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[rank]);
   CallSession session(c);
-  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count)) {  // aborted: all poison
-    poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, 0);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count))
+    return poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st =
-        chunkStep(k, session.epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st = session.chunk<Proto>(k, step);
     const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
     const size_t o0 = st.o0, o1 = st.o1;
 

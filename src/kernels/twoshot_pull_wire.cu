@@ -36,15 +36,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const ChunkedCall k = wireCall(c, w, world + 1, count);
   const size_t stride = blockDim.x;
   CallSession session(c);
-  if (!session.openAndAnnounce<Phase0, T, kW>(wireKind<kC>(), count)) {  // aborted
-    poisonWire<T, kC>(c, Phase0::slotBytes(c), world + 1, recv, count, 0);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<Phase0, T, kW>(wireKind<kC>(), count))
+    return poisonWire<T, kC>(c, Phase0::slotBytes(c), world + 1, recv, count, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st =
-        chunkStep(k, session.epoch, step, Phase0::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st = session.chunk<Phase0>(k, step);
     char* const mine = Phase0::outbox(c, rank) + st.slot_off;
 
     // 1. My input's part of every peer's segment d, encoded into area d of my outbox.

@@ -37,15 +37,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const ChunkedCall k = wireCall(c, w, 2 * world, count);
   const size_t stride = blockDim.x;
   CallSession session(c);
-  if (!session.openAndAnnounce<SentinelProto, T, kW>(wireKind<kC>(), count)) {  // aborted
-    poisonWire<T, kC>(c, SentinelProto::slotBytes(c), 2 * world, recv, count, 0);
-    return;
-  }
+  // Aborted: all of this thread's outputs are poison (poison_device.cuh).
+  if (!session.openAndAnnounce<SentinelProto, T, kW>(wireKind<kC>(), count))
+    return poisonWire<T, kC>(c, SentinelProto::slotBytes(c), 2 * world, recv, count, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
-    const ChunkStep st =
-        chunkStep(k, session.epoch, step, SentinelProto::slotBytes(c), blockIdx.x, threadIdx.x);
+    const ChunkStep st = session.chunk<SentinelProto>(k, step);
     char* const mine = c.bufs[rank] + st.slot_off;
 
     // 1. My input's part of every peer's segment d, encoded into my row of rank d's slot.

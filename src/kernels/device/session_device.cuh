@@ -29,6 +29,7 @@
 #include "kernels/device/print_device.cuh"
 #include "kernels/device/proto_device.cuh"
 #include "kernels/device/wait_device.cuh"
+#include "kernels/layout/chunk_layout.h"
 
 namespace tpcomm {
 
@@ -102,6 +103,23 @@ struct CallSession {
   template <typename Proto>
   __device__ __forceinline__ void checkPeers(WaitCtx& wait, const PrintWords& call) const {
     if (!checkPeerCalls<Proto>(c, epoch, call, wait.deadline)) wait.failed = true;
+  }
+  // A chunked call's (below) check: at its first step, in the checker thread.
+  template <typename Proto, typename T>
+  __device__ __forceinline__ void checkPeersFirst(WaitCtx& wait, size_t step, CallKind kind,
+                                                  size_t count) const {
+    if (step == 0 && isPrintChecker()) checkPeers<Proto>(wait, print<T>(kind, count));
+  }
+
+  // ---- the chunked algorithms' steps (chunk_layout.h), in this thread ----
+  // Step `step` of the call: its epoch, its slot in Proto's slots, and this thread's share.
+  template <typename Proto>
+  __device__ __forceinline__ ChunkStep chunk(const ChunkedCall& k, size_t step) const {
+    return chunkStep(k, epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
+  }
+  template <typename Proto>
+  __device__ __forceinline__ SegmentStep segment(const ChunkedCall& k, size_t step) const {
+    return segmentStep(k, epoch, step, Proto::slotBytes(c), blockIdx.x, threadIdx.x);
   }
 
   // ---- waits over a protocol's entries (batch_device.cuh has the loops' contracts) ----

@@ -85,38 +85,35 @@ __device__ __forceinline__ void setLaneBits(uint4& v, int i, uint32_t bits) {
     setWord(v, i >> 1, (word(v, i >> 1) & ~(0xFFFFu << sh)) | (bits << sh));
   }
 }
+// An element's bits (laneBits) as a float, and back, rounding to nearest even. On the raw bits:
+// the __half class wrappers put vectors in local memory.
 template <typename T>
-__device__ __forceinline__ float bitsToFloat(uint32_t b);
-template <>
-__device__ __forceinline__ float bitsToFloat<float>(uint32_t b) {
-  return __uint_as_float(b);
-}
-template <>
-__device__ __forceinline__ float bitsToFloat<__half>(uint32_t b) {
-  // cvt on the raw bits: the __half class wrappers put vectors in local memory.
-  float f;
-  asm("{.reg .b16 h; cvt.u16.u32 h, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(b));
-  return f;
-}
-template <>
-__device__ __forceinline__ float bitsToFloat<__nv_bfloat16>(uint32_t b) {
-  return __uint_as_float(b << 16);  // bf16 is the top half of an fp32
+__device__ __forceinline__ float bitsToFloat(uint32_t b) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half> ||
+                std::is_same_v<T, __nv_bfloat16>);
+  if constexpr (std::is_same_v<T, float>) {
+    return __uint_as_float(b);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    float f;
+    asm("{.reg .b16 h; cvt.u16.u32 h, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(b));
+    return f;
+  } else {
+    return __uint_as_float(b << 16);  // bf16 is the top half of an fp32
+  }
 }
 template <typename T>
-__device__ __forceinline__ uint32_t floatToBits(float f);
-template <>
-__device__ __forceinline__ uint32_t floatToBits<float>(float f) {
-  return __float_as_uint(f);
-}
-template <>
-__device__ __forceinline__ uint32_t floatToBits<__half>(float f) {
-  uint32_t b;
-  asm("{.reg .b16 h; cvt.rn.f16.f32 h, %1; cvt.u32.u16 %0, h;}" : "=r"(b) : "f"(f));
-  return b;
-}
-template <>
-__device__ __forceinline__ uint32_t floatToBits<__nv_bfloat16>(float f) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+__device__ __forceinline__ uint32_t floatToBits(float f) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, __half> ||
+                std::is_same_v<T, __nv_bfloat16>);
+  if constexpr (std::is_same_v<T, float>) {
+    return __float_as_uint(f);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    uint32_t b;
+    asm("{.reg .b16 h; cvt.rn.f16.f32 h, %1; cvt.u32.u16 %0, h;}" : "=r"(b) : "f"(f));
+    return b;
+  } else {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  }
 }
 
 // ---- user memory ----
