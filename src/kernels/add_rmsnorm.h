@@ -46,11 +46,6 @@ struct AddRmsNormLaunch {
   AddRmsNormGrid grid;
 };
 
-// The epilogue kernels by dtype index (variant_table.cc, the registry: add_rmsnorm[_fp8]); the same
-// for every world size.
-KernelSet addRmsNormKernels(int world);
-KernelSet addRmsNormFp8Kernels(int world);
-
 // The grid for rows of `hidden` elements: a block per row, a thread per vector (at most 512),
 // up to max_blocks blocks (0: up to 4096; the blocks loop over the rows beyond).
 AddRmsNormGrid addRmsNormGrid(size_t rows, size_t hidden, size_t elem_bytes, int max_blocks);

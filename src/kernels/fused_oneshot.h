@@ -69,29 +69,6 @@ constexpr int fusedVecsPerThread(int world_class) {
 // ranks the peers' loads go one vector at a time, so the registers hold).
 constexpr int kFusedPullVecs = 2;
 
-// The kernel sets of the fused variants (variant_table.cc): over peer memory (push; pull with
-// the flag in the data, LL; pull with a flag per block), and over host memory, with the
-// activation dtype's output or FP8 e4m3.
-KernelSet fusedP2pKernels(int world);
-KernelSet fusedP2pFp8Kernels(int world);
-KernelSet fusedPullLLKernels(int world);
-KernelSet fusedPullLLFp8Kernels(int world);
-KernelSet fusedPullKernels(int world);
-KernelSet fusedPullFp8Kernels(int world);
-// The fused two-shot over pull (fused_twoshot_pull.cu): the flag wire, rows split by owner.
-KernelSet fusedTwoShotPullKernels(int world);
-KernelSet fusedTwoShotPullFp8Kernels(int world);
-// The fused two-shot and island over pushes (fused_twoshot_push.cu): the sentinel protocol, rows
-// split by owner (the ranks; the island's members).
-KernelSet fusedTwoShotPushKernels(int world);
-KernelSet fusedTwoShotPushFp8Kernels(int world);
-KernelSet fusedIslandPushKernels(int world);
-KernelSet fusedIslandPushFp8Kernels(int world);
-// The fused island over pull (fused_island_pull.cu): island_pull's legs by whole rows.
-KernelSet fusedIslandPullKernels(int world);
-KernelSet fusedIslandPullFp8Kernels(int world);
-KernelSet fusedHostKernels(int world);
-KernelSet fusedHostFp8Kernels(int world);
 // The cluster-per-row kernels over peer memory (fused_cluster.cu), in the `cluster` entries of
 // fusedP2p[Fp8]Kernels.
 KernelSet fusedP2pClusterKernels(int world);

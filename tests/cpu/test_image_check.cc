@@ -10,72 +10,33 @@
 #include <vector>
 
 #include "inspect/inspect.h"
-#include "kernels/add_rmsnorm.h"
 #include "kernels/fused_oneshot.h"
+#include "kernels/lean_kernels.h"
 #include "kernels/runtime/algo_launch.h"
 #include "kernels/runtime/fabric_probe_kernels.h"
 #include "kernels/runtime/image_check.h"
+#include "kernels/runtime/variant_table.h"
 
 namespace tpcomm {
 namespace {
 
-// Every kernel of the kernel-set getters (algo_launch.h: the contract with src/kernels; the
-// fused all-reduce's in fused_oneshot.h and add_rmsnorm.h), at
-// every world-size class, general, lean and cluster entries alike.
+// Every kernel of every variant row's getter, and of the getters outside the table whose
+// kernels the rows' sets carry (the lean one-shots, the fused cluster kernels), at every
+// world-size class, general, lean, cluster and one-pass entries alike. (That the rows hold every
+// kernel the library's binary has is CoversEveryKernelInTheLibrarysFatBinary below.)
 std::set<const void*> everyGetterKernel() {
   using Getter = KernelSet (*)(int);
-  const std::pair<const char*, Getter> getters[] = {
-      {"oneShotKernels", oneShotKernels},
-      {"twoShotKernels", twoShotKernels},
-      {"hostOneShotKernels", hostOneShotKernels},
-      {"hostTwoShotKernels", hostTwoShotKernels},
-      {"hostBulkKernels", hostBulkKernels},
-      {"hostSentinelKernels", hostSentinelKernels},
-      {"islandKernels", islandKernels},
-      {"islandPullKernels", islandPullKernels},
-      {"pullOneShotKernels", pullOneShotKernels},
-      {"pullTwoShotKernels", pullTwoShotKernels},
-      {"pullTwoShotInt8Kernels", pullTwoShotInt8Kernels},
-      {"pullTwoShotInt4Kernels", pullTwoShotInt4Kernels},
-      {"pullTwoShotFp8Kernels", pullTwoShotFp8Kernels},
-      {"pullTwoShotFp8E5m2Kernels", pullTwoShotFp8E5m2Kernels},
-      {"twoShotInt8Kernels", twoShotInt8Kernels},
-      {"twoShotInt4Kernels", twoShotInt4Kernels},
-      {"twoShotFp8Kernels", twoShotFp8Kernels},
-      {"twoShotFp8E5m2Kernels", twoShotFp8E5m2Kernels},
-      {"hostTwoShotInt8Kernels", hostTwoShotInt8Kernels},
-      {"hostTwoShotInt4Kernels", hostTwoShotInt4Kernels},
-      {"hostTwoShotFp8Kernels", hostTwoShotFp8Kernels},
-      {"hostTwoShotFp8E5m2Kernels", hostTwoShotFp8E5m2Kernels},
-      {"pullLLOneShotKernels", pullLLOneShotKernels},
-      {"reduceScatterKernels", reduceScatterKernels},
-      {"allGatherKernels", allGatherKernels},
-      {"hostReduceScatterKernels", hostReduceScatterKernels},
-      {"hostAllGatherKernels", hostAllGatherKernels},
-      {"pullReduceScatterKernels", pullReduceScatterKernels},
-      {"pullAllGatherKernels", pullAllGatherKernels},
-      {"fusedP2pKernels", fusedP2pKernels},
-      {"fusedP2pFp8Kernels", fusedP2pFp8Kernels},
-      {"fusedPullLLKernels", fusedPullLLKernels},
-      {"fusedPullLLFp8Kernels", fusedPullLLFp8Kernels},
-      {"fusedPullKernels", fusedPullKernels},
-      {"fusedPullFp8Kernels", fusedPullFp8Kernels},
-      {"fusedTwoShotPullKernels", fusedTwoShotPullKernels},
-      {"fusedTwoShotPullFp8Kernels", fusedTwoShotPullFp8Kernels},
-      {"fusedTwoShotPushKernels", fusedTwoShotPushKernels},
-      {"fusedTwoShotPushFp8Kernels", fusedTwoShotPushFp8Kernels},
-      {"fusedIslandPullKernels", fusedIslandPullKernels},
-      {"fusedIslandPullFp8Kernels", fusedIslandPullFp8Kernels},
-      {"fusedIslandPushKernels", fusedIslandPushKernels},
-      {"fusedIslandPushFp8Kernels", fusedIslandPushFp8Kernels},
-      {"fusedHostKernels", fusedHostKernels},
-      {"fusedHostFp8Kernels", fusedHostFp8Kernels},
+  std::vector<std::pair<const char*, Getter>> getters = {
+      {"leanOneShotKernels", leanOneShotKernels},
+      {"leanHostSentinelKernels", leanHostSentinelKernels},
+      {"leanPullOneShotKernels", leanPullOneShotKernels},
       {"fusedP2pClusterKernels", fusedP2pClusterKernels},
       {"fusedP2pClusterFp8Kernels", fusedP2pClusterFp8Kernels},
-      {"addRmsNormKernels", addRmsNormKernels},
-      {"addRmsNormFp8Kernels", addRmsNormFp8Kernels},
-      {"oneShotCeKernels", oneShotCeKernels},
   };
+  int rows = 0;
+  const VariantRow* table = variantRows(&rows);
+  for (int i = 0; i < rows; ++i)
+    if (table[i].kernels) getters.emplace_back(table[i].name, table[i].kernels);
   std::set<const void*> out;
   for (const auto& [name, get] : getters)
     for (int w : kWorldClasses) {

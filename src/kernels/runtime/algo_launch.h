@@ -1,7 +1,8 @@
-// Host-side view of the kernels: the kernel sets of every algorithm (the getters below, one per
-// kernel file), what one step of each transport's slot layout holds, and the launch of a planned
-// call (src/plan/planner.h decides everything; the launch looks the variant up in the variant
-// table, kernels/runtime/variant_table.h). Compiles without CUDA device headers.
+// Host-side view of the kernels: a kernel set (what a variant's getter returns; the getters are
+// declared beside the rows that name them, kernels/runtime/variant_table.cc), what one step of each
+// transport's slot layout holds, and the launch of a planned call (src/plan/planner.h decides
+// everything; the launch looks the variant up in the variant table,
+// kernels/runtime/variant_table.h). Compiles without CUDA device headers.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,54 +37,6 @@ struct KernelSet {
   const void* one_pass[kNumDtypes] = {};
 };
 
-// The kernel-set getters, one per (algorithm, protocol); the variant table (variant_table.h) is
-// built from them. Kernels are built per world-size class (2, 4, 8 ranks) so per-peer registers
-// fit the class; the protocol is the sentinel one over peer memory, LL, sentinel or bulk over host
-// memory.
-KernelSet oneShotKernels(int world);
-KernelSet twoShotKernels(int world);
-KernelSet hostOneShotKernels(int world);
-KernelSet hostTwoShotKernels(int world);
-// One-shot through host memory with the bulk protocol (outboxes, a flag per block and step).
-KernelSet hostBulkKernels(int world);
-// host_oneshot with the sentinel protocol in host memory (HostSentinelProto; single-step calls).
-KernelSet hostSentinelKernels(int world);
-// The pull variants over peer memory (pull_device.cuh): the one-shot (with its lean kernels) and
-// the two-shot.
-KernelSet pullOneShotKernels(int world);
-KernelSet pullTwoShotKernels(int world);
-// The two-shot pull over a quantized wire (twoshot_pull_wire.cu), a set per codec.
-KernelSet pullTwoShotInt8Kernels(int world);
-KernelSet pullTwoShotInt4Kernels(int world);
-KernelSet pullTwoShotFp8Kernels(int world);
-KernelSet pullTwoShotFp8E5m2Kernels(int world);
-// ... its push form (twoshot_wire.cu) and its host form (twoshot_pull_wire.cu over host outboxes).
-KernelSet twoShotInt8Kernels(int world);
-KernelSet twoShotInt4Kernels(int world);
-KernelSet twoShotFp8Kernels(int world);
-KernelSet twoShotFp8E5m2Kernels(int world);
-KernelSet hostTwoShotInt8Kernels(int world);
-KernelSet hostTwoShotInt4Kernels(int world);
-KernelSet hostTwoShotFp8Kernels(int world);
-KernelSet hostTwoShotFp8E5m2Kernels(int world);
-// The one-step pull with the flag in the data (oneshot_pull_ll.cu).
-KernelSet pullLLOneShotKernels(int world);
-// Reduce-scatter and all-gather (rsag.cu): the two-shot's halves, over peer memory (sentinel) and
-// host memory (LL).
-KernelSet reduceScatterKernels(int world);
-KernelSet allGatherKernels(int world);
-KernelSet hostReduceScatterKernels(int world);
-KernelSet hostAllGatherKernels(int world);
-// The same halves of the two-shot pull (rsag_pull.cu), over the pull protocol.
-KernelSet pullReduceScatterKernels(int world);
-KernelSet pullAllGatherKernels(int world);
-// The hierarchical algorithm (peer memory only; even worlds of at least 4, else all zero).
-KernelSet islandKernels(int world);
-// The island algorithm over the pull protocol (island_pull.cu; the same worlds).
-KernelSet islandPullKernels(int world);
-// The copy-engine one-shot's kernel (oneshot_ce.cu): the guard before a step's peer copies and
-// the reduce after them, one kernel told apart by its operand (kernels/layout/ce_layout.h).
-KernelSet oneShotCeKernels(int world);
 constexpr int kWorldClasses[] = {2, 4, 8};
 
 // What one step of each algorithm's slot layout holds, as the kernels lay slots out

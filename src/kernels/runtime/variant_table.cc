@@ -1,10 +1,84 @@
 #include "kernels/runtime/variant_table.h"
 
-#include "kernels/add_rmsnorm.h"
-#include "kernels/fused_oneshot.h"
 #include "kernels/layout/wire_codec.h"
 
 namespace tpcomm {
+
+// ---- the kernel-set getters the rows name, each defined in its kernel file (kernels/*.cu) ----
+// Declared here, beside the rows, and nowhere else: a new variant is its enumerator (tpcomm.h),
+// its row and getter here, and its kernel file. Kernels are built per world-size class (2, 4, 8
+// ranks) so per-peer registers fit the class (kernels/device/kernel_set.cuh).
+
+// The one-shot (oneshot.cu, with the lean kernels of oneshot_lean.cu and oneshot_pull_lean.cu):
+// over peer memory (the sentinel protocol, or pulled), over host memory (LL; the sentinel
+// protocol for single-step calls; bulk: outboxes, a flag per block and step).
+KernelSet oneShotKernels(int world);
+KernelSet pullOneShotKernels(int world);
+KernelSet hostOneShotKernels(int world);
+KernelSet hostSentinelKernels(int world);
+KernelSet hostBulkKernels(int world);
+// The one-step pull with the flag in the data (oneshot_pull_ll.cu).
+KernelSet pullLLOneShotKernels(int world);
+// The copy-engine one-shot's kernel (oneshot_ce.cu): the guard before a step's peer copies and
+// the reduce after them, one kernel told apart by its operand (kernels/layout/ce_layout.h).
+KernelSet oneShotCeKernels(int world);
+// The two-shot (twoshot.cu: over peer memory, sentinel; over host memory, LL) and its pull form
+// (twoshot_pull.cu).
+KernelSet twoShotKernels(int world);
+KernelSet hostTwoShotKernels(int world);
+KernelSet pullTwoShotKernels(int world);
+// The two-shot over a quantized wire, a set per codec: pulled (twoshot_pull_wire.cu), pushed
+// (twoshot_wire.cu), and over host outboxes (twoshot_pull_wire.cu).
+KernelSet pullTwoShotInt8Kernels(int world);
+KernelSet pullTwoShotInt4Kernels(int world);
+KernelSet pullTwoShotFp8Kernels(int world);
+KernelSet pullTwoShotFp8E5m2Kernels(int world);
+KernelSet twoShotInt8Kernels(int world);
+KernelSet twoShotInt4Kernels(int world);
+KernelSet twoShotFp8Kernels(int world);
+KernelSet twoShotFp8E5m2Kernels(int world);
+KernelSet hostTwoShotInt8Kernels(int world);
+KernelSet hostTwoShotInt4Kernels(int world);
+KernelSet hostTwoShotFp8Kernels(int world);
+KernelSet hostTwoShotFp8E5m2Kernels(int world);
+// The hierarchical algorithm over peer memory, pushed (island.cu) and pulled (island_pull.cu):
+// even worlds of at least 4, else all zero.
+KernelSet islandKernels(int world);
+KernelSet islandPullKernels(int world);
+// Reduce-scatter and all-gather, the two-shot's halves (rsag.cu: over peer memory, sentinel;
+// over host memory, LL; rsag_pull.cu: pulled).
+KernelSet reduceScatterKernels(int world);
+KernelSet allGatherKernels(int world);
+KernelSet hostReduceScatterKernels(int world);
+KernelSet hostAllGatherKernels(int world);
+KernelSet pullReduceScatterKernels(int world);
+KernelSet pullAllGatherKernels(int world);
+// The fused all-reduce + add + RMSNorm, with the activation dtype's output or FP8 e4m3: the
+// one-shot over peer memory (fused_oneshot.cu, with fused_cluster.cu's cluster kernels) and over
+// host memory; pulled, with the flag in the data (LL) or a flag per block (fused_pull.cu); the
+// two-shot pulled (fused_twoshot_pull.cu) and pushed (fused_twoshot_push.cu, with the island's);
+// the island pulled (fused_island_pull.cu).
+KernelSet fusedP2pKernels(int world);
+KernelSet fusedP2pFp8Kernels(int world);
+KernelSet fusedHostKernels(int world);
+KernelSet fusedHostFp8Kernels(int world);
+KernelSet fusedPullLLKernels(int world);
+KernelSet fusedPullLLFp8Kernels(int world);
+KernelSet fusedPullKernels(int world);
+KernelSet fusedPullFp8Kernels(int world);
+KernelSet fusedTwoShotPullKernels(int world);
+KernelSet fusedTwoShotPullFp8Kernels(int world);
+KernelSet fusedTwoShotPushKernels(int world);
+KernelSet fusedTwoShotPushFp8Kernels(int world);
+KernelSet fusedIslandPushKernels(int world);
+KernelSet fusedIslandPushFp8Kernels(int world);
+KernelSet fusedIslandPullKernels(int world);
+KernelSet fusedIslandPullFp8Kernels(int world);
+// The epilogue's add + RMSNorm after an unfused all-reduce (add_rmsnorm.cu); the same kernels
+// at every world size.
+KernelSet addRmsNormKernels(int world);
+KernelSet addRmsNormFp8Kernels(int world);
+
 namespace {
 
 using C = VariantCollective;

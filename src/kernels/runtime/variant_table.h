@@ -3,8 +3,10 @@
 // push or pull, its kernels and how they are launched). Names (tpcommVariantName, and through it
 // python/tpcomm/_abi.py's test), the launch's kernel lookup and extra threads, the start-up image
 // check (image_check.cc asks the runtime about every kernel of every row, so a kernel the library
-// can launch cannot escape it) and the planner's variant queries read it here; a new variant is
-// a new row (and a kernel-set getter).
+// can launch cannot escape it) and the planner's variant queries read it here. A new variant is
+// its enumerator (tpcomm.h), its row and its kernel-set getter's declaration (variant_table.cc),
+// and its kernel file: the planner reaches it through its row (the wire's codec query, a forced
+// variant=<name>), the Python package through tpcommVariantName.
 #pragma once
 
 #include "kernels/runtime/algo_launch.h"  // KernelSet
