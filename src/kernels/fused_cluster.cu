@@ -120,8 +120,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedClusterKernel(const __grid_constant__ DeviceComm c,
                        const __grid_constant__ FusedParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  KernelTrace trace;
-  trace.mark(kTraceEntry);
+  KernelTrace trace;  // marks kTraceEntry
   constexpr int V = fusedVecsPerThread(kW);
   __shared__ WarpPartial sums[kMaxClusterBlocks * kMaxWarps];  // [block * kMaxWarps + warp]
   __shared__ alignas(8) unsigned long long bar;                // completes once all are in

@@ -61,8 +61,7 @@ template <typename Proto, typename T, int kW, bool kQuant, bool kOnePass>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedOneShotKernel(const __grid_constant__ DeviceComm c,
                        const __grid_constant__ FusedParams p) {
-  KernelTrace trace;
-  trace.mark(kTraceEntry);
+  KernelTrace trace;  // marks kTraceEntry
   constexpr int E = VecTraits<T>::kElems;
   constexpr int V = fusedVecsPerThread(kW);
   __shared__ BlockSumScratch scratch;

@@ -119,8 +119,7 @@ template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                   size_t /*step_vecs: applied by the host, in c.call_**/) {
-  KernelTrace trace;
-  trace.mark(kTraceEntry);
+  KernelTrace trace;  // marks kTraceEntry
   // Everything that depends only on the arguments comes before griddepcontrol.wait (above).
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;

@@ -21,8 +21,7 @@ template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotLeanKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                       size_t /*step_vecs: applied by the host, in c.call_**/) {
-  KernelTrace trace;
-  trace.mark(kTraceEntry);
+  KernelTrace trace;  // marks kTraceEntry
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)
   // The general kernel's geometry, from the host; one step, and per <= blockDim.x (the host

@@ -19,6 +19,8 @@ static __device__ unsigned long long g_kernel_trace[kTraceRanks][kTraceCalls][kT
 
 struct KernelTrace {
   unsigned long long t[kTracePoints] = {};
+  // A kernel's trace starts at its entry: its first statement declares it.
+  __device__ __forceinline__ KernelTrace() { mark(kTraceEntry); }
   __device__ __forceinline__ void mark(int i) {
     if (threadIdx.x == 0 && blockIdx.x == 0) t[i] = globalTimerNs();
   }
@@ -44,6 +46,7 @@ static inline bool readUnitTrace(int dev, unsigned long long* out) {
 }
 #else
 struct KernelTrace {
+  __device__ __forceinline__ KernelTrace() {}
   __device__ __forceinline__ void mark(int) {}
   __device__ __forceinline__ void markLatest(int, unsigned long long, int) {}
   __device__ __forceinline__ void store(unsigned long long, int) {}
