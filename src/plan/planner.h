@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/layout/oneshot_layout.h"
+#include "kernels/layout/wire_codec.h"  // kWireCodecs
 #include "kernels/runtime/algo_launch.h"
 #include "kernels/runtime/variant_table.h"
 #include "plan/co_residency.h"
@@ -46,7 +47,7 @@ struct CommFacts : PolicyFacts {
   size_t tuned_fused_unfused_below = 0;
   // Its wire_from, per WireCodec (index 0 unused): an opted-in all-reduce of fewer bytes keeps the
   // full-precision wire (plan/wire_plan.cc); 0 not measured, SIZE_MAX slower at every size.
-  size_t tuned_wire_from[5] = {};
+  size_t tuned_wire_from[kWireCodecs] = {};
 };
 
 // A call, as every rank knows it: no pointer enters the plan (one rank's alignment would make the

@@ -103,12 +103,10 @@ json::Value rowsJson(size_t rows) {
 
 // The codecs' names in wire_from, by WireCodec (kernels/layout/wire_codec.h); fixed here, as the
 // fabrics', so the format does not follow the knob's names (plan/knobs.h, wireCodecName).
-static_assert(kTunedWireCodecs == static_cast<int>(WireCodec::kFp8E5M2) + 1,
-              "wire_from has an entry per codec");
-const char* const kWireFileNames[kTunedWireCodecs] = {nullptr, "int8", "int4", "fp8", "fp8_e5m2"};
+const char* const kWireFileNames[kWireCodecs] = {nullptr, "int8", "int4", "fp8", "fp8_e5m2"};
 
 int wireFileCodec(const std::string& name) {
-  for (int c = 1; c < kTunedWireCodecs; ++c)
+  for (int c = 1; c < kWireCodecs; ++c)
     if (name == kWireFileNames[c]) return c;
   return 0;
 }
@@ -135,7 +133,7 @@ bool wireFromJson(const json::Value& v, const std::string& where, size_t* out, s
 
 json::Value wireFromValue(const size_t* from) {
   json::Value o = json::Value::object();
-  for (int c = 1; c < kTunedWireCodecs; ++c)
+  for (int c = 1; c < kWireCodecs; ++c)
     if (from[c] > 0) o.set(kWireFileNames[c], rowsJson(from[c]));
   return o;
 }

@@ -23,15 +23,13 @@
 #include <vector>
 
 #include "common/json.h"
+#include "kernels/layout/wire_codec.h"  // kWireCodecs
 #include "plan/policy.h"
 #include "tpcomm/tpcomm.h"
 
 namespace tpcomm {
 
 constexpr int kTuningFormatVersion = 1;
-// Entries of WorldTable::wire_from: one per WireCodec (kernels/layout/wire_codec.h), index 0 (none)
-// unused.
-constexpr int kTunedWireCodecs = 5;
 
 struct WorldTable {
   int world = 0;
@@ -48,7 +46,7 @@ struct WorldTable {
   // The quantized wire's measured crossover per codec (index: WireCodec, 0 unused): an opted-in
   // all-reduce of fewer bytes keeps the full-precision wire (plan/wire_plan.cc); SIZE_MAX
   // ("inf"): the codec measured slower at every size; 0: not measured.
-  size_t wire_from[kTunedWireCodecs] = {};
+  size_t wire_from[kWireCodecs] = {};  // by WireCodec; [0] (none) unused
 };
 
 struct TuningTable {

@@ -67,10 +67,9 @@ tpcommVariant_t formVariant(int codec, int algo) {
              : wireVariant(codec, VariantTransport::kPeer, algo == tpcommAlgoTwoShotPull);
 }
 size_t formChunkVecs(const CommFacts& f, int algo) {
-  const size_t w = static_cast<size_t>(f.world);
   return algo == tpcommAlgoTwoShot       ? f.slots.twoshot_chunk_vecs
          : algo == tpcommAlgoTwoShotPull ? f.slots.pull_chunk_vecs
-                                         : f.slots.bulk_step_bytes / kVecBytes / (w + 1) * w;
+                                         : f.slots.host_pull_chunk_vecs;
 }
 
 // The tuning table's wire_from for the codec (CommFacts::tuned_wire_from; 0: none). A forced
@@ -78,8 +77,7 @@ size_t formChunkVecs(const CommFacts& f, int algo) {
 // is also how `tpcomm tune` measures the codec again under an earlier table.
 size_t tunedWireFrom(const CommFacts& f, int codec) {
   const bool forced = f.forced_algo > tpcommAlgoAuto;
-  const int codecs = static_cast<int>(sizeof(f.tuned_wire_from) / sizeof(f.tuned_wire_from[0]));
-  return !forced && codec > 0 && codec < codecs ? f.tuned_wire_from[codec] : 0;
+  return !forced && codec > 0 && codec < kWireCodecs ? f.tuned_wire_from[codec] : 0;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "comm/comm.h"
 #include "comm/lifecycle/registry.h"
 #include "common/error.h"
+#include "plan/knobs.h"  // wireCodecName
 #include "tests/cpu/support/plan_facts.h"
 
 namespace tpcomm {
@@ -109,6 +110,29 @@ TEST(NodeLinkArgs, CollectivesAreRefusedUntilLinked) {
   EXPECT_TRUE(says("not linked")) << lastError();
 }
 
+// tpcommAllReduceWire on a communicator across machines: a codec is refused by name (none runs
+// across machines), an unknown one is an invalid argument, and -1 / 0 take the spanning
+// all-reduce's own path (here: refused until linked, as tpcommAllReduce is).
+TEST(NodeLinkArgs, TheWireEntryPointRefusesACodecAcrossMachines) {
+  FakeComm span(true);
+  alignas(16) static char buf[4096];
+  for (int wire = 1; wire <= 4; ++wire) {
+    EXPECT_EQ(tpcommAllReduceWire(buf, buf, 16, tpcommBfloat16, tpcommSum, wire, span.c, nullptr),
+              tpcommUnsupported)
+        << "wire " << wire;
+    EXPECT_TRUE(says("on a communicator spanning machines")) << lastError();
+    EXPECT_TRUE(says(wireCodecName(wire))) << lastError();
+  }
+  EXPECT_EQ(tpcommAllReduceWire(buf, buf, 16, tpcommBfloat16, tpcommSum, 5, span.c, nullptr),
+            tpcommInvalidArgument);
+  EXPECT_TRUE(says("wire 5 is none of")) << lastError();
+  for (int wire : {-1, 0}) {
+    EXPECT_EQ(tpcommAllReduceWire(buf, buf, 16, tpcommBfloat16, tpcommSum, wire, span.c, nullptr),
+              tpcommInvalidUsage)
+        << "wire " << wire;
+    EXPECT_TRUE(says("spans 2 machines and is not linked")) << lastError();
+  }
+}
 TEST(NodeLinkArgs, EndBeforeBeginAndForeignHandlesAreRefused) {
   FakeComm span(true);
   std::vector<tpcommRankHandle> all(4);

@@ -125,7 +125,7 @@ TEST(TuneWire, MeasuredJson) {
                                               {world, 4 * MiB, tpcommAlgoTwoShotPull, 700}};
   const std::vector<WireRun> runs = {{1, {120.456, -1}, {"p2p_twoshot_pull_int8", ""}},
                                      {2, {-1, 300}, {"", "p2p_twoshot_pull_int4"}}};
-  size_t from[kTunedWireCodecs] = {0, 1 * MiB, SIZE_MAX, 0, 0};
+  size_t from[kWireCodecs] = {0, 1 * MiB, SIZE_MAX, 0, 0};
   const json::Value o =
       wireMeasuredJson(tpcommAlgoTwoShotPull, {1 * MiB, 4 * MiB}, runs, eligible, world, from);
   EXPECT_EQ(json::write(o),

@@ -134,7 +134,7 @@ TEST(TuningTable, WireFromRoundTrip) {
       << text;
   TuningTable back;
   ASSERT_TRUE(parseTuningTable(text, kKey, &back, &why)) << why;
-  for (int c = 0; c < kTunedWireCodecs; ++c)
+  for (int c = 0; c < kWireCodecs; ++c)
     EXPECT_EQ(back.tables[1].wire_from[c], four->wire_from[c]) << c;
   EXPECT_EQ(tuningTableText(back), text);
   // Every codec, and the number form of SIZE_MAX (as max_bytes takes it).

@@ -151,6 +151,12 @@ TEST(WirePlan, TheFormFollowsTheFabric) {
           CommFacts f = factsFor(w, form.fabric);
           if (form.collapse) f.fabric_verdict = FabricVerdict::kWriteCollapse;
           f.knobs.wire = codec;
+          if (form.fabric == Fabric::kHost) {
+            // The host form's step: a host_bulk outbox slot of world + 1 areas (SlotCapacity).
+            EXPECT_GT(f.slots.host_pull_chunk_vecs, 0u);
+            EXPECT_EQ(f.slots.host_pull_chunk_vecs,
+                      f.slots.bulk_step_bytes / kVecBytes / (w + 1) * static_cast<size_t>(w));
+          }
           const CallPlan p = planCall(f, allReduceCall(b, true, tpcommBfloat16));
           const std::string what = std::string(form.what) + " codec " + std::to_string(codec) +
                                    " world " + std::to_string(w) + " " + std::to_string(b) + ": " +

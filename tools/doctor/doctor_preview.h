@@ -96,7 +96,7 @@ inline std::string tunedFusedText(const WorldTable& t) {
 // only a communicator that asks for a codec (wire=, TPCOMM_WIRE) takes it, from there.
 inline std::string tunedWireText(const WorldTable& t) {
   std::string s;
-  for (int c = 1; c < kTunedWireCodecs; ++c) {
+  for (int c = 1; c < kWireCodecs; ++c) {
     const size_t from = t.wire_from[c];
     if (from == 0) continue;
     s += std::string(s.empty() ? "" : ", ") + wireCodecName(c) +
@@ -135,8 +135,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.tuned = tuned ? &tuned->rules : nullptr;
   f.tuned_fused_twoshot_rows = tuned ? tuned->fused_twoshot_rows : 0;
   f.tuned_fused_unfused_below = tuned ? tuned->fused_unfused_below : 0;
-  static_assert(sizeof(f.tuned_wire_from) == sizeof(WorldTable::wire_from), "one per codec");
-  for (int c = 0; c < kTunedWireCodecs; ++c) f.tuned_wire_from[c] = tuned ? tuned->wire_from[c] : 0;
+  for (int c = 0; c < kWireCodecs; ++c) f.tuned_wire_from[c] = tuned ? tuned->wire_from[c] : 0;
   f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;

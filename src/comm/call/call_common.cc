@@ -42,8 +42,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.tuned = c->tuned ? &c->tuned->rules : nullptr;
   f.tuned_fused_twoshot_rows = c->tuned ? c->tuned->fused_twoshot_rows : 0;
   f.tuned_fused_unfused_below = c->tuned ? c->tuned->fused_unfused_below : 0;
-  static_assert(sizeof(f.tuned_wire_from) == sizeof(WorldTable::wire_from), "one per codec");
-  for (int w = 0; w < kTunedWireCodecs; ++w)
+  for (int w = 0; w < kWireCodecs; ++w)
     f.tuned_wire_from[w] = c->tuned ? c->tuned->wire_from[w] : 0;
   f.fabric_verdict = c->fabric_verdict;
   f.slots = c->slots;

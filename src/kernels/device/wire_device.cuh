@@ -9,6 +9,8 @@
 // XORed with wireSentinelMask (wire_codec.h), nor is any scale word (its sign bit is clear).
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/device/poison_device.cuh"
 #include "kernels/device/session_device.cuh"
 #include "kernels/layout/chunk_layout.h"
@@ -90,13 +92,20 @@ __device__ __forceinline__ float decodeOne(const GroupCodes<kC>& q, const WireSc
   return wireDecode(kC, q.code(i), s);
 }
 
-// Where group o of area `area` of a slot keeps its codes and its scale word.
-template <WireCodec kC>
-__device__ __forceinline__ uint4* groupCodesAt(char* slot, const WireSlot& w, int area, size_t o) {
-  return reinterpret_cast<uint4*>(slot + w.codesAt(area) + o * wireGroupCodeBytes(kC));
+// Where group o of area `area` of a slot keeps its codes and its scale word; const where the slot
+// is (Byte: char or const char).
+template <typename Byte, typename To>
+using ConstAs = std::conditional_t<std::is_const_v<Byte>, const To, To>;
+template <WireCodec kC, typename Byte>
+__device__ __forceinline__ ConstAs<Byte, uint4>* groupCodesAt(Byte* slot, const WireSlot& w,
+                                                              int area, size_t o) {
+  return reinterpret_cast<ConstAs<Byte, uint4>*>(slot + w.codesAt(area) +
+                                                 o * wireGroupCodeBytes(kC));
 }
-__device__ __forceinline__ float* groupScaleAt(char* slot, const WireSlot& w, int area, size_t o) {
-  return reinterpret_cast<float*>(slot + w.scalesAt(area)) + o;
+template <typename Byte>
+__device__ __forceinline__ ConstAs<Byte, float>* groupScaleAt(Byte* slot, const WireSlot& w,
+                                                              int area, size_t o) {
+  return reinterpret_cast<ConstAs<Byte, float>*>(slot + w.scalesAt(area)) + o;
 }
 
 // A group's codes and scale word into group o of area `area` of a slot, each word XORed with
@@ -116,15 +125,14 @@ __device__ __forceinline__ void putGroup(char* slot, const WireSlot& w, int area
 template <WireCodec kC>
 __device__ __forceinline__ uint32_t loadGroupWords(const char* slot, const WireSlot& w, int area,
                                                    size_t o, GroupCodes<kC>* q) {
-  const uint4* from = groupCodesAt<kC>(const_cast<char*>(slot), w, area, o);
+  const uint4* from = groupCodesAt<kC>(slot, w, area, o);
   const uint4 a = loadVolatile(from);
   q->w[0] = a.x, q->w[1] = a.y, q->w[2] = a.z, q->w[3] = a.w;
   if constexpr (kC != WireCodec::kInt4) {
     const uint4 b = loadVolatile(from + 1);
     q->w[4] = b.x, q->w[5] = b.y, q->w[6] = b.z, q->w[7] = b.w;
   }
-  return *reinterpret_cast<const volatile uint32_t*>(
-      groupScaleAt(const_cast<char*>(slot), w, area, o));
+  return *reinterpret_cast<const volatile uint32_t*>(groupScaleAt(slot, w, area, o));
 }
 
 // The codes of group o of area `area` of a published outbox slot (pull), and what decoding them

@@ -28,6 +28,8 @@
 namespace tpcomm {
 
 enum class WireCodec : int { kNone = 0, kInt8 = 1, kInt4 = 2, kFp8E4M3 = 3, kFp8E5M2 = 4 };
+// The codes, none included: the size of a table by codec (the tuning table's wire_from).
+constexpr int kWireCodecs = static_cast<int>(WireCodec::kFp8E5M2) + 1;
 
 // Elements per group (one scale word each): a 16-byte vector of fp32, two of bf16/fp16, and a
 // warp's 32 lanes each holding one element's code.

@@ -50,6 +50,8 @@ struct SlotCapacity {
   size_t host_sentinel_step_bytes = 0;  // the same with the host sentinel protocol (one step only)
   size_t host_chunk_vecs = 0;           // vectors per host two-shot step
   size_t bulk_step_bytes = 0;           // an outbox slot of host_bulk
+  size_t host_pull_chunk_vecs = 0;      // vectors per step of the pull two-shot over host outboxes
+                                        // (the quantized wire's host form)
   size_t pull_step_bytes = 0;           // a pull outbox slot (oneshot_pull)
   size_t pull_chunk_vecs = 0;           // vectors per twoshot_pull step
   size_t pull_ll_step_bytes = 0;        // the largest call a pull LL slot holds
@@ -67,6 +69,7 @@ size_t hostSentinelStepBytes(const DeviceComm& c);
 size_t islandChunkVecs(const DeviceComm& c);
 size_t pullOneShotStepBytes(const DeviceComm& c);
 size_t pullTwoShotChunkVecs(const DeviceComm& c);
+size_t hostPullTwoShotChunkVecs(const DeviceComm& c);
 size_t islandPullChunkVecs(const DeviceComm& c);
 
 int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported

@@ -45,6 +45,10 @@ size_t pullOneShotStepBytes(const DeviceComm& c) {
 size_t pullTwoShotChunkVecs(const DeviceComm& c) {
   return pullSlotBytes(c.slot_bytes) / kVecBytes / (c.world + 1) * c.world;
 }
+// The same layout (an area per segment and the reduced area) in a host_bulk outbox slot.
+size_t hostPullTwoShotChunkVecs(const DeviceComm& c) {
+  return hostBulkStepBytes(c) / kVecBytes / (c.world + 1) * c.world;
+}
 // Island over pull: an outbox slot holds m + 3 areas of seg_cap entries (island_pull.cu), a step
 // m segments.
 size_t islandPullChunkVecs(const DeviceComm& c) {
@@ -65,6 +69,7 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.host_sentinel_step_bytes = hostSentinelStepBytes(c);
   s.host_chunk_vecs = hostTwoShotChunkVecs(c);
   s.bulk_step_bytes = hostBulkStepBytes(c);
+  s.host_pull_chunk_vecs = hostPullTwoShotChunkVecs(c);
   s.pull_step_bytes = pullOneShotStepBytes(c);
   s.pull_chunk_vecs = pullTwoShotChunkVecs(c);
   s.pull_ll_step_bytes = kPullLLMaxCallBytes;  // the LL area's slots have a fixed size
