@@ -80,15 +80,15 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 }
 
 template <bool kScatter>
-TPCOMM_KERNEL_ENTRY(PullHalf, rsagPullKernel<Proto, T, kW, kScatter>);
+TPCOMM_KERNEL_ENTRY(RsagPull, rsagPullKernel<Proto, T, kW, kScatter>);
 
 }  // namespace
 
 KernelSet pullReduceScatterKernels(int world) {
-  return kernelSetByWorld<PullHalf<true>, PullProto>(world);
+  return kernelSetByWorld<RsagPull<true>, PullProto>(world);
 }
 KernelSet pullAllGatherKernels(int world) {
-  return kernelSetByWorld<PullHalf<false>, PullProto>(world);
+  return kernelSetByWorld<RsagPull<false>, PullProto>(world);
 }
 
 }  // namespace tpcomm

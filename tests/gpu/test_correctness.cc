@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/runtime/variant_table.h"
 #include "tests/gpu/harness.h"
 
 namespace tpcomm::test {
@@ -418,6 +419,68 @@ TEST_P(SharedWorld, EveryAlgorithmDefaultGrids) {
   }
 }
 INSTANTIATE_TEST_SUITE_P(World, SharedWorld, ::testing::Values(3, 4, 5, 6, 7, 8));
+
+// Every full-precision all-reduce row of the variant table, forced by name
+// (TPCOMM_KNOBS=variant=<name>): a new row is tested here without a line of this test changing.
+// Each case of the light matrix (up to 4 MiB) that the row takes must run that row, match the
+// reference and agree bit for bit across ranks; a case it cannot take (a lean row's misaligned
+// call, a single-step row's large one) must be refused by name before any rank launches, never
+// run as something else. The quantized wire's rows have their own bounds (test_wire.cc).
+class RowWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(RowWorld, EveryAllReduceRowByName) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  const int world = GetParam();
+  int rows = 0;
+  const VariantRow* table = variantRows(&rows);
+  int tested = 0;
+  for (int i = 0; i < rows; ++i) {
+    const VariantRow& row = table[i];
+    if (row.collective != VariantCollective::kAllReduce || !row.kernels || row.wire != 0) continue;
+    if (row.island && !(world >= 4 && world % 2 == 0)) continue;
+    SCOPED_TRACE(row.name);
+    // The copy engines' landing slots exist only where init was told to run them.
+    tpcommConfig_t cfg = configFor(
+        row.transport == VariantTransport::kCopyEngine ? tpcommAlgoOneShotCe : tpcommAlgoAuto, 0,
+        kSharedTimeoutMs);
+    cfg.ncclMode = tpcommNcclOff;
+    const std::string knobs = std::string("variant=") + row.name;
+    cfg.launchKnobs = knobs.c_str();
+    std::string err;
+    auto g = makeGroup(world, &cfg, 4 * MiB + 64, &err);
+    ASSERT_TRUE(g) << err;
+    int ran = 0, refused = 0;
+    for (tpcommDataType_t dt : {tpcommFloat32, tpcommBfloat16})
+      for (size_t count : countsFor(dt, /*big=*/false, /*light=*/true))
+        for (size_t offset : {size_t{0}, size_t{1}}) {
+          const Case c{dt, count, /*in_place=*/offset == 1, offset, 7000 + count + offset};
+          const std::string name = caseName(c, tpcommAlgoAuto, world);
+          const Outcome o = runCase(*g, c);
+          if (o.result == tpcommUnsupported &&
+              o.error.find(knobs + " (forced) cannot take this call") != std::string::npos) {
+            ++refused;
+            continue;
+          }
+          ASSERT_EQ(o.result, tpcommSuccess) << name << ": " << o.describe();
+          EXPECT_EQ(o.wrong, 0u) << name << ": " << o.describe();
+          EXPECT_TRUE(o.ranks_agree) << name << ": ranks' outputs differ";
+          for (int r = 0; r < world; ++r) {
+            tpcommCallInfo_t info{};
+            ASSERT_EQ(tpcommCommGetLastCall(g->comms[r], &info), tpcommSuccess);
+            EXPECT_EQ(info.variant, row.id)
+                << name << " rank " << r << " ran " << tpcommVariantName(info.variant);
+          }
+          ++ran;
+        }
+    printf("[ row      ] %s world=%d: %d cases ran, %d refused by name\n", row.name, world, ran,
+           refused);
+    EXPECT_GT(ran, 0) << "the row took no case of the matrix";
+    ++tested;
+    if (HasFailure()) return;  // a broken row fails once per world
+  }
+  EXPECT_GE(tested, 12);
+}
+INSTANTIATE_TEST_SUITE_P(World, RowWorld, ::testing::Values(2, 4, 8));
 
 // The sentinel is an all-ones NaN: inputs carrying exactly that payload must not look like
 // "not arrived" (no hang), and -0.0 must survive (-0 + -0 = -0).
