@@ -104,7 +104,7 @@ TEST(LeanChoice, ExactlyTheCallsTheLeanKernelCovers) {
   // the message exactly when leanFits accepts the call.
   const DeviceComm c = commOf(2, 1 * MiB);  // 512 KiB per source: 32768 vectors
   const CommFacts f = factsOf(c);
-  const size_t full = oneShotStepBytes(c) / kVecBytes;
+  const size_t full = slotCapacity(c).oneshot_step_bytes / kVecBytes;
   ASSERT_EQ(full, 32768u);
   for (size_t nvec : {size_t{1}, size_t{64}, size_t{1000}, size_t{32768}, size_t{32769}})
     for (unsigned grid : {1u, 8u, 64u})
@@ -193,7 +193,7 @@ TEST(OneShotGeometry, HostSentinelRegion) {
     c.host_slot_bytes = 4 * MiB;
     c.hs_slot_bytes = kHostSentinelSlotBytes;
     const size_t region = kHostSentinelSlotBytes / kVecBytes / world;
-    EXPECT_EQ(hostSentinelStepBytes(c), region * kVecBytes);
+    EXPECT_EQ(slotCapacity(c).host_sentinel_step_bytes, region * kVecBytes);
     const CommFacts f = factsOf(c, tpcommAlgoHostOneShot);
     OneShotCall k = oneShotGeometry(f, tpcommAlgoHostOneShot, true, region * kVecBytes, 0, 4);
     EXPECT_EQ(k.region, region) << "world " << world;
@@ -207,7 +207,8 @@ TEST(OneShotGeometry, HostSentinelRegion) {
   }
   DeviceComm c = commOf(2);
   c.hs_slot_bytes = kHostSentinelSlotBytes;
-  EXPECT_EQ(hostSentinelStepBytes(c), 512 * KiB);  // what plan/policy.cc's host table counts on
+  EXPECT_EQ(slotCapacity(c).host_sentinel_step_bytes,
+            512 * KiB);  // what plan/policy.cc's host table counts on
 }
 
 TEST(OneShotGeometry, PartialVectorsAndOtherAlgorithms) {

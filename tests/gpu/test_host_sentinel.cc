@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "comm/comm.h"
-#include "kernels/runtime/algo_launch.h"  // hostSentinelStepBytes
+#include "kernels/runtime/algo_launch.h"  // slotCapacity
 #include "plan/knobs.h"
 #include "tests/gpu/harness.h"
 #include "topo/pcie_ordering.h"
@@ -62,7 +62,8 @@ size_t nextSlot(tpcommComm_t c) {
 volatile uint32_t* inboxWord(tpcommComm_t dst, size_t slot, int src, size_t v, int w) {
   const HostSegment& seg = dst->host_seg;
   char* dev = hostSentinelInbox(seg, dst->world, dst->rank, dst->settings.host_slot_bytes);
-  const size_t region = hostSentinelStepBytes(dst->dev) / kVecBytes;  // vectors per source
+  const size_t region =
+      slotCapacity(dst->dev).host_sentinel_step_bytes / kVecBytes;  // vectors per source
   char* host = seg.host + (dev - seg.dev) + slot * kHostSentinelSlotBytes;
   return reinterpret_cast<volatile uint32_t*>(host + (src * region + v) * kVecBytes) + w;
 }

@@ -176,7 +176,7 @@ TEST(OneShotCe, WideGridsWithRanksSharingAGpu) {
         ASSERT_EQ(tpcommCommGetLastCall(g->comms[0], &info), tpcommSuccess);
         EXPECT_EQ(info.variant, tpcommVariantP2pOneShotCe) << tpcommVariantName(info.variant);
         widest = std::max(widest, info.blocks);
-        // A step is a source's region of a slot (oneShotStepBytes).
+        // A step is a source's region of a slot (SlotCapacity::oneshot_step_bytes).
         const size_t region = (sl.buffer_bytes ? sl.buffer_bytes : 16 * MiB) / world / 16 * 16;
         most_steps = std::max(most_steps, (c.count * sizeof(float) + region - 1) / region);
       }

@@ -25,7 +25,7 @@ TPCOMM_HOST_DEVICE inline CeControl* ceControl(char* area) {
 }
 
 // Source `src`'s region of landing slot `slot` (region_bytes: a source's share of a slot, the
-// one-shot's step: oneShotStepBytes).
+// one-shot's step: SlotCapacity::oneshot_step_bytes).
 TPCOMM_HOST_DEVICE inline char* ceLanding(char* area, size_t slot_bytes, int slot, int src,
                                           size_t region_bytes) {
   return area + kCeControlBytes + static_cast<size_t>(slot) * slot_bytes +

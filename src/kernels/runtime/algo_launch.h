@@ -58,19 +58,7 @@ struct SlotCapacity {
   size_t island_pull_chunk_vecs = 0;    // vectors per island_pull step (0 unless islandWorld)
   size_t ce_step_bytes = 0;             // a source's region of a CE landing slot (0: no CE area)
 };
-SlotCapacity slotCapacity(const DeviceComm& c);
-// The rows of SlotCapacity one by one.
-size_t oneShotStepBytes(const DeviceComm& c);
-size_t twoShotChunkVecs(const DeviceComm& c);
-size_t hostTwoShotChunkVecs(const DeviceComm& c);
-size_t hostOneShotStepBytes(const DeviceComm& c);
-size_t hostBulkStepBytes(const DeviceComm& c);
-size_t hostSentinelStepBytes(const DeviceComm& c);
-size_t islandChunkVecs(const DeviceComm& c);
-size_t pullOneShotStepBytes(const DeviceComm& c);
-size_t pullTwoShotChunkVecs(const DeviceComm& c);
-size_t hostPullTwoShotChunkVecs(const DeviceComm& c);
-size_t islandPullChunkVecs(const DeviceComm& c);
+SlotCapacity slotCapacity(const DeviceComm& c);  // every row (launch.cu: one function a row)
 
 int dtypeIndex(tpcommDataType_t dt);  // -1 if unsupported
 size_t dtypeSize(tpcommDataType_t dt);

@@ -13,6 +13,8 @@
 
 namespace tpcomm {
 
+namespace {
+
 // Slot geometry, mirrored from the kernels (proto_device.cuh): a vector takes 1 entry of 16
 // bytes over peer memory, 2 over host memory (LL: a flag with every 4 data bytes).
 size_t oneShotStepBytes(const DeviceComm& c) {
@@ -59,6 +61,8 @@ size_t islandPullChunkVecs(const DeviceComm& c) {
 size_t hostTwoShotChunkVecs(const DeviceComm& c) {
   return c.host_slot_bytes / kVecBytes / 2 / (2 * c.world) * c.world;
 }
+
+}  // namespace
 
 SlotCapacity slotCapacity(const DeviceComm& c) {
   SlotCapacity s;
