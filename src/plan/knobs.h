@@ -75,8 +75,9 @@ struct LaunchKnobs {
   int node_small_bytes = 65536;
   // variant=<name>: the calls of that variant's collective run it (a row of the variant table,
   // kernels/runtime/variant_table.h; "auto" or -1: the planner's choice), or fail with
-  // tpcommUnsupported where it cannot take the call (plan/forced_variant.cc). For tests and
-  // measurements, as NCCL_SYM_KERNEL is NCCL's.
+  // tpcommUnsupported where it cannot take the call (plan/forced_variant.cc). A host-memory or
+  // copy-engine row gets its transport at init, as a forced algorithm does (needsHostTransport,
+  // needsCeStaging). For tests and measurements, as NCCL_SYM_KERNEL is NCCL's.
   int variant = -1;
   // The quantized wire (opt-in, never by default): wire=int8|int4|fp8|fp8_e5m2 (TPCOMM_WIRE sets
   // it too; kernels/layout/wire_codec.h, WireCodec; 0: none) carries all-reduces of

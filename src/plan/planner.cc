@@ -111,12 +111,25 @@ bool fabricForTransport(int transport, Fabric agreed, Fabric* out) {
   return !(transport == 1 && agreed == Fabric::kHost);
 }
 
-bool needsHostTransport(int world, Fabric fabric, int forced_algo) {
-  return world > 1 && (fabric == Fabric::kHost || isHostAlgo(forced_algo));
+namespace {
+
+// A forced variant's transport is set up as a forced algorithm's is: without it the variant knob
+// would refuse every call of a host or copy-engine row (forced_variant.cc, transportReady).
+bool forcedOver(int forced_variant, VariantTransport transport) {
+  const VariantRow* r = variantRow(forced_variant);
+  return r && r->transport == transport;
 }
 
-bool needsCeStaging(int forced_algo) {
-  return forced_algo == tpcommAlgoOneShotCe;
+}  // namespace
+
+bool needsHostTransport(int world, Fabric fabric, int forced_algo, int forced_variant) {
+  return world > 1 && (fabric == Fabric::kHost || isHostAlgo(forced_algo) ||
+                       forcedOver(forced_variant, VariantTransport::kHost));
+}
+
+bool needsCeStaging(int forced_algo, int forced_variant) {
+  return forced_algo == tpcommAlgoOneShotCe ||
+         forcedOver(forced_variant, VariantTransport::kCopyEngine);
 }
 
 bool autoIsland(bool islands_found, Fabric fabric) {

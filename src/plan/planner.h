@@ -130,11 +130,12 @@ struct CallPlan {
 // but P2P does not work).
 bool fabricForTransport(int transport, Fabric agreed, Fabric* out);
 // Whether a communicator sets up the host-memory transport: no working P2P, or a host algorithm
-// forced (TPCOMM_TRANSPORT=host makes the fabric kHost).
-bool needsHostTransport(int world, Fabric fabric, int forced_algo);
+// or a host-memory variant forced (the algo setting; the variant knob, -1 for none).
+// TPCOMM_TRANSPORT=host makes the fabric kHost.
+bool needsHostTransport(int world, Fabric fabric, int forced_algo, int forced_variant = -1);
 // Whether a communicator allocates the copy-engine variant's landing slots (oneshot_ce.cu): only
-// when that variant is forced at init, since auto never picks it (plan/policy.cc).
-bool needsCeStaging(int forced_algo);
+// when that algorithm or variant is forced at init, since auto never picks it (plan/policy.cc).
+bool needsCeStaging(int forced_algo, int forced_variant = -1);
 // Whether auto may pick the island algorithm: real islands in the topology, over PCIe.
 bool autoIsland(bool islands_found, Fabric fabric);
 

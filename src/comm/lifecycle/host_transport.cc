@@ -12,7 +12,8 @@ namespace tpcomm {
 
 tpcommResult_t setupHostTransport(tpcommComm* c, const RankInfo* all) {
   const std::string name = all[0].host_shm;
-  if (name.empty() || !hostTransportWanted(c->fabric, c->world, c->settings.algo))
+  if (name.empty() ||
+      !hostTransportWanted(c->fabric, c->world, c->settings.algo, c->settings.knobs.variant))
     return tpcommSuccess;
   const size_t slot = c->settings.host_slot_bytes;
   if (c->rank == 0) TPCOMM_CHECK(hostSegmentCreate(name, c->world, slot, &c->host_seg));

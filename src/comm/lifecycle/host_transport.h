@@ -11,10 +11,11 @@ namespace tpcomm {
 struct RankInfo;
 
 // The host transport is used by a multi-rank communicator whose agreed fabric is host memory, or
-// that forces a host algorithm; never by one that runs over P2P (no segment is created for it).
-// The planner's rule (needsHostTransport), which `tpcomm doctor` previews too.
-inline bool hostTransportWanted(Fabric fabric, int world, int algo) {
-  return needsHostTransport(world, fabric, algo);
+// that forces a host algorithm or host-memory variant; never by one that runs over P2P (no
+// segment is created for it). The planner's rule (needsHostTransport), which `tpcomm doctor`
+// previews too.
+inline bool hostTransportWanted(Fabric fabric, int world, int algo, int variant = -1) {
+  return needsHostTransport(world, fabric, algo, variant);
 }
 
 // After detectFabric: where the transport is wanted, rank 0 creates the segment named in its

@@ -61,7 +61,8 @@ tpcommResult_t beginRank(tpcommComm* c, int nranks, int rank, int device, const 
   c->settings = s;
   TPCOMM_CUDA_CHECK(cudaSetDevice(device));
   TPCOMM_CHECK(checkKernelImages(device, &c->ptx_jit));
-  TPCOMM_CHECK(stagingCreate(device, s.slot_bytes, needsCeStaging(s.algo), &c->staging));
+  TPCOMM_CHECK(
+      stagingCreate(device, s.slot_bytes, needsCeStaging(s.algo, s.knobs.variant), &c->staging));
   TPCOMM_CHECK(fillIdentity(rank, nranks, device, s, &c->self));
   c->cc_major = c->self.cc_major;  // read once, by fillIdentity
   c->cc_minor = c->self.cc_minor;
