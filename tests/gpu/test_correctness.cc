@@ -439,10 +439,9 @@ TEST_P(RowWorld, EveryAllReduceRowByName) {
     if (row.collective != VariantCollective::kAllReduce || !row.kernels || row.wire != 0) continue;
     if (row.island && !(world >= 4 && world % 2 == 0)) continue;
     SCOPED_TRACE(row.name);
-    // The copy engines' landing slots exist only where init was told to run them.
-    tpcommConfig_t cfg = configFor(
-        row.transport == VariantTransport::kCopyEngine ? tpcommAlgoOneShotCe : tpcommAlgoAuto, 0,
-        kSharedTimeoutMs);
+    // Auto: init sets up what a forced row runs over (the host segment, the copy engines'
+    // landing slots), as for a forced algorithm.
+    tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, kSharedTimeoutMs);
     cfg.ncclMode = tpcommNcclOff;
     const std::string knobs = std::string("variant=") + row.name;
     cfg.launchKnobs = knobs.c_str();
