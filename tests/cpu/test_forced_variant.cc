@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "plan/knobs.h"
 #include "support/plan_facts.h"
@@ -174,6 +175,55 @@ TEST(ForcedVariant, AForcedRowsTransportIsSetUpAtInit) {
   EXPECT_FALSE(needsHostTransport(2, Fabric::kNvlink, -1, -1));
   EXPECT_FALSE(needsHostTransport(1, Fabric::kNvlink, -1, tpcommVariantHostBulk));  // one rank
   EXPECT_FALSE(needsCeStaging(-1, -1));
+}
+
+// A communicator's facts as init builds them with `variant` forced: the transports the row needs
+// set up (needsHostTransport, needsCeStaging), the algorithm auto.
+CommFacts initFacts(int world, Fabric fabric, int variant) {
+  CommFacts f = factsFor(world, fabric, needsCeStaging(-1, variant) ? tpcommAlgoOneShotCe : -1);
+  f.forced_algo = -1;
+  if (needsHostTransport(world, fabric, -1, variant) && !f.host_transport) {
+    const SlotCapacity host = factsFor(world, Fabric::kHost).slots;
+    f.host_transport = true;
+    f.slots.host_step_bytes = host.host_step_bytes;
+    f.slots.host_sentinel_step_bytes = host.host_sentinel_step_bytes;
+    f.slots.host_chunk_vecs = host.host_chunk_vecs;
+    f.slots.bulk_step_bytes = host.bulk_step_bytes;
+    f.slots.host_pull_chunk_vecs = host.host_pull_chunk_vecs;
+  }
+  f.knobs.variant = variant;
+  return f;
+}
+
+// Every row with a kernel can be forced by name somewhere: on some fabric and world, for some
+// call of its collective, the plan runs that row. A row no rule gives (forced_variant.cc asks the
+// rules) would be a kernel nobody can run, not even a test.
+TEST(ForcedVariant, EveryKernelRowCanBeForcedSomewhere) {
+  int rows = 0;
+  const VariantRow* table = variantRows(&rows);
+  std::vector<Call> calls;
+  for (size_t bytes : {4 * kKiB, 64 * kKiB, 1024 * kKiB, 16384 * kKiB})
+    for (tpcommColl_t coll : {tpcommCollAllReduce, tpcommCollReduceScatter, tpcommCollAllGather})
+      calls.push_back(Call{bytes, true, coll});
+  for (size_t r : {1, 16, 256})
+    for (bool fp8 : {false, true}) calls.push_back(fusedCall(r, 7168, tpcommBfloat16, fp8));
+  int checked = 0;
+  for (int i = 0; i < rows; ++i) {
+    const VariantRow& row = table[i];
+    if (!row.kernels) continue;
+    bool found = false;
+    for (int world : {2, 4, 8})
+      for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie, Fabric::kHost})
+        for (const Call& call : calls) {
+          if (found) break;
+          const CallPlan p = planCall(initFacts(world, fabric, row.id), call);
+          const int ran = call.rows > 0 ? p.epilogue.variant : p.variant;
+          found = p.decision.error == tpcommSuccess && ran == row.id;
+        }
+    EXPECT_TRUE(found) << row.name << " runs no call on any fabric or world when forced";
+    ++checked;
+  }
+  EXPECT_GE(checked, 50);
 }
 
 }  // namespace
