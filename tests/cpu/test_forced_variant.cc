@@ -143,40 +143,6 @@ TEST(ForcedVariant, EveryReachableRowCanBeForced) {
   EXPECT_GE(forced.size(), 18u);
 }
 
-// A forced host-memory or copy-engine row gets its transport at init, as a forced algorithm does
-// (needsHostTransport, needsCeStaging): without it every call of the row would be refused
-// (transportReady), whatever the fabric. With it, the row runs there.
-TEST(ForcedVariant, AForcedRowsTransportIsSetUpAtInit) {
-  int rows = 0;
-  const VariantRow* table = variantRows(&rows);
-  std::set<std::string> ran;
-  for (int i = 0; i < rows; ++i) {
-    const VariantRow& r = table[i];
-    if (!r.kernels) continue;
-    const bool host = r.transport == VariantTransport::kHost;
-    const bool ce = r.transport == VariantTransport::kCopyEngine;
-    EXPECT_EQ(needsHostTransport(2, Fabric::kNvlink, -1, r.id), host) << r.name;
-    EXPECT_EQ(needsCeStaging(-1, r.id), ce) << r.name;
-    if (!host || r.collective != VariantCollective::kAllReduce || r.wire != 0) continue;
-    // NVLink with the host transport set up, as init now does for this knob.
-    CommFacts f = forcing(r.name, 2, Fabric::kNvlink);
-    f.host_transport = true;
-    const SlotCapacity host_slots = factsFor(2, Fabric::kHost).slots;
-    f.slots.host_step_bytes = host_slots.host_step_bytes;
-    f.slots.host_sentinel_step_bytes = host_slots.host_sentinel_step_bytes;
-    f.slots.host_chunk_vecs = host_slots.host_chunk_vecs;
-    f.slots.bulk_step_bytes = host_slots.bulk_step_bytes;
-    f.slots.host_pull_chunk_vecs = host_slots.host_pull_chunk_vecs;
-    for (size_t bytes : {4 * kKiB, 64 * kKiB, 1024 * kKiB})
-      if (planCall(f, Call{bytes, true}).variant == r.id) ran.insert(r.name);
-    EXPECT_TRUE(ran.count(r.name)) << r.name << " runs no call over NVLink with the host transport";
-  }
-  EXPECT_GE(ran.size(), 5u);  // the host one-shots (sentinel, lean, LL), two-shot LL, bulk
-  EXPECT_FALSE(needsHostTransport(2, Fabric::kNvlink, -1, -1));
-  EXPECT_FALSE(needsHostTransport(1, Fabric::kNvlink, -1, tpcommVariantHostBulk));  // one rank
-  EXPECT_FALSE(needsCeStaging(-1, -1));
-}
-
 // A communicator's facts as init builds them with `variant` forced: the transports the row needs
 // set up (needsHostTransport, needsCeStaging), the algorithm auto.
 CommFacts initFacts(int world, Fabric fabric, int variant) {
@@ -193,6 +159,34 @@ CommFacts initFacts(int world, Fabric fabric, int variant) {
   }
   f.knobs.variant = variant;
   return f;
+}
+
+// A forced host-memory or copy-engine row gets its transport at init, as a forced algorithm does
+// (needsHostTransport, needsCeStaging): without it every call of the row would be refused
+// (transportReady), whatever the fabric. With it, the row runs there.
+TEST(ForcedVariant, AForcedRowsTransportIsSetUpAtInit) {
+  int rows = 0;
+  const VariantRow* table = variantRows(&rows);
+  std::set<std::string> ran;
+  for (int i = 0; i < rows; ++i) {
+    const VariantRow& r = table[i];
+    if (!r.kernels) continue;
+    const bool host = r.transport == VariantTransport::kHost;
+    const bool ce = r.transport == VariantTransport::kCopyEngine;
+    EXPECT_EQ(needsHostTransport(2, Fabric::kNvlink, -1, r.id), host) << r.name;
+    EXPECT_EQ(needsCeStaging(-1, r.id), ce) << r.name;
+    if (!host || r.collective != VariantCollective::kAllReduce || r.wire != 0) continue;
+    // NVLink with the host transport set up, as init now does for this knob.
+    const CommFacts f = initFacts(2, Fabric::kNvlink, r.id);
+    ASSERT_TRUE(f.host_transport) << r.name;
+    for (size_t bytes : {4 * kKiB, 64 * kKiB, 1024 * kKiB})
+      if (planCall(f, Call{bytes, true}).variant == r.id) ran.insert(r.name);
+    EXPECT_TRUE(ran.count(r.name)) << r.name << " runs no call over NVLink with the host transport";
+  }
+  EXPECT_GE(ran.size(), 5u);  // the host one-shots (sentinel, lean, LL), two-shot LL, bulk
+  EXPECT_FALSE(needsHostTransport(2, Fabric::kNvlink, -1, -1));
+  EXPECT_FALSE(needsHostTransport(1, Fabric::kNvlink, -1, tpcommVariantHostBulk));  // one rank
+  EXPECT_FALSE(needsCeStaging(-1, -1));
 }
 
 // Every row with a kernel can be forced by name somewhere: on some fabric and world, for some

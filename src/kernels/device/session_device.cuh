@@ -104,12 +104,6 @@ struct CallSession {
   __device__ __forceinline__ void checkPeers(WaitCtx& wait, const PrintWords& call) const {
     if (!checkPeerCalls<Proto>(c, epoch, call, wait.deadline)) wait.failed = true;
   }
-  // A chunked call's (below) check: at its first step, in the checker thread.
-  template <typename Proto, typename T>
-  __device__ __forceinline__ void checkPeersFirst(WaitCtx& wait, size_t step, CallKind kind,
-                                                  size_t count) const {
-    if (step == 0 && isPrintChecker()) checkPeers<Proto>(wait, print<T>(kind, count));
-  }
 
   // ---- the chunked algorithms' steps (chunk_layout.h), in this thread ----
   // Step `step` of the call: its epoch, its slot in Proto's slots, and this thread's share.
