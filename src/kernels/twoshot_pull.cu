@@ -21,18 +21,22 @@
 namespace tpcomm {
 namespace {
 
-template <typename Proto, typename T, int kW>
+// Box: whose outboxes and flags, a phase each (PullPhaseProto: every rank's pull outbox in its
+// device memory; HostPullPhaseProto: its bulk outbox in pinned host memory, where GPUs cannot
+// reach each other).
+template <template <int> class Box, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     twoShotPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
                       size_t chunk_vecs) {
+  using Proto = Box<0>;
   const int world = c.world, rank = c.rank;
   const ChunkedCall k = twoShotGeometry<Proto, T, 1, 1>(c, count, chunk_vecs);
   const size_t seg_cap = k.seg_cap, stride = blockDim.x;
   const size_t red = world * seg_cap;  // entry index of the reduced area
   char* src[kW];                       // every rank's outbox, in rank order
 #pragma unroll
-  for (int r = 0; r < kW; ++r) src[r] = r < world ? c.pulls[r] : nullptr;
-  uint4* const mine = reinterpret_cast<uint4*>(c.pulls[rank]);
+  for (int r = 0; r < kW; ++r) src[r] = r < world ? Proto::outbox(c, r) : nullptr;
+  uint4* const mine = reinterpret_cast<uint4*>(Proto::outbox(c, rank));
   CallSession session(c);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count))
@@ -53,7 +57,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     bulkPublish<Proto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
-    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+    if (!pullAwait<0, Proto>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
       // Gave up: this step's outputs and the later ones' are poison.
       poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, step);
       return;
@@ -65,25 +69,26 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       Proto::put(mine + slot + red + o, y, 0);
       storeVec<T>(recv, own_first + o, count, c.aligned, y);
     });
-    bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
+    bulkPublish<Box<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
-    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
+    if (!pullAwait<1, Box<1>>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
       poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, step);
       return;
     }
 
     // 3. Every other segment from its owner's reduced area.
-    pullGather<T>(c, slot + red, o0, o1, stride, out);
+    pullGather<T, Proto>(c, slot + red, o0, o1, stride, out);
   }
   session.close(k.nsteps);
 }
 
-TPCOMM_KERNEL_ENTRY(TwoShotPull, twoShotPullKernel<Proto, T, kW>);
+template <template <int> class Box>
+TPCOMM_KERNEL_ENTRY(TwoShotPull, twoShotPullKernel<Box, T, kW>);
 
 }  // namespace
 
 KernelSet pullTwoShotKernels(int world) {
-  return kernelSetByWorld<TwoShotPull, PullProto>(world);
+  return kernelSetByWorld<TwoShotPull<PullPhaseProto>, PullProto>(world);
 }
 
 }  // namespace tpcomm

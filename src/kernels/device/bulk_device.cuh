@@ -39,15 +39,16 @@ struct BulkProto {
 };
 
 // The pull protocol's phases (pull_device.cuh, PullPhaseProto) over the bulk protocol's outboxes
-// in pinned host memory: the quantized two-shot's host form (twoshot_pull_wire.cu), whose ranks
-// cannot reach each other's memory. Phase 0's flags are BulkProto's; phase 1's follow them
-// (kBulkFlagBytes).
+// in pinned host memory: the two-shot pull's host forms, full precision (twoshot_pull.cu) and
+// quantized (twoshot_pull_wire.cu), whose ranks cannot reach each other's memory. Phase 0's
+// flags are BulkProto's; phase 1's follow them (kBulkFlagBytes).
 template <int kPhase>
 struct HostPullPhaseProto {
   static_assert(kPhase < kBulkPhases, "the bulk outbox holds kBulkPhases flag sets");
   static constexpr int kEntry = 1;
   __device__ static size_t slotBytes(const DeviceComm& c) { return c.out_slot_bytes; }
   __device__ static char* const* prints(const DeviceComm& c) { return c.hprints; }
+  __device__ static void put(uint4* e, const uint4& v, uint32_t) { storeVec16(e, v); }
   __device__ static char* outbox(const DeviceComm& c, int r) {
     return c.hout + static_cast<size_t>(r) * c.out_stride;
   }

@@ -60,13 +60,14 @@ __device__ __forceinline__ void pullShareOwn(const DeviceComm& c, uint4* area, s
 }
 
 // Phase 1, the read (after pullAwait<1>): every other segment d from the reduced area of its
-// owner's slot (`area`: its first entry in every outbox) into the output.
-template <typename T>
+// owner's slot (`area`: its first entry in every outbox) into the output. Box: whose outboxes
+// (PullProto: peer memory; HostPullPhaseProto<0>: pinned host memory).
+template <typename T, typename Box = PullProto>
 __device__ __forceinline__ void pullGather(const DeviceComm& c, size_t area, size_t o0, size_t o1,
                                            size_t stride, const Segments<T>& out) {
   for (int p = 1; p < c.world; ++p) {
     const int d = ringRank(c.rank, p, c.world);
-    const uint4* from = reinterpret_cast<const uint4*>(c.pulls[d]) + area;
+    const uint4* from = reinterpret_cast<const uint4*>(Box::outbox(c, d)) + area;
     pullCopy<T>(c, from, o0, min(o1, out.len(d)), stride, out.mem(d), out.index(d), out.count);
   }
 }
