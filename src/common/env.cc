@@ -37,7 +37,8 @@ const std::vector<EnvVarDoc> kDocs = {
     {"TPCOMM_KNOBS", "",
      "launch knobs, name=value[,...]: block_bytes, host_block_bytes, bulk_block_bytes, "
      "oneshot_step_bytes, bulk_step_bytes, max_threads, push_batch, push_eighths, lean, "
-     "host_sentinel, pull_ll_bytes, fused_cluster, fused_pull_ll, fused_twoshot_rows, "
+     "host_sentinel, pull_ll_bytes, host_ll_bytes, fused_cluster, fused_pull_ll, "
+     "fused_twoshot_rows, "
      "fused_twoshot_push, "
      "host_fence, pdl, "
      "node_small_bytes, variant, wire, wire_min_bytes "

@@ -4,6 +4,7 @@
 // each option of a single-step call (lean, host sentinel, pull LL) allowed or not, and the first
 // plan of that row is the answer. What no rule gives is refused, with the planner's own choice
 // named, so a forced test or measurement never runs something else without a word.
+#include <climits>
 #include <string>
 
 #include "kernels/layout/pull_ll_layout.h"
@@ -20,8 +21,8 @@ int plannedVariant(const CallPlan& p, const Call& call) {
 
 // The options of a call, each combination once (0: the communicator's knobs): bit 0 flips lean,
 // bit 1 the host sentinel, bit 2 the fused pull's LL entries, bit 3 the fused two-shot (from one
-// row, or never), bit 4 its form where the all-reduce pushes over NVLink; option / 32 sets pull
-// LL as is, off, or up to an LL slot's most.
+// row, or never), bit 4 its form where the all-reduce pushes over NVLink; option / 32 sets the
+// LL entries (the pull one-shot's, the host two-shot's) as is, off, or wherever they fit.
 constexpr int kOptions = 96;
 LaunchKnobs withOption(LaunchKnobs k, int option) {
   if (option & 1) k.lean = !k.lean;
@@ -29,8 +30,14 @@ LaunchKnobs withOption(LaunchKnobs k, int option) {
   if (option & 4) k.fused_pull_ll = !k.fused_pull_ll;
   if (option & 8) k.fused_twoshot_rows = k.fused_twoshot_rows == 1 ? 0 : 1;
   if (option & 16) k.fused_twoshot_push = !k.fused_twoshot_push;
-  if (option / 32 == 1) k.pull_ll_bytes = 0;
-  if (option / 32 == 2) k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
+  if (option / 32 == 1) {
+    k.pull_ll_bytes = 0;
+    k.host_ll_bytes = 0;
+  }
+  if (option / 32 == 2) {
+    k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
+    k.host_ll_bytes = INT_MAX;
+  }
   return k;
 }
 

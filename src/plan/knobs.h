@@ -34,6 +34,11 @@ struct LaunchKnobs {
   // two ranks and 4-8 KiB at eight; 16 KiB keeps decode's 7168-wide bf16 row (14 KiB) on LL. An
   // estimate until measured (docs/BENCHMARKS.md, "Pull and copy-engine variants").
   int pull_ll_bytes = 16384;
+  // host_twoshot calls up to this many bytes take LL entries (host_twoshot_ll: a flag word beside
+  // every data word), larger ones the pulled form over the bulk outboxes (host_twoshot_pull: a
+  // flag per block and phase, so half the bytes cross PCIe for the same data); 0: the pulled form
+  // at every size. The default: docs/BENCHMARKS.md, "The host two-shot's pulled form".
+  int host_ll_bytes = 262144;
   // 1: the fused kernel over peer memory spreads a row over a thread-block cluster where every
   // rank's GPU launches clusters (sm_90+), a cluster per row where the rows' clusters all fit
   // (fused_plan.cc). On: faster than a block per row at 1-16 rows (docs/BENCHMARKS.md, "Launch

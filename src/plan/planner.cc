@@ -170,6 +170,32 @@ OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t 
   return oneShotCall(region, chunk_vecs, nvec, static_cast<unsigned>(blocks));
 }
 
+namespace {
+
+// The host two-shot's form: its pulled row (the table's full-precision pull over the bulk
+// outboxes: a flag per block and phase, 16 data bytes an entry) above the knob host_ll_bytes,
+// where LL's flag word beside every data word would double what crosses PCIe; the LL entries up
+// to it, where a step's two flag round trips cost more than the bytes. LL wherever the table has
+// no such row or the outboxes hold no step.
+tpcommVariant_t hostPullForm(const CommFacts& f, int algo, size_t bytes) {
+  if (algo != tpcommAlgoHostTwoShot || bytes <= static_cast<size_t>(f.knobs.host_ll_bytes) ||
+      f.slots.host_pull_chunk_vecs == 0)
+    return kNoVariant;
+  return allReduceRow(VariantTransport::kHost, /*pull=*/true, /*wire=*/0);
+}
+
+// The host two-shot's pulled form: the LL plan p's decision, launched as the pull two-shot.
+CallPlan hostPullPlan(const CommFacts& f, const Call& call, tpcommVariant_t v, CallPlan p) {
+  pullTwoShotLaunch(f, call, v, f.slots.host_pull_chunk_vecs, &p);
+  const std::string ll = std::to_string(f.knobs.host_ll_bytes);
+  p.decision.reason += "; pulled over the host outboxes (above host_ll_bytes=" + ll + ")";
+  if (p.grid.co_resident_capped)
+    p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
+  return p;
+}
+
+}  // namespace
+
 bool leanFits(const OneShotCall& geo, int blocks, int threads, const Call& call) {
   return call.aligned && call.bytes > 0 && call.bytes % kVecBytes == 0 && blocks >= 1 &&
          threads >= 1 && geo.nsteps == 1 && geo.per <= static_cast<size_t>(threads);
@@ -186,6 +212,8 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
   const bool lean_set = algo == tpcommAlgoOneShot || algo == tpcommAlgoOneShotPull || sentinel;
   p.variant = variantOf(algo, sentinel, false);
   if (!isKernelVariant(p.variant)) return p;
+  const tpcommVariant_t host_pull = hostPullForm(f, algo, call.bytes);
+  if (host_pull != kNoVariant) return hostPullPlan(f, call, host_pull, p);
 
   p.chunk_vecs = chunkVecs(f, algo);
   const size_t step = algo != tpcommAlgoHostOneShot ? p.chunk_vecs * kVecBytes
@@ -219,6 +247,18 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
 // The lean kernels (and the pull LL one, built the same way) get one warp more than their vectors
 // need: its last thread checks the peers' call fingerprints (oneshot_lean.cu) while the others
 // wait for data, so the check adds no round trip to a thread that also reduces.
+void pullTwoShotLaunch(const CommFacts& f, const Call& call, tpcommVariant_t v, size_t chunk_vecs,
+                       CallPlan* p) {
+  p->variant = v;
+  p->chunk_vecs = chunk_vecs;
+  // A thread owns whole groups (or vectors) of every segment: the pull two-shot's grid.
+  p->grid = planGrid(tpcommAlgoTwoShotPull, call.bytes, chunk_vecs * kVecBytes, f.world, f.knobs,
+                     residentCap(f));
+  p->pdl = f.knobs.pdl;
+  p->aligned = call.aligned;
+  p->threads = launchedThreads(v, p->grid.threads);
+}
+
 int launchedThreads(tpcommVariant_t variant, int grid_threads) {
   const VariantRow* r = variantRow(variant);
   const int extra = r ? r->extra_threads : 0;

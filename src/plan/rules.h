@@ -9,6 +9,12 @@ namespace tpcomm {
 // The threads `variant`'s kernel launches with for a grid of `grid_threads` (CallPlan::threads).
 int launchedThreads(tpcommVariant_t variant, int grid_threads);
 
+// The launch of a two-shot pull's kernel (the quantized wire's every form, the host two-shot's
+// pulled form; plan/planner.cc): variant v with `chunk_vecs` vectors a step, on the pull
+// two-shot's grid, into p (its decision kept).
+void pullTwoShotLaunch(const CommFacts& f, const Call& call, tpcommVariant_t v, size_t chunk_vecs,
+                       CallPlan* p);
+
 // All-reduce (plan/planner.cc): the policy's algorithm, then its kernel (lean, LL or general),
 // grid and one-shot geometry.
 CallPlan allReduceRules(const CommFacts& f, const Call& call);

@@ -22,18 +22,6 @@
 namespace tpcomm {
 namespace {
 
-// The all-reduce row of the variant table that carries `codec` over this transport, pulling or
-// not (VariantRow::wire).
-tpcommVariant_t wireVariant(int codec, VariantTransport transport, bool pull) {
-  int rows = 0;
-  const VariantRow* all = variantRows(&rows);
-  for (int i = 0; i < rows; ++i)
-    if (all[i].wire == codec && all[i].collective == VariantCollective::kAllReduce &&
-        all[i].transport == transport && all[i].pull == pull)
-      return all[i].id;
-  return kNoVariant;
-}
-
 // The two-shot a codec replaces `algo` with (the algorithm the call then reports: its form), or
 // Auto where it cannot: `why` says why. algo: the policy's choice, NCCL where strict mode refused
 // it.
@@ -63,8 +51,8 @@ int wireAlgo(const CommFacts& f, int algo, std::string* why) {
 // their steps from the codec's slot layout: wire_codec.h, WireSlot).
 tpcommVariant_t formVariant(int codec, int algo) {
   return algo == tpcommAlgoHostTwoShot
-             ? wireVariant(codec, VariantTransport::kHost, false)
-             : wireVariant(codec, VariantTransport::kPeer, algo == tpcommAlgoTwoShotPull);
+             ? allReduceRow(VariantTransport::kHost, true, codec)
+             : allReduceRow(VariantTransport::kPeer, algo == tpcommAlgoTwoShotPull, codec);
 }
 size_t formChunkVecs(const CommFacts& f, int algo) {
   return algo == tpcommAlgoTwoShot       ? f.slots.twoshot_chunk_vecs
@@ -121,14 +109,8 @@ CallPlan wireRules(const CommFacts& f, const Call& call, CallPlan p) {
       "segment instead of %zu); in place of %s: %s",
       tpcommAlgoName(algo), codec, by, codec, f.knobs.wire_min_bytes, wireBytes(c, elems),
       call.bytes, refused_nccl ? "nccl" : tpcommVariantName(p.variant), p.decision.reason.c_str());
-  q.variant = formVariant(codec_id, algo);
-  q.chunk_vecs = formChunkVecs(f, algo);
   // Every form's grid as the pull form's: a thread owns whole groups of every segment.
-  q.grid = planGrid(tpcommAlgoTwoShotPull, call.bytes, q.chunk_vecs * kVecBytes, f.world, f.knobs,
-                    residentCap(f));
-  q.pdl = f.knobs.pdl;
-  q.aligned = call.aligned;
-  q.threads = launchedThreads(q.variant, q.grid.threads);
+  pullTwoShotLaunch(f, call, formVariant(codec_id, algo), formChunkVecs(f, algo), &q);
   return q;
 }
 

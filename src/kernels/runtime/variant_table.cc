@@ -141,10 +141,10 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantP2pTwoShotInt4,           "p2p_twoshot_int4",           C::kAllReduce,     X::kPeer,       false, false, twoShotInt4Kernels,       false, 0, kWireInt4},
 {tpcommVariantP2pTwoShotFp8,            "p2p_twoshot_fp8",            C::kAllReduce,     X::kPeer,       false, false, twoShotFp8Kernels,        false, 0, kWireFp8},
 {tpcommVariantP2pTwoShotFp8E5m2,        "p2p_twoshot_fp8_e5m2",       C::kAllReduce,     X::kPeer,       false, false, twoShotFp8E5m2Kernels,    false, 0, kWireFp8E5m2},
-{tpcommVariantHostTwoShotInt8,          "host_twoshot_int8",          C::kAllReduce,     X::kHost,       false, false, hostTwoShotInt8Kernels,   false, 0, kWireInt8},
-{tpcommVariantHostTwoShotInt4,          "host_twoshot_int4",          C::kAllReduce,     X::kHost,       false, false, hostTwoShotInt4Kernels,   false, 0, kWireInt4},
-{tpcommVariantHostTwoShotFp8,           "host_twoshot_fp8",           C::kAllReduce,     X::kHost,       false, false, hostTwoShotFp8Kernels,    false, 0, kWireFp8},
-{tpcommVariantHostTwoShotFp8E5m2,       "host_twoshot_fp8_e5m2",      C::kAllReduce,     X::kHost,       false, false, hostTwoShotFp8E5m2Kernels, false, 0, kWireFp8E5m2},
+{tpcommVariantHostTwoShotInt8,          "host_twoshot_int8",          C::kAllReduce,     X::kHost,       true,  false, hostTwoShotInt8Kernels,   false, 0, kWireInt8},
+{tpcommVariantHostTwoShotInt4,          "host_twoshot_int4",          C::kAllReduce,     X::kHost,       true,  false, hostTwoShotInt4Kernels,   false, 0, kWireInt4},
+{tpcommVariantHostTwoShotFp8,           "host_twoshot_fp8",           C::kAllReduce,     X::kHost,       true,  false, hostTwoShotFp8Kernels,    false, 0, kWireFp8},
+{tpcommVariantHostTwoShotFp8E5m2,       "host_twoshot_fp8_e5m2",      C::kAllReduce,     X::kHost,       true,  false, hostTwoShotFp8E5m2Kernels, false, 0, kWireFp8E5m2},
 };
 // clang-format on
 
@@ -179,6 +179,18 @@ tpcommVariant_t ncclVariant() {
 bool isNcclVariant(int variant) {
   const VariantRow* r = variantRow(variant);
   return r && r->transport == VariantTransport::kNccl;
+}
+
+tpcommVariant_t allReduceRow(VariantTransport transport, bool pull, int wire) {
+  tpcommVariant_t found = kNoVariant;
+  for (const VariantRow& r : kRows) {
+    if (r.collective != VariantCollective::kAllReduce || r.transport != transport ||
+        r.pull != pull || r.wire != wire)
+      continue;
+    if (found != kNoVariant) return kNoVariant;  // several: the description names none of them
+    found = r.id;
+  }
+  return found;
 }
 
 bool isKernelVariant(tpcommVariant_t variant) {

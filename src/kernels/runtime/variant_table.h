@@ -58,6 +58,11 @@ const VariantRow* variantRow(int variant);
 // `variant` is it: the planners and the collectives ask the table, not the enumerator.
 tpcommVariant_t ncclVariant();
 bool isNcclVariant(int variant);
+// The all-reduce row over `transport`, pulling or not, with the wire codec `wire` (0: full
+// precision), where exactly one row is all of that; kNoVariant where none or several are (the
+// one-shots and two-shots over peer memory share one description). The planner finds the
+// quantized wire's rows and the host two-shot's pulled form by what they are, not by name.
+tpcommVariant_t allReduceRow(VariantTransport transport, bool pull, int wire);
 // Whether `variant` runs a tpcomm kernel (not none, not NCCL).
 bool isKernelVariant(tpcommVariant_t variant);
 // The fused all-reduce + add + RMSNorm kernels.
