@@ -137,7 +137,9 @@ typedef enum {
   tpcommVariantHostTwoShotInt4 = 50,    /* host memory, INT4 codes */
   tpcommVariantHostTwoShotFp8 = 51,     /* host memory, FP8 e4m3 codes */
   tpcommVariantHostTwoShotFp8E5m2 = 52, /* host memory, FP8 e5m2 codes */
-  tpcommNumVariants = 53
+  /* the host two-shot at full precision, pulled over the outboxes (above host_ll_bytes) */
+  tpcommVariantHostTwoShotPull = 53,
+  tpcommNumVariants = 54
 } tpcommVariant_t;
 
 /* What the caller asks of NCCL as a fallback. */

@@ -11,7 +11,9 @@
 // the one that later writes that output vector, or it passed a block barrier (the publish) in
 // between: in-place calls are safe. Why four slots suffice: docs/PROTOCOL.md, "Pull". The phases
 // are twoshot_pull_device.cuh's, which reduce-scatter and all-gather over pull (rsag_pull.cu)
-// share.
+// share. The same kernel runs over the bulk outboxes in pinned host memory (host_twoshot_pull),
+// where the GPUs cannot reach each other: there every byte crosses PCIe once each way, 16 data
+// bytes an entry, where the host two-shot's LL entries carry 8.
 #include "kernels/device/kernel_set.cuh"
 #include "kernels/device/twoshot_call_device.cuh"
 #include "kernels/device/twoshot_pull_device.cuh"
@@ -89,6 +91,12 @@ TPCOMM_KERNEL_ENTRY(TwoShotPull, twoShotPullKernel<Box, T, kW>);
 
 KernelSet pullTwoShotKernels(int world) {
   return kernelSetByWorld<TwoShotPull<PullPhaseProto>, PullProto>(world);
+}
+
+// Over the bulk outboxes in pinned host memory (host_twoshot_pull): the host two-shot above the
+// knob host_ll_bytes, where LL's flag words would double the bytes crossing PCIe.
+KernelSet hostPullTwoShotKernels(int world) {
+  return kernelSetByWorld<TwoShotPull<HostPullPhaseProto>, HostPullPhaseProto<0>>(world);
 }
 
 }  // namespace tpcomm

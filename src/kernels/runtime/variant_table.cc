@@ -23,10 +23,11 @@ KernelSet pullLLOneShotKernels(int world);
 // the reduce after them, one kernel told apart by its operand (kernels/layout/ce_layout.h).
 KernelSet oneShotCeKernels(int world);
 // The two-shot (twoshot.cu: over peer memory, sentinel; over host memory, LL) and its pull form
-// (twoshot_pull.cu).
+// (twoshot_pull.cu: over peer memory, and over the host outboxes).
 KernelSet twoShotKernels(int world);
 KernelSet hostTwoShotKernels(int world);
 KernelSet pullTwoShotKernels(int world);
+KernelSet hostPullTwoShotKernels(int world);
 // The two-shot over a quantized wire, a set per codec: pulled (twoshot_pull_wire.cu), pushed
 // (twoshot_wire.cu), and over host outboxes (twoshot_pull_wire.cu).
 KernelSet pullTwoShotInt8Kernels(int world);
@@ -145,6 +146,7 @@ constexpr VariantRow kRows[] = {
 {tpcommVariantHostTwoShotInt4,          "host_twoshot_int4",          C::kAllReduce,     X::kHost,       true,  false, hostTwoShotInt4Kernels,   false, 0, kWireInt4},
 {tpcommVariantHostTwoShotFp8,           "host_twoshot_fp8",           C::kAllReduce,     X::kHost,       true,  false, hostTwoShotFp8Kernels,    false, 0, kWireFp8},
 {tpcommVariantHostTwoShotFp8E5m2,       "host_twoshot_fp8_e5m2",      C::kAllReduce,     X::kHost,       true,  false, hostTwoShotFp8E5m2Kernels, false, 0, kWireFp8E5m2},
+{tpcommVariantHostTwoShotPull,          "host_twoshot_pull",          C::kAllReduce,     X::kHost,       true,  false, hostPullTwoShotKernels,   false, 0},
 };
 // clang-format on
 
