@@ -7,6 +7,7 @@
 // table, two slot geometries, six knob sets, 18 sizes, both alignments and two datatypes.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -83,6 +84,9 @@ bool factsOfHeader(const std::string& line, CommFacts* f, std::string* why) {
     if (!why->empty()) return false;
   }
   f->knobs.pdl = true;  // an sm_90 device with TPCOMM_PDL=1
+  // The host two-shot had LL entries only (its pulled form, host_twoshot_pull, came later: the
+  // knob keeps LL at every size; test_host_pull_plan.cc tests the form).
+  f->knobs.host_ll_bytes = INT_MAX;
   // The slot layouts of the default 16 MiB slots and of 1 MiB ones (comm/lifecycle/config.cc gives
   // the host inboxes a quarter), as init sets them up.
   DeviceComm d{};
