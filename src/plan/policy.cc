@@ -61,10 +61,11 @@ int lookup(const SizeTable& t, size_t bytes) {
 }
 
 // The tpcomm algorithm that can always serve a call on this fabric (chunked two-shot; over host
-// memory the bulk one-shot, faster than the LL two-shot at every size measured; where stores
-// collapse, the two-shot pull).
+// memory the bulk one-shot at two ranks, where each rank reads one peer, and the host two-shot
+// from three, whose pulled form reads 2(n-1)/n of the message where bulk reads n-1 times it;
+// where stores collapse, the two-shot pull).
 int bandwidthAlgo(const PolicyInput& in) {
-  if (in.fabric == Fabric::kHost) return tpcommAlgoHostBulk;
+  if (in.fabric == Fabric::kHost) return in.world <= 2 ? tpcommAlgoHostBulk : tpcommAlgoHostTwoShot;
   if (writeCollapse(in)) return tpcommAlgoTwoShotPull;
   return tpcommAlgoTwoShot;
 }
@@ -82,11 +83,16 @@ const SizeTable& defaultTable(Fabric fabric, int world, bool two_islands, Fabric
   static const SizeTable pcieN = {{64 * KiB, tpcommAlgoOneShot}, {kInf, tpcommAlgoTwoShot}};
   static const SizeTable pcieIslands = {
       {64 * KiB, tpcommAlgoOneShot}, {1 * MiB, tpcommAlgoTwoShot}, {kInf, tpcommAlgoIsland}};
+  // Over host memory from 3 ranks, the host two-shot (LL up to the knob host_ll_bytes, pulled
+  // above) where host_bulk ran: bulk reads every peer's whole message, the two-shot 2(n-1)/n of
+  // it, and it measured ahead of bulk (or level) at every size from 64 KiB on 4 and 8 ranks
+  // sharing one H200 (docs/BENCHMARKS.md, "The host two-shot's pulled form"). NCCL's ring reads
+  // as much as the pulled two-shot: its rows stay estimates.
   static const SizeTable host2 = {{512 * KiB, tpcommAlgoHostOneShot}, {kInf, tpcommAlgoHostBulk}};
   static const SizeTable host4 = {
-      {64 * KiB, tpcommAlgoHostOneShot}, {4 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
+      {64 * KiB, tpcommAlgoHostOneShot}, {4 * MiB, tpcommAlgoHostTwoShot}, {kInf, tpcommAlgoNccl}};
   static const SizeTable host8 = {
-      {64 * KiB, tpcommAlgoHostOneShot}, {1 * MiB, tpcommAlgoHostBulk}, {kInf, tpcommAlgoNccl}};
+      {64 * KiB, tpcommAlgoHostOneShot}, {1 * MiB, tpcommAlgoHostTwoShot}, {kInf, tpcommAlgoNccl}};
   // Stores collapse, loads hold: pull, and NCCL from where its 37-41 GB/s bus bandwidth beats
   // two-shot pull's reads at the ~27 GB/s loads ran (about 1 MiB at 8 ranks; estimates until
   // `tpcomm tune` measures such a box). With two real islands (two sockets), island_pull where

@@ -18,8 +18,8 @@ namespace {
 constexpr size_t KiB = 1024, MiB = 1024 * KiB;
 
 std::string at(int world, size_t bytes, const CallPlan& p) {
-  return "world " + std::to_string(world) + ", " + std::to_string(bytes) + " bytes: " +
-         tpcommVariantName(p.variant) + " (" + p.decision.reason + ")";
+  return "world " + std::to_string(world) + ", " + std::to_string(bytes) +
+         " bytes: " + tpcommVariantName(p.variant) + " (" + p.decision.reason + ")";
 }
 
 TEST(HostPullPlan, TheTableHoldsOneRowOfEachDescription) {
@@ -80,10 +80,17 @@ TEST(HostPullPlan, TheKnobMovesTheCrossover) {
   EXPECT_NE(parseLaunchKnobs("host_ll_bytes=-1", &k), "");
 }
 
-TEST(HostPullPlan, NoOtherAlgorithmTakesThePulledForm) {
-  // host_bulk and the host one-shot keep their kernels at every size, and auto over host memory
-  // (its tables: host_oneshot, host_bulk, NCCL) never reaches host_twoshot.
-  for (int algo : {tpcommAlgoHostOneShot, tpcommAlgoHostBulk, tpcommAlgoAuto})
+TEST(HostPullPlan, AutoTakesItFromThreeRanksAndNoOtherAlgorithmDoes) {
+  // Auto over host memory (plan/policy.cc's host tables): the host two-shot from three ranks
+  // where bulk ran, so its pulled form above host_ll_bytes; at two ranks bulk still.
+  for (int world : {3, 4, 8}) {
+    const CallPlan p = planCall(factsFor(world, Fabric::kHost), Call{1 * MiB, true});
+    EXPECT_EQ(p.variant, tpcommVariantHostTwoShotPull) << at(world, 1 * MiB, p);
+  }
+  const CallPlan two = planCall(factsFor(2, Fabric::kHost), Call{1 * MiB, true});
+  EXPECT_EQ(two.variant, tpcommVariantHostBulk) << at(2, 1 * MiB, two);
+  // host_bulk and the host one-shot keep their kernels at every size.
+  for (int algo : {tpcommAlgoHostOneShot, tpcommAlgoHostBulk})
     for (size_t bytes : {1 * MiB, 64 * MiB}) {
       const CallPlan p = planCall(factsFor(4, Fabric::kHost, algo), Call{bytes, true});
       EXPECT_NE(p.variant, tpcommVariantHostTwoShotPull) << at(4, bytes, p);

@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -117,13 +118,20 @@ std::string planRow(const CommFacts& f, size_t bytes, bool aligned, int dtype) {
   return out + buf;
 }
 
+// TPCOMM_PLAN_GOLDEN_REWRITE=FILE writes the table back to FILE with every row as planned now:
+// for a deliberate change of the decisions (a policy table), whose own tests say what changed;
+// `diff` against the file shows every row it moved, and the file's header names the change.
 TEST(PlanGolden, EveryCallIsPlannedAsBeforeThePlanner) {
   std::ifstream file(std::string(TPCOMM_TEST_DATA_DIR) + "/plan_golden.txt");
   ASSERT_TRUE(file) << "missing tests/cpu/data/plan_golden.txt";
+  const char* rewrite_path = std::getenv("TPCOMM_PLAN_GOLDEN_REWRITE");
+  std::ofstream rewrite;
+  if (rewrite_path) rewrite.open(rewrite_path);
   std::string line, header, why;
   CommFacts f;
   int rows = 0, wrong = 0;
   while (std::getline(file, line)) {
+    if (line.empty() || line[0] == '#' || line[0] == '@') rewrite << line << "\n";
     if (line.empty() || line[0] == '#') continue;
     if (line[0] == '@') {
       header = line;
@@ -134,6 +142,7 @@ TEST(PlanGolden, EveryCallIsPlannedAsBeforeThePlanner) {
     int aligned = 0, dtype = 0;
     ASSERT_EQ(sscanf(line.c_str(), "%zu %d %d", &bytes, &aligned, &dtype), 3) << line;
     const std::string got = planRow(f, bytes, aligned == 1, dtype);
+    rewrite << got << "\n";
     ++rows;
     if (got != line && ++wrong <= 10)
       ADD_FAILURE() << header << "\n  want " << line << "\n  got  " << got;

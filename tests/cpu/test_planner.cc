@@ -40,14 +40,16 @@ TEST(Planner, NamesTheVariantOfEachCall) {
       {8, Fabric::kNvlink, 256 * KiB + 16, true, tpcommVariantP2pTwoShot},
       {4, Fabric::kPcie, 64 * KiB, true, tpcommVariantP2pOneShotLean},
       {4, Fabric::kPcie, 1 * MiB, true, tpcommVariantP2pTwoShot},
-      // Host memory: the sentinel protocol where a call fits its one step, LL never by default,
-      // bulk above.
+      // Host memory: the sentinel protocol where a call fits its one step, the one-shot's LL never
+      // by default; above, bulk at two ranks, from three the host two-shot (LL up to
+      // host_ll_bytes, pulled above).
       {2, Fabric::kHost, 16 * KiB, true, tpcommVariantHostOneShotSentinelLean},
       {2, Fabric::kHost, 16 * KiB, false, tpcommVariantHostOneShotSentinel},
       {2, Fabric::kHost, 512 * KiB, true, tpcommVariantHostOneShotSentinelLean},
       {2, Fabric::kHost, 512 * KiB + 16, true, tpcommVariantHostBulk},
       {8, Fabric::kHost, 64 * KiB, true, tpcommVariantHostOneShotSentinelLean},
-      {8, Fabric::kHost, 1 * MiB, true, tpcommVariantHostBulk},
+      {8, Fabric::kHost, 256 * KiB, true, tpcommVariantHostTwoShotLL},
+      {8, Fabric::kHost, 1 * MiB, true, tpcommVariantHostTwoShotPull},
       {8, Fabric::kHost, 4 * MiB, true, tpcommVariantNccl},
   };
   for (const Row& r : rows) {

@@ -55,12 +55,15 @@ TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
   p.bytes = 64 * MiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
   EXPECT_FALSE(choose(p).fallback);
-  // Larger worlds: bulk reads every peer's data, so NCCL's ring takes the large messages.
+  // Larger worlds: bulk reads every peer's whole message, the host two-shot 2(n-1)/n of it, so
+  // the two-shot takes the mid sizes and NCCL's ring (estimated) the large ones.
   p.world = 8;
   p.bytes = 64 * KiB;
   EXPECT_EQ(choose(p).algo, tpcommAlgoHostOneShot);
+  p.bytes = 64 * KiB + 1;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostTwoShot);
   p.bytes = 1 * MiB;
-  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostTwoShot);
   p.bytes = 1 * MiB + 1;
   Decision d = choose(p);
   EXPECT_EQ(d.algo, tpcommAlgoNccl);
@@ -68,15 +71,19 @@ TEST(Policy, HostFabricUsesHostKernelsThenSaysNccl) {
   EXPECT_NE(d.reason.find("NCCL measured faster"), std::string::npos) << d.reason;
   p.world = 4;
   p.bytes = 4 * MiB;
-  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostTwoShot);
   p.bytes = 4 * MiB + 1;
   EXPECT_EQ(choose(p).algo, tpcommAlgoNccl);
-  // Without NCCL the host kernels serve every size, and the reason says why.
+  // Without NCCL the host kernels serve every size, and the reason says why: from three ranks
+  // the host two-shot, at two host_bulk.
   p.nccl_available = false;
   d = choose(p);
-  EXPECT_EQ(d.algo, tpcommAlgoHostBulk);
+  EXPECT_EQ(d.algo, tpcommAlgoHostTwoShot);
   EXPECT_FALSE(d.fallback);
   EXPECT_NE(d.reason.find("no NCCL communicator"), std::string::npos) << d.reason;
+  p.world = 2;
+  p.bytes = 64 * MiB;
+  EXPECT_EQ(choose(p).algo, tpcommAlgoHostBulk);
 }
 
 TEST(Policy, StrictModeRefusesEveryFallback) {

@@ -14,7 +14,7 @@ B=$PWD/gpu-carry/pack/build; T=$B/tests/gpu/tpcomm_gpu_tests
 nvidia-smi -L; cat $B/COMMIT
 bench() {  # world
   timeout 75 $B/bench/tpcomm-bench --ranks $1 --min 64K --max 16M --factor 4 --mode graph \
-    --iters 10 --reps 5 --backends "host_twoshot@host_ll_bytes=2147483647,host_twoshot@host_ll_bytes=0,host_bulk,host_twoshot@wire=int8+wire_min_bytes=0" \
+    --iters 10 --reps 5 --backends "host_twoshot@host_ll_bytes=1073741824,host_twoshot@host_ll_bytes=0,host_bulk,host_twoshot@wire=int8+wire_min_bytes=0" \
     >$OUT/host_pull_w$1.txt 2>&1
   echo "bench w$1 rc=$?"; grep -E '^ +[0-9]+ ' $OUT/host_pull_w$1.txt | tr -d '|' |
     awk '{printf "%10s", $1; for (i = 4; i <= NF; i += 3) printf " %9s", $i; print ""}'
