@@ -74,9 +74,8 @@ typedef enum {
   tpcommNumAlgos = 12
 } tpcommAlgo_t;
 
-/* Variants: the kernel (or NCCL) one call runs, as the planner names it (src/plan/planner.h).
- * An algorithm has one or more variants (e.g. the lean one-shot kernel for single-step calls of
- * aligned whole vectors, the general one otherwise). Values are stable; new ones are appended. */
+/* Variants: the kernel (or NCCL) one call runs; an algorithm has one or more (e.g. a lean kernel
+ * for single-step calls). Values are stable; new ones are appended (src/kernels/runtime). */
 typedef enum {
   tpcommVariantNone = 0,                    /* nothing ran (the call failed) */
   tpcommVariantNccl = 1,                    /* the NCCL fallback */
@@ -122,8 +121,7 @@ typedef enum {
   tpcommVariantFusedP2pTwoShotFp8 = 38,       /* the same with FP8 e4m3 output */
   tpcommVariantFusedP2pIsland = 39,           /* fused over the push island: rows split by member */
   tpcommVariantFusedP2pIslandFp8 = 40,        /* the same with FP8 e4m3 output */
-  /* two-shot pull over a quantized wire (opt-in: TPCOMM_WIRE, tpcommAllReduceWire), 32 elements
-     a scale */
+  /* two-shot pull over a quantized wire (opt-in: TPCOMM_WIRE), 32 elements a scale */
   tpcommVariantP2pTwoShotPullInt8 = 41,    /* INT8 codes */
   tpcommVariantP2pTwoShotPullInt4 = 42,    /* INT4 codes */
   tpcommVariantP2pTwoShotPullFp8 = 43,     /* FP8 e4m3 codes */
@@ -137,8 +135,7 @@ typedef enum {
   tpcommVariantHostTwoShotInt4 = 50,    /* host memory, INT4 codes */
   tpcommVariantHostTwoShotFp8 = 51,     /* host memory, FP8 e4m3 codes */
   tpcommVariantHostTwoShotFp8E5m2 = 52, /* host memory, FP8 e5m2 codes */
-  /* the host two-shot at full precision, pulled over the outboxes (above host_ll_bytes) */
-  tpcommVariantHostTwoShotPull = 53,
+  tpcommVariantHostTwoShotPull = 53,    /* host two-shot, pulled from outboxes (host_ll_bytes) */
   tpcommNumVariants = 54
 } tpcommVariant_t;
 
@@ -152,16 +149,14 @@ typedef enum {
 #define TPCOMM_CONFIG_MAGIC 0x7c0a11ceu
 #define TPCOMM_CONFIG_VERSION 2 /* 2: initTimeoutMs, launchKnobs */
 
-/* Versioned so the ABI can grow: always start from TPCOMM_CONFIG_INITIALIZER. Every field left
- * at its initializer value means "default": the environment variable of the same purpose, if set,
- * and otherwise the built-in default. */
+/* Versioned so the ABI can grow: always start from TPCOMM_CONFIG_INITIALIZER. A field left at its
+ * initializer value means the environment variable of the same purpose, else the default. */
 typedef struct {
   size_t size;          /* sizeof(tpcommConfig_t) */
   unsigned int magic;   /* TPCOMM_CONFIG_MAGIC */
   unsigned int version; /* TPCOMM_CONFIG_VERSION */
   size_t bufferBytes;   /* staging bytes per slot (4 slots per rank); 0: TPCOMM_BUFFER_BYTES */
-  int timeoutMs;        /* ms a wait may see no progress (an NCCL-served eager call may run)
-                           before tpcommTimeout; 0: TPCOMM_TIMEOUT_MS (default 5000) */
+  int timeoutMs;        /* ms a wait may see no progress: tpcommTimeout; 0: TPCOMM_TIMEOUT_MS */
   int strict;           /* -1: TPCOMM_STRICT; 0 allow fallbacks; 1 any fallback is an error */
   int algo;             /* -1: TPCOMM_ALGO; else a tpcommAlgo_t forced for every call */
   int ncclMode;         /* -1: TPCOMM_NCCL (auto); else a tpcommNcclMode_t */
@@ -180,8 +175,7 @@ typedef struct {
   }
 
 /* A communicator. After tpcommCommDestroy (or a failed init) its handle is refused with
- * tpcommInvalidUsage "destroyed communicator" for the rest of the process: no later communicator
- * is placed at a destroyed one's address, so a stale handle never reaches a newer communicator. */
+ * tpcommInvalidUsage for the rest of the process: no later communicator takes its address. */
 typedef struct tpcommComm* tpcommComm_t;
 
 #define TPCOMM_UNIQUE_ID_BYTES 128
@@ -204,32 +198,27 @@ TPCOMM_API const char* tpcommGetLastError(void);
 /* ---- communicator lifecycle ---- */
 
 /* A fresh id for one communicator; rank 0 makes it and hands it to the others (like NCCL). It
- * holds a secret: send it only to the other ranks. */
+ * holds a secret: send it only to them. */
 TPCOMM_API tpcommResult_t tpcommGetUniqueId(tpcommUniqueId* uniqueId);
 
 /* One process per GPU: collective over nranks processes on this machine, which meet through a
- * Unix-domain socket named by the unique id (peers' uids are checked with SO_PEERCRED, and every
- * rank proves it holds the id's secret; there is no TCP listener). An id serves one communicator
- * at a time: while it lives, another rank 0 or a late rank given the same id fails with
- * tpcommInvalidUsage. Waits up to config.initTimeoutMs for every rank (docs/RENDEZVOUS.md).
- * Uses the current CUDA device. config may be NULL. */
+ * Unix-domain socket named by the unique id (no TCP listener; every rank proves it holds the id's
+ * secret). An id serves one communicator at a time. Waits up to config.initTimeoutMs for every
+ * rank (docs/RENDEZVOUS.md). Uses the current CUDA device. config may be NULL. */
 TPCOMM_API tpcommResult_t tpcommCommInitRank(tpcommComm_t* comm, int nranks,
                                              tpcommUniqueId uniqueId, int rank,
                                              const tpcommConfig_t* config);
 
 /* One process driving ndev ranks (like ncclCommInitAll). devlist may be NULL (0..ndev-1) and may
- * repeat a device: ranks sharing a GPU are allowed (for tests; their kernels must be co-resident),
- * but then NCCL is not available as a fallback. */
+ * repeat a device (ranks sharing a GPU, for tests: then no NCCL fallback). */
 TPCOMM_API tpcommResult_t tpcommCommInitAll(tpcommComm_t* comms, int ndev, const int* devlist,
                                             const tpcommConfig_t* config);
 
 /* For a framework that already has a process group: Begin gives this rank's handle bytes, the
- * framework all-gathers them (rank order), End completes the communicator. The current CUDA device
- * is used. Between Begin and End the communicator can only be passed to End or Destroy.
- * The ranks may span machines (up to TPCOMM_MAX_GLOBAL_RANKS ranks, 1..8 on each machine, the
- * same number on every machine; a machine is known by its host id: its boot id, or
- * TPCOMM_HOST_ID). Such a communicator then needs tpcommCommNodeLinkBegin/End before its first
- * collective (docs/MULTINODE.md). */
+ * framework all-gathers them (rank order), End completes the communicator (current CUDA device).
+ * Between Begin and End the communicator can only be passed to End or Destroy. The ranks may span
+ * machines (up to TPCOMM_MAX_GLOBAL_RANKS, 1..8 on each, the same number on every one); such a
+ * communicator then needs tpcommCommNodeLinkBegin/End before its first collective. */
 #define TPCOMM_MAX_GLOBAL_RANKS 1024
 TPCOMM_API tpcommResult_t tpcommCommInitRankBegin(tpcommComm_t* comm, int nranks, int rank,
                                                   const tpcommConfig_t* config,
@@ -242,20 +231,17 @@ TPCOMM_API tpcommResult_t tpcommCommInitRankEnd(tpcommComm_t comm,
 /* Machines (nodes) of the communicator and ranks on each: 1 and nranks for one machine. */
 TPCOMM_API tpcommResult_t tpcommCommNodes(tpcommComm_t comm, int* nodes, int* localRanks);
 
-/* The second exchange of a communicator that spans machines: the ranks of one local index (the
- * same position on every machine) are linked by one NCCL communicator. Begin gives this rank's
- * link handle (the rank with that local index on global rank 0's machine puts an NCCL unique id
- * in it), the framework all-gathers the handles in rank order as for tpcommCommInitRankBegin,
- * End creates the NCCL communicator (bounded by config.initTimeoutMs). Refused with
- * tpcommInvalidUsage on a communicator of one machine (nothing to link). A failed End leaves the
- * communicator unlinked (destroy it). Until End succeeds, every collective of a spanning
- * communicator fails with tpcommInvalidUsage "not linked". */
+/* The second exchange of a communicator that spans machines: the ranks of one local index are
+ * linked by one NCCL communicator. Begin gives this rank's link handle, the framework all-gathers
+ * the handles in rank order as for tpcommCommInitRankBegin, End creates the NCCL communicator
+ * (bounded by config.initTimeoutMs). tpcommInvalidUsage on one machine; until End succeeds every
+ * collective of a spanning communicator fails with tpcommInvalidUsage "not linked". */
 TPCOMM_API tpcommResult_t tpcommCommNodeLinkBegin(tpcommComm_t comm, tpcommRankHandle* myHandle);
 TPCOMM_API tpcommResult_t tpcommCommNodeLinkEnd(tpcommComm_t comm,
                                                 const tpcommRankHandle* allHandles);
 
-/* NCCL legs between machines this communicator ran (counted as tpcommStats_t::calls are; each
- * also counts under calls[tpcommAlgoNccl], never as a fallback). 0 on one machine. */
+/* NCCL legs between machines this communicator ran (each also counts under
+ * calls[tpcommAlgoNccl], never as a fallback). 0 on one machine. */
 TPCOMM_API tpcommResult_t tpcommCommGetNodeLinkCalls(tpcommComm_t comm, uint64_t* calls);
 
 /* Frees everything. Not collective; the caller makes sure no peer still runs a collective. */
@@ -265,40 +251,29 @@ TPCOMM_API tpcommResult_t tpcommCommCount(tpcommComm_t comm, int* nranks);
 TPCOMM_API tpcommResult_t tpcommCommUserRank(tpcommComm_t comm, int* rank);
 TPCOMM_API tpcommResult_t tpcommCommCuDevice(tpcommComm_t comm, int* device);
 
-/* An error a kernel reported after its call returned (e.g. a peer that stopped answering:
- * tpcommTimeout; ranks whose calls disagreed in count, datatype or kind, or two calls of the
- * communicator that ran at once: tpcommInvalidUsage). Once set, every later call on the
- * communicator fails with it; tpcommGetLastError says why. The outputs of a failed call, and of
- * every later call on the communicator (graph replays included), are NaN, never stale values. */
+/* An error a kernel reported after its call returned (a peer that stopped answering:
+ * tpcommTimeout; ranks whose calls disagreed, or two calls that ran at once: tpcommInvalidUsage).
+ * Once set, every later call on the communicator fails with it; tpcommGetLastError says why. The
+ * outputs of a failed call and of every later one (graph replays included) are NaN, never stale. */
 TPCOMM_API tpcommResult_t tpcommCommGetAsyncError(tpcommComm_t comm, tpcommResult_t* asyncError);
 
 /* ---- collectives ---- */
 
-/* Sum over all ranks, bit-identical on every rank. In place when sendbuff == recvbuff. Any count,
+/* Sum over all ranks, bit-identical on every rank; in place when sendbuff == recvbuff. Any count,
  * any element-aligned pointers, any stream of the communicator's device, and CUDA graph capture
- * with no registration of the user's buffers. The buffers are memory of the communicator's GPU,
- * pinned host memory mapped for it (cudaMallocHost; at the link's speed) or managed memory;
- * pageable host memory (malloc, the stack), another GPU's memory and a stream of another GPU
- * (capturing or not) are refused with tpcommInvalidArgument before anything is launched. A buffer
- * is checked the first time the communicator sees it and remembered (README, "Buffers").
- * Calls of one communicator run in the order they were issued, whatever the stream: a call on
- * another stream than the previous one waits for it (inside one capture too, forked streams
- * included; several captures open at once are each ordered on their own). tpcomm cannot see
- * graph launches: graphs holding calls of one communicator must not run concurrently with each
- * other or with its eager calls on another stream (the kernels report such a mix as
- * tpcommInvalidUsage where they can see it). Streams may be destroyed once their work is issued.
- * The same holds for tpcommAllReduceAddRmsNorm. */
+ * with no registration of the user's buffers. The memory it takes, and what it refuses with
+ * tpcommInvalidArgument before any launch: README, "Buffers, streams and handles". Calls of one
+ * communicator run in issue order whatever the stream; graphs holding its calls must not run
+ * concurrently with each other or with its eager calls on another stream (docs/PROTOCOL.md,
+ * "Streams"). The same holds for tpcommAllReduceAddRmsNorm and the halves below. */
 TPCOMM_API tpcommResult_t tpcommAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                           tpcommDataType_t datatype, tpcommRedOp_t op,
                                           tpcommComm_t comm, tpcommStream_t stream);
 
 /* tpcommAllReduce with this call's own quantized wire (docs/PROTOCOL.md, "The quantized wire's
- * codec"): wire is -1 (the communicator's: the wire knob, TPCOMM_WIRE), 0 (none: full precision)
- * or a codec: 1 int8, 2 int4, 3 fp8 (e4m3), 4 fp8_e5m2. The communicator's other rules for the
- * codec still hold (wire_min_bytes; the fabrics and sizes where a two-shot runs);
- * tpcommCommGetLastCall's reason says whether it was taken. Every rank passes the same wire (a
- * rank on another wire is tpcommInvalidUsage, reported by the kernels). A communicator spanning
- * machines takes no codec: wire > 0 there is tpcommUnsupported. */
+ * codec"): -1 the communicator's (TPCOMM_WIRE), 0 none, 1 int8, 2 int4, 3 fp8 (e4m3), 4 fp8_e5m2,
+ * under the communicator's other rules for it (GetLastCall's reason says whether it was taken).
+ * Every rank passes the same wire. Across machines wire > 0 is tpcommUnsupported. */
 TPCOMM_API tpcommResult_t tpcommAllReduceWire(const void* sendbuff, void* recvbuff, size_t count,
                                               tpcommDataType_t datatype, tpcommRedOp_t op, int wire,
                                               tpcommComm_t comm, tpcommStream_t stream);
@@ -314,13 +289,9 @@ TPCOMM_API tpcommResult_t tpcommAllReduceWire(const void* sendbuff, void* recvbu
  * (saturating; the scale is read on the device at run time: graph-safe; sm_89 or newer) In place:
  * residualOut may be residualIn and normOut may be input; no other overlap. fp32, fp16 and bf16;
  * hidden 1..65536; tokens 0 does nothing. residualIn must hold the same values on every rank (as
- * tensor parallelism has it): the fused two-shot and island add a row's owner's. A fused kernel
- * takes whole rows of 16-byte vectors: a one-shot in one step of the all-reduce's transport (push,
- * pull or host memory), or a two-shot (over pull or pushes) or the island over pull (any number
- * of steps); other calls run the all-reduce, then the epilogue kernel (Explain and GetLastCall say
- * which). The choice follows the shapes and the communicator, never one rank's pointers: a rank
- * whose buffers are not 16-byte aligned runs the same kernel on aligned copies, so the ranks never
- * disagree. */
+ * tensor parallelism has it): the fused two-shot and island add a row's owner's. Which kernel
+ * runs (README, "The C API in short"; Explain and GetLastCall name it) follows the shapes and the
+ * communicator, never one rank's pointers. */
 #define TPCOMM_RMSNORM_PARAMS_VERSION 1u
 typedef struct {
   unsigned int version;    /* TPCOMM_RMSNORM_PARAMS_VERSION */
@@ -339,27 +310,23 @@ TPCOMM_API tpcommResult_t tpcommAllReduceAddRmsNorm(const void* input, const voi
                                                     tpcommComm_t comm, tpcommStream_t stream);
 
 /* Reduce-scatter, shaped like ncclReduceScatter: sendbuff holds world * recvcount elements, and
- * rank r's recvbuff gets segment r (elements r*recvcount .. (r+1)*recvcount - 1) summed over the
- * ranks in fp32, in rank order, then rounded once to the datatype (the same bits as a host
- * reference of that order; the operation is always tpcommSum). In place when recvbuff == sendbuff +
- * rank * recvcount; any other overlap is refused. recvcount 0 does nothing (the buffers may then be
- * NULL). Every other guarantee, rule and refusal of tpcommAllReduce holds (streams, graphs,
- * buffers, bounded waits, calls that disagree across ranks: tpcommInvalidUsage naming both). */
+ * rank r's recvbuff gets segment r summed over the ranks in fp32, in rank order, rounded once to
+ * the datatype (always tpcommSum). In place when recvbuff == sendbuff + rank * recvcount; any
+ * other overlap is refused. recvcount 0 does nothing (the buffers may then be NULL). Every other
+ * guarantee, rule and refusal of tpcommAllReduce holds. */
 TPCOMM_API tpcommResult_t tpcommReduceScatter(const void* sendbuff, void* recvbuff,
                                               size_t recvcount, tpcommDataType_t datatype,
                                               tpcommComm_t comm, tpcommStream_t stream);
 
 /* All-gather, shaped like ncclAllGather: recvbuff gets every rank's sendcount elements in rank
- * order (world * sendcount elements), bit for bit. In place when sendbuff == recvbuff + rank *
- * sendcount; any other overlap is refused. sendcount 0 does nothing (the buffers may then be
- * NULL). The rest as for tpcommReduceScatter. */
+ * order, bit for bit. In place when sendbuff == recvbuff + rank * sendcount; any other overlap is
+ * refused. The rest as for tpcommReduceScatter. */
 TPCOMM_API tpcommResult_t tpcommAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                           tpcommDataType_t datatype, tpcommComm_t comm,
                                           tpcommStream_t stream);
 
 /* When one thread drives several ranks (tpcommCommInitAll), wrap the calls of one collective
- * across ranks in a group, as with NCCL: the NCCL fallback needs every rank's call before any of
- * them can make progress. tpcomm's own kernels do not need it. Groups nest. */
+ * across ranks in a group, as with NCCL (its fallback needs every rank's call). Groups nest. */
 TPCOMM_API tpcommResult_t tpcommGroupStart(void);
 TPCOMM_API tpcommResult_t tpcommGroupEnd(void);
 
@@ -368,9 +335,8 @@ TPCOMM_API tpcommResult_t tpcommGroupEnd(void);
 /* Room in tpcommStats_t::calls for algorithms to come: adding one does not change the struct. */
 #define TPCOMM_STATS_MAX_ALGOS 16
 
-/* calls[a]: calls of tpcommAlgo_t a < tpcommNumAlgos, counted when enqueued (a captured call
- * once, at capture); the rest are 0. A reduce-scatter or all-gather counts under the algorithm
- * whose half it runs (twoshot, host_twoshot) or nccl; the variant stats tell them apart. */
+/* calls[a]: calls of tpcommAlgo_t a, counted when enqueued (a captured call once, at capture); a
+ * reduce-scatter or all-gather counts under the algorithm whose half it runs, or nccl. */
 typedef struct {
   uint64_t calls[TPCOMM_STATS_MAX_ALGOS];
   uint64_t fallbacks; /* calls served by NCCL although a tpcomm algorithm was wanted */
@@ -380,8 +346,7 @@ typedef struct {
 
 typedef struct {
   int algo;         /* tpcommAlgo_t that ran */
-  int variant;      /* tpcommVariant_t that ran (placed in the padding after `algo`: the size
-                       and the other fields' offsets are those of earlier versions) */
+  int variant;      /* tpcommVariant_t that ran (in the padding after `algo`: layout unchanged) */
   size_t bytes;     /* payload bytes */
   int datatype;     /* tpcommDataType_t */
   int blocks;       /* grid size launched (0 for NCCL) */
@@ -389,12 +354,11 @@ typedef struct {
 } tpcommCallInfo_t;
 
 TPCOMM_API tpcommResult_t tpcommCommGetStats(tpcommComm_t comm, tpcommStats_t* stats);
-/* Calls whose kernels ran from driver-JIT-compiled PTX: no SASS for the GPU in this build (0 on a
- * GPU it covers; init warns once, docs/ARCH.md). Its own query: tpcommStats_t cannot grow. */
+/* Calls whose kernels ran from driver-JIT-compiled PTX (no SASS for the GPU here, docs/ARCH.md). */
 TPCOMM_API tpcommResult_t tpcommCommGetPtxJitCalls(tpcommComm_t comm, uint64_t* calls);
 TPCOMM_API tpcommResult_t tpcommCommGetLastCall(tpcommComm_t comm, tpcommCallInfo_t* info);
-/* Calls per tpcommVariant_t (counted as tpcommStats_t::calls are) into calls[0..n-1]: entry v for
- * variant v < tpcommNumVariants, 0 past it (n may exceed the variants this library has). */
+/* Calls per tpcommVariant_t (counted as tpcommStats_t::calls are) into calls[0..n-1]; 0 past the
+ * variants this library has. */
 TPCOMM_API tpcommResult_t tpcommCommGetVariantStats(tpcommComm_t comm, uint64_t* calls, int n);
 /* "oneshot", "twoshot", "nccl", ...; NULL if unknown. */
 TPCOMM_API const char* tpcommAlgoName(int algo);
@@ -402,8 +366,7 @@ TPCOMM_API const char* tpcommAlgoName(int algo);
 TPCOMM_API const char* tpcommVariantName(int variant);
 
 /* What the planner would choose for a call of this size (algorithm, variant, grid, reason) with
- * 16-byte aligned buffers, without running it ("doctor", tests). A datatype or a count whose byte
- * size does not fit in size_t is tpcommInvalidArgument, as for tpcommAllReduce. */
+ * 16-byte aligned buffers, without running it; bad arguments fail as for tpcommAllReduce. */
 TPCOMM_API tpcommResult_t tpcommCommExplain(tpcommComm_t comm, size_t count,
                                             tpcommDataType_t datatype, tpcommCallInfo_t* info);
 
@@ -415,18 +378,16 @@ typedef enum {
   tpcommNumColls = 3
 } tpcommColl_t;
 
-/* tpcommCommExplain for any collective: count is the per-rank count the call takes
- * (tpcommAllReduce's count, tpcommReduceScatter's recvcount, tpcommAllGather's sendcount);
- * info->bytes is the call's payload (world * count elements for reduce-scatter and all-gather).
+/* tpcommCommExplain for any collective: count is the call's own (the all-reduce's count, the
+ * reduce-scatter's recvcount, the all-gather's sendcount); info->bytes is the call's payload.
  * Count 0 of a reduce-scatter or all-gather plans nothing: variant None, tpcommSuccess. */
 TPCOMM_API tpcommResult_t tpcommCommExplainCollective(tpcommComm_t comm, tpcommColl_t collective,
                                                       size_t count, tpcommDataType_t datatype,
                                                       tpcommCallInfo_t* info);
 
-/* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes (the plan depends
- * on nothing else): the variant (a fused one, or tpcommVariantAddRmsNorm[Fp8] after the
- * all-reduce's own variant, named in the reason), the grid and why. params may be NULL (no FP8).
- * Shapes are checked as tpcommAllReduceAddRmsNorm checks them (hidden 1..65536, size fits). */
+/* What the planner would run for tpcommAllReduceAddRmsNorm with these shapes: a fused variant, or
+ * tpcommVariantAddRmsNorm[Fp8] after the all-reduce's (named in the reason), the grid and why.
+ * params may be NULL (no FP8). Shapes are checked as tpcommAllReduceAddRmsNorm checks them. */
 TPCOMM_API tpcommResult_t tpcommCommExplainAddRmsNorm(tpcommComm_t comm, size_t tokens,
                                                       size_t hidden, tpcommDataType_t datatype,
                                                       const tpcommRmsNormParams_t* params,
