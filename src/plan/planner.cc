@@ -244,9 +244,6 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
   return p;
 }
 
-// The lean kernels (and the pull LL one, built the same way) get one warp more than their vectors
-// need: its last thread checks the peers' call fingerprints (oneshot_lean.cu) while the others
-// wait for data, so the check adds no round trip to a thread that also reduces.
 void pullTwoShotLaunch(const CommFacts& f, const Call& call, tpcommVariant_t v, size_t chunk_vecs,
                        CallPlan* p) {
   p->variant = v;
@@ -259,6 +256,9 @@ void pullTwoShotLaunch(const CommFacts& f, const Call& call, tpcommVariant_t v, 
   p->threads = launchedThreads(v, p->grid.threads);
 }
 
+// The lean kernels (and the pull LL one, built the same way) get one warp more than their vectors
+// need: its last thread checks the peers' call fingerprints (oneshot_lean.cu) while the others
+// wait for data, so the check adds no round trip to a thread that also reduces.
 int launchedThreads(tpcommVariant_t variant, int grid_threads) {
   const VariantRow* r = variantRow(variant);
   const int extra = r ? r->extra_threads : 0;
