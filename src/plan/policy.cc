@@ -161,16 +161,19 @@ Decision choose(const PolicyInput& in) {
     a = b;
     why = unavailable(in, a, /*forced=*/false);
   }
+  // A tuning table's NCCL rows were measured on this machine; the built-in tables' are all
+  // estimates (none of their NCCL rows has a measurement behind it), and the reason says which.
+  const std::string nccl_faster = in.tuned ? "NCCL measured faster" : "NCCL estimated faster";
   if (a == tpcommAlgoNccl) {
     if (!in.nccl_available) {
       const int b = bandwidthAlgo(in);  // not NCCL: it checks nccl_available
-      d.reason += std::string(": NCCL measured faster but ") +
-                  unavailable(in, a, /*forced=*/false) + ", using " + tpcommAlgoName(b);
+      d.reason += ": " + nccl_faster + " but " + unavailable(in, a, /*forced=*/false) + ", using " +
+                  tpcommAlgoName(b);
       a = b;
       why = unavailable(in, a, /*forced=*/false);
     } else {
       d.fallback = true;
-      d.reason += a == lookup(table, in.bytes) ? ": NCCL measured faster here"
+      d.reason += a == lookup(table, in.bytes) ? ": " + nccl_faster + " here"
                                                : " (SM pushes collapse on this fabric)";
       if (in.strict) {
         d.error = tpcommFallbackRefused;

@@ -332,7 +332,7 @@ TEST(CoResidency, ExplainSaysTheGridWasCapped) {
   EXPECT_NE(std::string(info.reason).find("capped at 16 blocks: 4 ranks share a GPU"),
             std::string::npos)
       << info.reason;
-  // Over host memory at world 8, 64 MiB: the policy's reason (NCCL measured faster, but none)
+  // Over host memory at world 8, 64 MiB: the policy's reason (NCCL estimated faster, but none)
   // fills the struct's reason on its own; the cap is said first.
   static char host_memory;  // the planner only asks whether the host transport exists
   c.world = d.world = 8;
