@@ -48,14 +48,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st = session.chunk<Proto>(k, step);
     const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
-    const size_t o0 = st.o0, o1 = st.o1;
 
     // The chunk's segments are consecutive runs of one array (twoshot_device.cuh, Segments).
     const Segments<const T> in{send, 0, base, seg, count, seg, st.len};
     const Segments<T> out{recv, 0, base, seg, count, seg, st.len};
 
     // 1. My input's share of every peer's segment into my outbox, published.
-    pullStage<Proto, T>(c, mine + slot, seg_cap, o0, o1, stride, in);
+    pullStage<Proto, T>(c, mine + slot, seg_cap, st.o0, st.o1, stride, in);
     bulkPublish<Proto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
@@ -67,10 +66,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
     // 2. My segment from every rank, in rank order: to my output and my reduced area.
     const size_t own_first = base + rank * seg;  // vector index of my segment's start
-    pullReduceOwn<T, kW>(c, src, slot, seg_cap, o0, o1, stride, in, [&](size_t o, const uint4& y) {
-      Proto::put(mine + slot + red + o, y, 0);
-      storeVec<T>(recv, own_first + o, count, c.aligned, y);
-    });
+    pullReduceOwn<T, kW>(c, src, slot, seg_cap, st.o0, st.o1, stride, in,
+                         [&](size_t o, const uint4& y) {
+                           Proto::put(mine + slot + red + o, y, 0);
+                           storeVec<T>(recv, own_first + o, count, c.aligned, y);
+                         });
     bulkPublish<Box<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1, Box<1>>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
 
     // 3. Every other segment from its owner's reduced area.
-    pullGather<T, Proto>(c, slot + red, o0, o1, stride, out);
+    pullGather<T, Proto>(c, slot + red, st.o0, st.o1, stride, out);
   }
   session.close(k.nsteps);
 }
