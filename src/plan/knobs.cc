@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/layout/pull_ll_layout.h"  // kPullLLMaxCallBytes
+#include "kernels/layout/wire_codec.h"      // WireCodec, kWireCodecs
 #include "kernels/runtime/variant_table.h"
 
 namespace tpcomm {
@@ -41,13 +42,14 @@ constexpr Field kFields[] = {
 
 // The codecs by WireCodec value (kernels/layout/wire_codec.h); "fp8" is e4m3.
 constexpr const char* kWireNames[] = {"none", "int8", "int4", "fp8", "fp8_e5m2"};
-constexpr int kWireCodecs = static_cast<int>(sizeof(kWireNames) / sizeof(kWireNames[0]));
+static_assert(sizeof(kWireNames) / sizeof(kWireNames[0]) == kWireCodecs, "a name per codec");
 
 // wire=<codec>.
 std::string parseWire(const std::string& value, LaunchKnobs* k) {
   std::string known;
   for (int i = 0; i < kWireCodecs; ++i) {
-    if (value == kWireNames[i] || (i == 3 && value == "fp8_e4m3")) {
+    if (value == kWireNames[i] ||
+        (i == static_cast<int>(WireCodec::kFp8E4M3) && value == "fp8_e4m3")) {
       k->wire = i;
       return "";
     }
