@@ -40,16 +40,13 @@ size_t islandChunkVecs(const DeviceComm& c) {
   return c.slot_bytes / kVecBytes / (2 * m + 2) * m;
 }
 // Pull: a one-shot step is one outbox slot (each rank writes only its own data there); a two-shot
-// slot holds the rank's whole chunk (world segments) and its reduced segment (twoshot_pull.cu).
+// slot of `slot_bytes` holds the rank's whole chunk (world segments) and its reduced segment
+// (twoshot_pull.cu), in peer memory (a pull outbox) and in host memory (a host_bulk outbox) alike.
 size_t pullOneShotStepBytes(const DeviceComm& c) {
   return pullSlotBytes(c.slot_bytes) / kVecBytes * kVecBytes;
 }
-size_t pullTwoShotChunkVecs(const DeviceComm& c) {
-  return pullSlotBytes(c.slot_bytes) / kVecBytes / (c.world + 1) * c.world;
-}
-// The same layout (an area per segment and the reduced area) in a host_bulk outbox slot.
-size_t hostPullTwoShotChunkVecs(const DeviceComm& c) {
-  return hostBulkStepBytes(c) / kVecBytes / (c.world + 1) * c.world;
+size_t pullTwoShotChunkVecs(size_t slot_bytes, int world) {
+  return slot_bytes / kVecBytes / (world + 1) * world;
 }
 // Island over pull: an outbox slot holds m + 3 areas of seg_cap entries (island_pull.cu), a step
 // m segments.
@@ -73,9 +70,9 @@ SlotCapacity slotCapacity(const DeviceComm& c) {
   s.host_sentinel_step_bytes = hostSentinelStepBytes(c);
   s.host_chunk_vecs = hostTwoShotChunkVecs(c);
   s.bulk_step_bytes = hostBulkStepBytes(c);
-  s.host_pull_chunk_vecs = hostPullTwoShotChunkVecs(c);
+  s.host_pull_chunk_vecs = pullTwoShotChunkVecs(hostBulkStepBytes(c), c.world);
   s.pull_step_bytes = pullOneShotStepBytes(c);
-  s.pull_chunk_vecs = pullTwoShotChunkVecs(c);
+  s.pull_chunk_vecs = pullTwoShotChunkVecs(pullSlotBytes(c.slot_bytes), c.world);
   s.pull_ll_step_bytes = kPullLLMaxCallBytes;  // the LL area's slots have a fixed size
   s.island_pull_chunk_vecs = islandPullChunkVecs(c);
   // The CE landing slots have the peer slots' size and layout (kernels/layout/ce_layout.h).
