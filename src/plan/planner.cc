@@ -106,6 +106,10 @@ std::string coResidentNote(int blocks, const GridCaps& caps) {
   return buf;
 }
 
+void noteCappedGrid(const CommFacts& f, const GridPlan& g, std::string* reason) {
+  if (g.co_resident_capped) *reason = coResidentNote(g.blocks, *f.grid_caps) + "; " + *reason;
+}
+
 bool fabricForTransport(int transport, Fabric agreed, Fabric* out) {
   *out = transport == 2 ? Fabric::kHost : agreed;
   return !(transport == 1 && agreed == Fabric::kHost);
@@ -189,8 +193,7 @@ CallPlan hostPullPlan(const CommFacts& f, const Call& call, tpcommVariant_t v, C
   pullTwoShotLaunch(f, call, v, f.slots.host_pull_chunk_vecs, &p);
   const std::string ll = std::to_string(f.knobs.host_ll_bytes);
   p.decision.reason += "; pulled over the host outboxes (above host_ll_bytes=" + ll + ")";
-  if (p.grid.co_resident_capped)
-    p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
+  noteCappedGrid(f, p.grid, &p.decision.reason);
   return p;
 }
 
@@ -224,8 +227,7 @@ CallPlan allReduceRules(const CommFacts& f, const Call& call) {
   const tpcommVariant_t ll =
       pullLLCandidate(f, algo, call.bytes) ? tpcommVariantP2pOneShotPullLL : kNoVariant;
   p.grid = planGrid(algo, call.bytes, step, f.world, f.knobs, residentCap(f));
-  if (p.grid.co_resident_capped)
-    p.decision.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + p.decision.reason;
+  noteCappedGrid(f, p.grid, &p.decision.reason);
   p.pdl = f.knobs.pdl;
   p.aligned = call.aligned;
   p.geometry = oneShotGeometry(f, algo, sentinel, call.bytes, p.chunk_vecs, p.grid.blocks);

@@ -172,5 +172,7 @@ int residentCap(const CommFacts& f);
 // blocks: K ranks share a GPU". An all-reduce's reason starts with it (the policy's reasons can
 // fill tpcommCallInfo_t::reason on their own), a fused call's ends with it.
 std::string coResidentNote(int blocks, const GridCaps& caps);
+// The note put first in `reason` where grid g was capped (the all-reduce's and the halves' plans).
+void noteCappedGrid(const CommFacts& f, const GridPlan& g, std::string* reason);
 
 }  // namespace tpcomm

@@ -77,8 +77,7 @@ CallPlan rsagRules(const CommFacts& f, const Call& call) {
                         : f.slots.twoshot_chunk_vecs;
   // Where ranks share a GPU, the grid must fit beside theirs (plan/co_residency.h).
   p.grid = planGrid(d.algo, call.bytes, p.chunk_vecs * kVecBytes, f.world, f.knobs, residentCap(f));
-  if (p.grid.co_resident_capped)
-    d.reason = coResidentNote(p.grid.blocks, *f.grid_caps) + "; " + d.reason;
+  noteCappedGrid(f, p.grid, &d.reason);
   p.threads = launchedThreads(p.variant, p.grid.threads);
   p.pdl = f.knobs.pdl;
   p.aligned = call.aligned;
