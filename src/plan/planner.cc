@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "plan/rules.h"
+#include "plan/tuning_table.h"
 
 namespace tpcomm {
 namespace {
@@ -93,6 +94,13 @@ bool pullLLCandidate(const CommFacts& f, int algo, size_t bytes) {
 
 bool takesPullLL(const CallPlan& p) {
   return p.variant == tpcommVariantP2pOneShotPullLL;
+}
+
+void takeTuned(const WorldTable* tuned, CommFacts* f) {
+  f->tuned = tuned ? &tuned->rules : nullptr;
+  f->tuned_fused_twoshot_rows = tuned ? tuned->fused_twoshot_rows : 0;
+  f->tuned_fused_unfused_below = tuned ? tuned->fused_unfused_below : 0;
+  for (int c = 0; c < kWireCodecs; ++c) f->tuned_wire_from[c] = tuned ? tuned->wire_from[c] : 0;
 }
 
 int residentCap(const CommFacts& f) {

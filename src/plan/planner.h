@@ -50,6 +50,13 @@ struct CommFacts : PolicyFacts {
   size_t tuned_wire_from[kWireCodecs] = {};
 };
 
+struct WorldTable;  // plan/tuning_table.h
+
+// The tuning table's entry for this world (null: none steers it) into the facts: its rules
+// (PolicyFacts::tuned) and the tuned_* fields. The communicator and doctor's preview both fill
+// their facts through it, so a field the table gains reaches both.
+void takeTuned(const WorldTable* tuned, CommFacts* f);
+
 // A call, as every rank knows it: no pointer enters the plan (one rank's alignment would make the
 // ranks run different calls where the plan depended on it; aligned only picks among kernels that
 // take the same slots, see leanFits).

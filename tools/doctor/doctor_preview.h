@@ -132,10 +132,7 @@ inline void fillRows(PreviewWorld* w, const PreviewOptions& o) {
   f.host_transport = o.host_transport && needsHostTransport(w->world, w->fabric, o.forced_algo);
   f.forced_algo = o.forced_algo;
   f.strict = o.strict;
-  f.tuned = tuned ? &tuned->rules : nullptr;
-  f.tuned_fused_twoshot_rows = tuned ? tuned->fused_twoshot_rows : 0;
-  f.tuned_fused_unfused_below = tuned ? tuned->fused_unfused_below : 0;
-  for (int c = 0; c < kWireCodecs; ++c) f.tuned_wire_from[c] = tuned ? tuned->wire_from[c] : 0;
+  takeTuned(tuned, &f);
   f.fabric_verdict = o.fabric_verdict;
   // The default slots (TPCOMM_BUFFER_BYTES is not previewed), laid out as init does.
   const Settings defaults;

@@ -39,11 +39,7 @@ CommFacts factsOf(const tpcommComm* c) {
   f.ce_staging = c->dev.ce[c->rank] != nullptr;
   f.forced_algo = c->settings.algo;
   f.strict = c->settings.strict;
-  f.tuned = c->tuned ? &c->tuned->rules : nullptr;
-  f.tuned_fused_twoshot_rows = c->tuned ? c->tuned->fused_twoshot_rows : 0;
-  f.tuned_fused_unfused_below = c->tuned ? c->tuned->fused_unfused_below : 0;
-  for (int w = 0; w < kWireCodecs; ++w)
-    f.tuned_wire_from[w] = c->tuned ? c->tuned->wire_from[w] : 0;
+  takeTuned(c->tuned, &f);
   f.fabric_verdict = c->fabric_verdict;
   f.slots = c->slots;
   f.knobs = c->knobs;
