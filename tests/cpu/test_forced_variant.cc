@@ -146,17 +146,7 @@ TEST(ForcedVariant, EveryReachableRowCanBeForced) {
 // A communicator's facts as init builds them with `variant` forced: the transports the row needs
 // set up (needsHostTransport, needsCeStaging), the algorithm auto.
 CommFacts initFacts(int world, Fabric fabric, int variant) {
-  CommFacts f = factsFor(world, fabric, needsCeStaging(-1, variant) ? tpcommAlgoOneShotCe : -1);
-  f.forced_algo = -1;
-  if (needsHostTransport(world, fabric, -1, variant) && !f.host_transport) {
-    const SlotCapacity host = factsFor(world, Fabric::kHost).slots;
-    f.host_transport = true;
-    f.slots.host_step_bytes = host.host_step_bytes;
-    f.slots.host_sentinel_step_bytes = host.host_sentinel_step_bytes;
-    f.slots.host_chunk_vecs = host.host_chunk_vecs;
-    f.slots.bulk_step_bytes = host.bulk_step_bytes;
-    f.slots.host_pull_chunk_vecs = host.host_pull_chunk_vecs;
-  }
+  CommFacts f = factsFor(world, fabric, /*forced_algo=*/-1, variant);
   f.knobs.variant = variant;
   return f;
 }
