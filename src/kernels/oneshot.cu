@@ -115,6 +115,65 @@ __device__ __noinline__ void poisonOneShot(const DeviceComm& c, T* recv, size_t 
   }
 }
 
+// The three schedules of a call's steps (the kernel below). The step functions are the kernel's
+// lambdas, taken by reference so that inlining leaves every load where the kernel put it.
+//
+// Unsplit: every thread pushes and reduces; step s+1 leaves before step s is reduced. False on a
+// timeout, the outputs of the steps left poisoned (no block-wide barrier follows, so the kernel
+// may return at once).
+template <typename Session, typename Push, typename Reduce, typename Check, typename Poison>
+__device__ __forceinline__ bool unsplitSteps(Session& session, KernelTrace& trace, size_t nsteps,
+                                             Push& push, Reduce& reduce, Check& checkPeers,
+                                             Poison& poison) {
+  push(0);
+  trace.mark(kTracePushed);
+  session.arrive();
+  checkPeers();  // a failed check fails this thread's reduce below
+  for (size_t s = 0; s < nsteps; ++s) {
+    if (s + 1 < nsteps) push(s + 1);
+    if (s + 1 == nsteps) pdlLaunchDependents();  // after the last push
+    if (!reduce(s)) {
+      poison(s, nsteps);
+      return false;
+    }
+    if (s == 0) trace.mark(kTraceReduced);
+  }
+  return true;
+}
+
+// A split block's pushing warps: step j goes out once this block's reducers are done with step
+// j-2 (four barriers each way: neither side can be more than three phases ahead of the other).
+template <typename Session, typename Push, typename Check>
+__device__ __forceinline__ void pushingWarps(Session& session, size_t nsteps, Push& push,
+                                             Check& checkPeers) {
+  for (size_t j = 0; j < nsteps; ++j) {
+    if (j >= 2) namedBarrierSync(kBarReducedFirst + (j - 2) % 4, blockDim.x);
+    push(j);
+    namedBarrierArrive(kBarPushedFirst + j % 4, blockDim.x);
+    if (j == 0) session.arrive();
+    if (j == 0) checkPeers();  // before step 1's pushes; a mismatch aborts the reducers
+  }
+  pdlLaunchDependents();
+}
+
+// A split block's reducing warps: a reducer starts step s once this block pushed it (in place,
+// the push reads the input the reduce overwrites); after a timeout it keeps only the barrier
+// schedule, poisoning each step's outputs once that step is pushed (so in place, no push reads
+// the poison).
+template <typename Reduce, typename Poison>
+__device__ __forceinline__ void reducingWarps(size_t nsteps, Reduce& reduce, Poison& poison) {
+  bool ok = true;
+  for (size_t s = 0; s < nsteps; ++s) {
+    namedBarrierSync(kBarPushedFirst + s % 4, blockDim.x);
+    if (s + 1 == nsteps) pdlLaunchDependents();
+    if (!ok || !reduce(s)) {
+      ok = false;
+      poison(s, s + 1);
+    }
+    if (s + 2 < nsteps) namedBarrierArrive(kBarReducedFirst + s % 4, blockDim.x);
+  }
+}
+
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
@@ -170,46 +229,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                                     region);
   };
 
+  auto poison = [&](size_t from, size_t to) { poisonOneShot<T>(c, recv, count, from, to, tr, nr); };
+
   if (!split) {
-    // Every thread pushes and reduces; step s+1 leaves before step s is reduced.
-    push(0);
-    trace.mark(kTracePushed);
-    session.arrive();
-    checkPeers();  // a failed check fails this thread's reduce below
-    for (size_t s = 0; s < nsteps; ++s) {
-      if (s + 1 < nsteps) push(s + 1);
-      if (s + 1 == nsteps) pdlLaunchDependents();  // after the last push
-      if (!reduce(s)) {  // timed out; no block-wide barrier follows, so returning is safe
-        poisonOneShot<T>(c, recv, count, s, nsteps, tr, nr);
-        return;
-      }
-      if (s == 0) trace.mark(kTraceReduced);
-    }
+    if (!unsplitSteps(session, trace, nsteps, push, reduce, checkPeers, poison)) return;
   } else if (pusher) {
-    // Step j goes out once this block's reducers are done with step j-2 (four barriers each
-    // way: neither side can be more than three phases ahead of the other).
-    for (size_t j = 0; j < nsteps; ++j) {
-      if (j >= 2) namedBarrierSync(kBarReducedFirst + (j - 2) % 4, blockDim.x);
-      push(j);
-      namedBarrierArrive(kBarPushedFirst + j % 4, blockDim.x);
-      if (j == 0) session.arrive();
-      if (j == 0) checkPeers();  // before step 1's pushes; a mismatch aborts the reducers
-    }
-    pdlLaunchDependents();
+    pushingWarps(session, nsteps, push, checkPeers);
   } else {
-    // A reducer starts step s once this block pushed it (in place, the push reads the input the
-    // reduce overwrites); after a timeout it keeps only the barrier schedule, poisoning each
-    // step's outputs once that step is pushed (so in place, no push reads the poison).
-    bool ok = true;
-    for (size_t s = 0; s < nsteps; ++s) {
-      namedBarrierSync(kBarPushedFirst + s % 4, blockDim.x);
-      if (s + 1 == nsteps) pdlLaunchDependents();
-      if (!ok || !reduce(s)) {
-        ok = false;
-        poisonOneShot<T>(c, recv, count, s, s + 1, tr, nr);
-      }
-      if (s + 2 < nsteps) namedBarrierArrive(kBarReducedFirst + s % 4, blockDim.x);
-    }
+    reducingWarps(nsteps, reduce, poison);
   }
   session.close(nsteps);
   trace.mark(kTraceEnd);
