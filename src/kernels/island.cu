@@ -62,6 +62,62 @@ __device__ __forceinline__ bool receiveFromOwners(CallSession& session, WaitCtx&
   return true;
 }
 
+// Step 2, one batch of my segment (vectors o + u*stride below own_end): my island's sums of it in
+// island order (fp32), pushed raw in fp32 into the partner's X area (2 entries a vector); acc (the
+// kernel's, so that inlining leaves it where the kernel put it) keeps them for step 3, which
+// follows at once (the push island runs both legs batch by batch). False: timed out.
+template <typename T, int kM, int R>
+__device__ __forceinline__ bool pushPartials(
+    CallSession& session, WaitCtx& wait, const DeviceComm& c, const ChunkStep& st,
+    const signed char* members, const int& m, const int& me, uint4* const& mine,
+    uint4* const& to_partner, const size_t& seg_cap, const size_t& o, const size_t& stride,
+    const size_t& own_end, const size_t& own_first, const T* const& send, const size_t& count,
+    const uint32_t& flag, Acc<T> (&acc)[R]) {
+  constexpr int Q = VecTraits<T>::kElems / 4;
+  if (!session.template sum<Proto, T, kM, R>(
+          wait, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap, o,
+          stride, own_end, send, own_first + o, count, st.epoch,
+          [&acc](int u, const Acc<T>& a) { acc[u] = a; }))
+    return false;
+#pragma unroll
+  for (int u = 0; u < R; ++u) {
+    if (o + u * stride >= own_end) continue;
+#pragma unroll
+    for (int h = 0; h < Q; ++h)
+      Proto::put(to_partner + (o + u * stride) * 2 + h, canon<float>(acc[u].quad(h)), flag);
+  }
+  return true;
+}
+
+// Step 3, one vector of my segment once the partner's partial (theirs, Q raw fp32 quads) arrived:
+// island 0's partial + island 1's in fp32, rounded once to T, so that both partners compute the
+// same bits from the same two values. acc: my partial, from step 2.
+template <typename T>
+__device__ __forceinline__ uint4 sumWithPartner(const DeviceComm& c,
+                                                const uint4 (&theirs)[VecTraits<T>::kElems / 4],
+                                                Acc<T>& acc) {
+  constexpr int Q = VecTraits<T>::kElems / 4;
+#pragma unroll
+  for (int h = 0; h < Q; ++h) acc.addQuad(h, theirs[h], /*first=*/c.island == 1);
+  return acc.result();
+}
+
+// Step 3's result y for vector o + u*stride of my segment: into every other island member's AG
+// area (their step 4 copies it from there) and my output. y comes from the kernel: computed in
+// here, it changed the kernel's SASS.
+template <typename T, typename SlotOf>
+__device__ __forceinline__ void shareResult(const DeviceComm& c, const SlotOf& slotOf,
+                                            const signed char* members, const int& m, const int& me,
+                                            const size_t& ag, const size_t& seg_cap,
+                                            const size_t& o, int u, const size_t& stride,
+                                            const size_t& own_first, T* const& recv,
+                                            const size_t& count, const uint32_t& flag,
+                                            const uint4& y) {
+  for (int p = 1; p < m; ++p)
+    Proto::put(slotOf(members[(me + p) % m]) + ag + me * seg_cap + o + u * stride, y, flag);
+  storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+}
+
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
@@ -98,8 +154,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
 
-    // 2. + 3. My segment: the island's partial sum, exchanged with the partner in fp32, summed
-    // island 0 first, rounded once; written out and pushed to every island member's AG area.
+    // 2. + 3. My segment, batch by batch: the island's partial sum, exchanged with the partner in
+    // fp32, summed island 0 first, rounded once; written out and pushed to every AG area.
     const size_t own_end = min(o1, st.segLen(me));
     const size_t own_first = base + me * seg;  // vector index of my segment's start
     uint4* to_partner = slotOf(c.partner) + xa;
@@ -108,37 +164,25 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
     for (size_t o = o0; o < own_end; o += stride * R) {
       Acc<T> acc[R];
-      if (!session.template sum<Proto, T, kM, R>(
-              wait, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap,
-              o, stride, own_end, send, own_first + o, count, st.epoch,
-              [&acc](int u, const Acc<T>& a) { acc[u] = a; })) {
-        // Timed out: this step's outputs and the later ones' are poison (poison_device.cuh); no
-        // block-wide barrier follows.
+      // Timed out: this step's outputs and the later ones' are poison (poison_device.cuh); no
+      // block-wide barrier follows.
+      if (!pushPartials<T, kM, R>(session, wait, c, st, members, m, me, mine, to_partner, seg_cap,
+                                  o, stride, own_end, own_first, send, count, flag, acc)) {
         poisonChunkSteps<T>(st, m, recv, count, c.aligned);
         return;
       }
 #pragma unroll
       for (int u = 0; u < R; ++u) {
         if (o + u * stride >= own_end) continue;
-#pragma unroll
-        for (int h = 0; h < Q; ++h)
-          Proto::put(to_partner + (o + u * stride) * 2 + h, canon<float>(acc[u].quad(h)), flag);
-      }
-#pragma unroll
-      for (int u = 0; u < R; ++u) {
-        if (o + u * stride >= own_end) continue;
-        uint4 theirs[Q];
+        uint4 theirs[Q];  // the partner's partial (waited for here: a timeout leaves the kernel)
         if (!session.template take<Proto, Q>(wait, mine + xa + (o + u * stride) * 2, flag,
                                              c.partner, st.epoch, theirs)) {
           poisonChunkSteps<T>(st, m, recv, count, c.aligned);
           return;
         }
-#pragma unroll
-        for (int h = 0; h < Q; ++h) acc[u].addQuad(h, theirs[h], /*first=*/c.island == 1);
-        const uint4 y = acc[u].result();
-        for (int p = 1; p < m; ++p)
-          Proto::put(slotOf(members[(me + p) % m]) + ag + me * seg_cap + o + u * stride, y, flag);
-        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+        const uint4 y = sumWithPartner<T>(c, theirs, acc[u]);
+        shareResult<T>(c, slotOf, members, m, me, ag, seg_cap, o, u, stride, own_first, recv, count,
+                       flag, y);
       }
     }
     if (step + 1 == k.nsteps) pdlLaunchDependents();
