@@ -30,6 +30,117 @@
 namespace tpcomm {
 namespace {
 
+// My island's outboxes in island order, null past the island's m members (kM: its size class).
+template <int kM>
+__device__ __forceinline__ void islandOutboxes(const DeviceComm& c, const signed char* members,
+                                               const int& m, char* (&src)[kM]) {
+#pragma unroll
+  for (int j = 0; j < kM; ++j) src[j] = j < m ? c.pulls[members[j]] : nullptr;
+}
+
+// Leg 1: my input's share of the island members' segments (segment j, j != me) into my outbox
+// area j, with local stores, then phase 0 published: the owners read it from there.
+template <typename T>
+__device__ __forceinline__ void stageForOwners(const DeviceComm& c, const ChunkStep& st,
+                                               uint4* const& mine, const size_t& slot, const int& m,
+                                               const int& me, const T* const& send,
+                                               const size_t& count, const size_t& stride,
+                                               const size_t& seg_cap) {
+  for (int p = 1; p < m; ++p) {
+    const int j = (me + p) % m;
+    pushRange<PullProto, T>(c, send, st.base + j * st.seg, st.o0, min(st.o1, st.segLen(j)), stride,
+                            count, mine + slot + j * seg_cap, 0);
+  }
+  bulkPublish<PullProto>(c, blockDim.x, st.epoch);
+}
+
+// Leg 2: my segment's island partial (vectors o0, o0 + stride, ... below own_end), summed in island
+// order from my input and the members' outbox areas me, into my X area as raw fp32 words,
+// canonicalised as the push island sends them (Q entries a vector), then phase 1 published: the
+// partner reads it from there.
+template <typename T, int kM>
+__device__ __forceinline__ void stagePartial(const DeviceComm& c, const ChunkStep& st,
+                                             char* const (&src)[kM], const int& m, const int& me,
+                                             uint4* const& mine, const size_t& slot,
+                                             const size_t& xa, const size_t& seg_cap,
+                                             const size_t& o0, const size_t& own_end,
+                                             const size_t& own_first, const size_t& stride,
+                                             const T* const& send, const size_t& count) {
+  constexpr int Q = VecTraits<T>::kElems / 4;  // fp32 entries of a partial sum per data vector
+  // Batch of 2, except with 4 sources and fp32 partials of 8 elements (as island.cu).
+  constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
+  for (size_t o = o0; o < own_end; o += stride * R) {
+    pullAcc<T, kM, R>(c, src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
+                      count, [&](int u, const Acc<T>& acc) {
+                        if (o + u * stride >= own_end) return;
+#pragma unroll
+                        for (int h = 0; h < Q; ++h)
+                          PullProto::put(mine + slot + xa + (o + u * stride) * Q + h,
+                                         canon<float>(acc.quad(h)), 0);
+                      });
+  }
+  bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
+}
+
+// Leg 3, one batch (vectors o + u*stride below own_end), once the partner published its partial:
+// my partial's words into a and the partner's into b, every load of the batch issued before the
+// first sum (each of theirs is a fabric round trip). a, b: the kernel's arrays, so that inlining
+// leaves them where the kernel put them.
+template <int Q>
+__device__ __forceinline__ void loadPartials(const DeviceComm& c, uint4* const& mine,
+                                             const size_t& slot, const size_t& xa, const size_t& o,
+                                             const size_t& stride, const size_t& own_end,
+                                             uint4 (&a)[kReduceBatch][Q],
+                                             uint4 (&b)[kReduceBatch][Q]) {
+  const uint4* ours = mine + slot + xa;
+  const uint4* theirs = reinterpret_cast<const uint4*>(c.pulls[c.partner]) + slot + xa;
+#pragma unroll
+  for (int u = 0; u < kReduceBatch; ++u) {
+    if (o + u * stride >= own_end) continue;
+#pragma unroll
+    for (int h = 0; h < Q; ++h) {
+      a[u][h] = loadVolatile(ours + (o + u * stride) * Q + h);
+      b[u][h] = loadVolatile(theirs + (o + u * stride) * Q + h);
+    }
+  }
+}
+
+// Leg 3, vector o + u*stride of that batch: island 0's partial + island 1's in fp32, rounded once
+// to T (the push island's adds in its order, so the same bits), into my output and my outbox's
+// result area. acc: the kernel's, for the same reason as a and b above.
+template <typename T, int Q>
+__device__ __forceinline__ void sumIntoResult(const DeviceComm& c, const uint4 (&a)[Q],
+                                              const uint4 (&b)[Q], uint4* const& mine,
+                                              const size_t& slot, const size_t& res,
+                                              const size_t& o, int u, const size_t& stride,
+                                              const size_t& own_first, T* const& recv,
+                                              const size_t& count, Acc<T>& acc) {
+#pragma unroll
+  for (int h = 0; h < Q; ++h) {
+    acc.setQuad(h, a[h]);
+    acc.addQuad(h, b[h], /*first=*/c.island == 1);
+  }
+  const uint4 y = acc.result();
+  PullProto::put(mine + slot + res + o + u * stride, y, 0);
+  storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+}
+
+// Leg 4, once the members published their results: the island's other segments from their
+// owners' result areas into my output.
+template <typename T>
+__device__ __forceinline__ void pullFromOwners(const DeviceComm& c, const ChunkStep& st,
+                                               const signed char* members, const int& m,
+                                               const int& me, const size_t& slot, const size_t& res,
+                                               const size_t& stride, T* const& recv,
+                                               const size_t& count) {
+  for (int p = 1; p < m; ++p) {
+    const int j = (me + p) % m;
+    const uint4* from = reinterpret_cast<const uint4*>(c.pulls[members[j]]) + slot + res;
+    pullCopy<T>(c, from, st.o0, min(st.o1, st.segLen(j)), stride, recv, st.base + j * st.seg,
+                count);
+  }
+}
+
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
@@ -46,8 +157,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t xa = m * seg_cap;         // entry index of the X area
   const size_t res = (m + 2) * seg_cap;  // entry index of the result area
   char* src[kM];                         // my island's outboxes, in island order
-#pragma unroll
-  for (int j = 0; j < kM; ++j) src[j] = j < m ? c.pulls[members[j]] : nullptr;
+  islandOutboxes(c, members, m, src);
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[c.rank]);
   // Thread t of a phase-0 or phase-2 wait polls island member me + 1 + t.
   const auto islandPeer = [members, m, me](int t) {
@@ -63,15 +173,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   for (size_t step = 0; step < k.nsteps; ++step) {
     const ChunkStep st = session.chunk<PullProto>(k, step);
     const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
-    const size_t o0 = st.o0, o1 = st.o1;
 
     // 1. My input's share of the island members' segments into my outbox, published.
-    for (int p = 1; p < m; ++p) {
-      const int j = (me + p) % m;
-      pushRange<PullProto, T>(c, send, base + j * seg, o0, min(o1, st.segLen(j)), stride, count,
-                              mine + slot + j * seg_cap, 0);
-    }
-    bulkPublish<PullProto>(c, blockDim.x, st.epoch);
+    stageForOwners<T>(c, st, mine, slot, m, me, send, count, stride, seg_cap);
     if (step == 0 && checker)
       session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
     if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) {
@@ -80,23 +184,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       return;
     }
 
-    // 2. My segment's island partial, in island order, into my X area (raw fp32 words,
-    // canonicalised as the push island sends them).
-    const size_t own_end = min(o1, st.segLen(me));
+    // 2. My segment's island partial into my X area, published.
+    const size_t own_end = min(st.o1, st.segLen(me));
     const size_t own_first = base + me * seg;  // vector index of my segment's start
-    // Batch of 2, except with 4 sources and fp32 partials of 8 elements (as island.cu).
-    constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
-    for (size_t o = o0; o < own_end; o += stride * R) {
-      pullAcc<T, kM, R>(c, src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
-                        count, [&](int u, const Acc<T>& acc) {
-                          if (o + u * stride >= own_end) return;
-#pragma unroll
-                          for (int h = 0; h < Q; ++h)
-                            PullProto::put(mine + slot + xa + (o + u * stride) * Q + h,
-                                           canon<float>(acc.quad(h)), 0);
-                        });
-    }
-    bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
+    stagePartial<T, kM>(c, st, src, m, me, mine, slot, xa, seg_cap, st.o0, own_end, own_first,
+                        stride, send, count);
     if (!pullAwaitFrom<1>(
             c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, st.epoch, wait)) {
       poisonChunkSteps<T>(st, m, recv, count, c.aligned);
@@ -104,31 +196,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
 
     // 3. Island 0's partial + island 1's, rounded once: to my output and my result area.
-    const uint4* ours = mine + slot + xa;
-    const uint4* theirs = reinterpret_cast<const uint4*>(c.pulls[c.partner]) + slot + xa;
-    for (size_t o = o0; o < own_end; o += stride * kReduceBatch) {
+    for (size_t o = st.o0; o < own_end; o += stride * kReduceBatch) {
       uint4 a[kReduceBatch][Q], b[kReduceBatch][Q];  // every load of the batch first
-#pragma unroll
-      for (int u = 0; u < kReduceBatch; ++u) {
-        if (o + u * stride >= own_end) continue;
-#pragma unroll
-        for (int h = 0; h < Q; ++h) {
-          a[u][h] = loadVolatile(ours + (o + u * stride) * Q + h);
-          b[u][h] = loadVolatile(theirs + (o + u * stride) * Q + h);
-        }
-      }
+      loadPartials(c, mine, slot, xa, o, stride, own_end, a, b);
 #pragma unroll
       for (int u = 0; u < kReduceBatch; ++u) {
         if (o + u * stride >= own_end) continue;
         Acc<T> acc;
-#pragma unroll
-        for (int h = 0; h < Q; ++h) {
-          acc.setQuad(h, a[u][h]);
-          acc.addQuad(h, b[u][h], /*first=*/c.island == 1);
-        }
-        const uint4 y = acc.result();
-        PullProto::put(mine + slot + res + o + u * stride, y, 0);
-        storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+        sumIntoResult<T>(c, a[u], b[u], mine, slot, res, o, u, stride, own_first, recv, count, acc);
       }
     }
     bulkPublish<PullPhaseProto<2>>(c, blockDim.x, st.epoch);
@@ -139,11 +214,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
 
     // 4. The island's other segments from their owners' result areas.
-    for (int p = 1; p < m; ++p) {
-      const int j = (me + p) % m;
-      const uint4* from = reinterpret_cast<const uint4*>(c.pulls[members[j]]) + slot + res;
-      pullCopy<T>(c, from, o0, min(o1, st.segLen(j)), stride, recv, base + j * seg, count);
-    }
+    pullFromOwners<T>(c, st, members, m, me, slot, res, stride, recv, count);
   }
   session.close(k.nsteps);
 }
