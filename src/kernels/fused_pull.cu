@@ -26,11 +26,56 @@ namespace {
 
 using namespace fused_pull;
 
+// My rows (row0, row0 + nb, ...) into my own outbox slot, canonicalised: local stores only. The
+// first row's input is the one already in registers (x: loaded before the epoch, so that both were
+// in flight together). Takes the kernel's values by reference so that inlining leaves every load
+// where the kernel put it.
+template <bool kLL, typename T, int V>
+__device__ __forceinline__ void stageRows(const FusedParams& p, char* const& mine_area,
+                                          const size_t& slot, const size_t& row0,
+                                          const unsigned& nb, const size_t& hv,
+                                          const uint32_t& flag, const uint4 (&x)[V]) {
+  for (size_t row = row0; row < p.rows; row += nb)
+#pragma unroll
+    for (int u = 0; u < V; ++u) {
+      const size_t j = threadIdx.x + u * blockDim.x;
+      if (j >= hv) continue;
+      const uint4 v = row == row0 ? x[u] : static_cast<const uint4*>(p.send)[row * hv + j];
+      put<kLL>(mine_area + slot, row * hv + j, canon<T>(v), flag);
+    }
+}
+
+// One row's all-reduce: every rank's vectors summed in rank order with the residual added (y, its
+// squares added to sumsq), and y stored to residual_out unless this thread gave up waiting (its
+// row is then poisoned by the caller). A later row's input and residual are loaded here; the first
+// row's were loaded before the epoch (x, res).
+template <bool kLL, typename T, int kW, int V>
+__device__ __forceinline__ void sumRow(const DeviceComm& c, const FusedParams& p,
+                                       const char* const (&src)[kW], const size_t& row,
+                                       const size_t& row0, const size_t& hv, const uint32_t& flag,
+                                       const unsigned long long& epoch, uint4 (&x)[V],
+                                       uint4 (&res)[V], WaitCtx& wait, uint4 (&y)[V],
+                                       float& sumsq) {
+  constexpr int R = pullBatch<kW>();
+  if (row != row0) {
+    loadSlice<V>(p.send, row * hv, 0, hv, x);
+    loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
+  }
+#pragma unroll
+  for (int u0 = 0; u0 < V; u0 += R)
+    sumRowPart<kLL, T, kW, R, V>(c, src, row * hv, hv, u0, flag, epoch, x, res, wait, y, sumsq);
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j < hv && !wait.failed) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+  }
+}
+
 template <bool kLL, typename T, int kW, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ FusedParams p) {
   constexpr int E = VecTraits<T>::kElems;
-  constexpr int V = kFusedPullVecs, R = pullBatch<kW>();
+  constexpr int V = kFusedPullVecs;
   __shared__ BlockSumScratch scratch;
   const size_t H = p.hidden, hv = H / E;
   const int world = c.world;
@@ -58,16 +103,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const bool checker = !check_block && isFusedPrintChecker();
   const PrintWords print = fusedPrint<T, kQuant>(session, p);
   if (checker && !aborted) session.announce<PullProto, kW>(print);
-  if (!aborted) {  // my rows into my own outbox slot: local stores only
-    for (size_t row = row0; row < p.rows; row += nb)
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-        if (j >= hv) continue;
-        const uint4 v = row == row0 ? x[u] : static_cast<const uint4*>(p.send)[row * hv + j];
-        put<kLL>(mine_area + slot, row * hv + j, canon<T>(v), flag);
-      }
-  }
+  if (!aborted) stageRows<kLL, T, V>(p, mine_area, slot, row0, nb, hv, flag, x);
   // Every thread's epoch read has returned (and, for the flag wire, every store of the block is
   // ordered before thread 0's publish by this barrier) before the block is counted in.
   if (!session.arriveBlock(aborted)) {  // aborted before this call: the block's rows are poison
@@ -88,21 +124,9 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
   unsigned parity = 0;
   for (size_t row = row0; row < p.rows; row += nb, parity ^= 1u) {
-    if (row != row0) {
-      loadSlice<V>(p.send, row * hv, 0, hv, x);
-      loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
-    }
     float sumsq = 0.f;
     uint4 y[V];
-#pragma unroll
-    for (int u0 = 0; u0 < V; u0 += R)
-      sumRowPart<kLL, T, kW, R, V>(c, src, row * hv, hv, u0, flag, session.epoch, x, res, wait, y,
-                                   sumsq);
-#pragma unroll
-    for (int u = 0; u < V; ++u) {
-      const size_t j = threadIdx.x + u * blockDim.x;
-      if (j < hv && !wait.failed) static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-    }
+    sumRow<kLL, T, kW, V>(c, p, src, row, row0, hv, flag, session.epoch, x, res, wait, y, sumsq);
     // Every thread takes part in the block sum, a timed-out one too: no barrier is left waiting.
     bool failed = false;
     const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
