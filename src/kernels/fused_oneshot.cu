@@ -51,6 +51,56 @@ __device__ __forceinline__ void storeRowNorm(const FusedParams& p, size_t base, 
     storeNorm<T, kQuant>(p, base + j, res_out[base + j], gamma[j], rs, inv_scale);
 }
 
+// The block's first row (most calls' only one) in registers (none on the two-pass path): its
+// input, residual and gamma loads all in flight at once and with the epoch's, none behind a push.
+// Takes the kernel's values by reference so that inlining leaves every load where the kernel put
+// it (and so for the helpers below).
+template <int V>
+__device__ __forceinline__ void loadFirstRow(const FusedParams& p, const size_t& row0,
+                                             const size_t& hv, const bool& in_regs,
+                                             const size_t& regs_hi, uint4 (&g)[V], uint4 (&x)[V],
+                                             uint4 (&res)[V]) {
+  loadSlice<V>(p.gamma, 0, 0, in_regs ? hv : 0, g);
+  loadSlice<V>(p.send, row0 * hv, 0, regs_hi, x);
+  loadSlice<V>(p.residual_in, row0 * hv, 0, regs_hi, res);
+}
+
+// This block's rows (row0, row0 + nb, ...) pushed into every peer's slot: on the one-pass path the
+// first row from the registers (x, loaded before the epoch), the others from memory.
+template <typename Proto, typename T, int kW, int V>
+__device__ __forceinline__ void pushRows(const FusedParams& p, char* const (&peer)[kW],
+                                         const size_t& slot_off, const int& rank, const int& world,
+                                         const size_t& hv, const size_t& row0, const unsigned& nb,
+                                         const size_t& regs_hi, const bool& in_regs,
+                                         const uint4 (&x)[V]) {
+  if (in_regs) {
+    pushSliceRegs<Proto, T, kW, V>(p, peer, slot_off, rank, world, row0 * hv, 0, regs_hi, x);
+    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0 + nb, nb, 0, hv);
+  } else {
+    pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0, nb, 0, hv);
+  }
+}
+
+// A row's norm from its squares (sumsq) and its residual (y or residual_out). Every thread takes
+// part in the block sum, a timed-out one too, so that no barrier is left waiting for it. False:
+// some thread of the block gave up; this row and the block's later ones are then poison, and the
+// caller poisons them and the block leaves together.
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ bool normRow(const FusedParams& p, KernelTrace& trace, const size_t& row,
+                                        const size_t& row0, const size_t& hv, const size_t& H,
+                                        const bool& in_regs, const uint4 (&y)[V],
+                                        const uint4 (&g)[V], const float& sumsq,
+                                        BlockSumScratch& scratch, const unsigned& parity,
+                                        const bool& timed_out, const float& inv_scale) {
+  bool failed = false;
+  const float total = blockSumFixedOrder(sumsq, scratch, parity, timed_out, &failed);
+  if (failed) return false;
+  if (row == row0) trace.mark(kTraceRowSum);
+  const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+  storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
+  return true;
+}
+
 // Rows of up to blockDim.x * V vectors (fusedVecsPerThread) stay in registers: the residual and
 // gamma are loaded before the waits, every vector's wait is batched with the others, and the norm
 // is computed from the sums without a second pass over memory. Longer rows take two passes, the
@@ -79,25 +129,15 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   trace.mark(kTraceWaited);
-  // The block's first row (most calls' only one) in registers: its input, residual and gamma
-  // loads all in flight at once and with the epoch's, none behind a push.
   const size_t row0 = blockIdx.x, regs_hi = in_regs && row0 < p.rows ? hv : 0;
   uint4 g[V], x[V], res[V];
-  loadSlice<V>(p.gamma, 0, 0, in_regs ? hv : 0, g);
-  loadSlice<V>(p.send, row0 * hv, 0, regs_hi, x);
-  loadSlice<V>(p.residual_in, row0 * hv, 0, regs_hi, res);
+  loadFirstRow<V>(p, row0, hv, in_regs, regs_hi, g, x, res);
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p, !check_block);
   trace.mark(kTraceEpoch);
   const bool aborted = open.aborted;
   const size_t slot_off = open.slot_off;
-  if (!aborted) {
-    if (in_regs) {
-      pushSliceRegs<Proto, T, kW, V>(p, peer, slot_off, rank, world, row0 * hv, 0, regs_hi, x);
-      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0 + nb, nb, 0, hv);
-    } else {
-      pushRowSlices<Proto, T, kW>(p, peer, slot_off, rank, world, hv, row0, nb, 0, hv);
-    }
-  }
+  if (!aborted)
+    pushRows<Proto, T, kW, V>(p, peer, slot_off, rank, world, hv, row0, nb, regs_hi, in_regs, x);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
   if (!session.arriveBlock(aborted)) {  // aborted before this call: the block's rows are poison
     poisonFused<T, kQuant>(p, row0, nb, threadIdx.x, blockDim.x, hv);
@@ -128,17 +168,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       residualInMemory<Proto, T, kW>(p, r, sumsq);
     }
     if (row == row0) trace.markLatest(kTraceReduced, session.epoch, rank);
-    // Every thread takes part in the block sum, a timed-out one too, then the block leaves
-    // together: no barrier is left waiting for it.
-    bool failed = false;
-    const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
-    if (failed) {  // this row and the block's later ones are poison (poisonFused)
+    if (!normRow<T, kQuant, V>(p, trace, row, row0, hv, H, in_regs, y, g, sumsq, scratch, parity,
+                               wait.failed, inv_scale)) {  // this row and the later ones: poison
       poisonFused<T, kQuant>(p, row, nb, threadIdx.x, blockDim.x, hv);
       return;
     }
-    if (row == row0) trace.mark(kTraceRowSum);
-    const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-    storeRowNorm<T, kQuant, V>(p, row * hv, hv, in_regs, y, g, rs, inv_scale);
     if (row == row0) trace.mark(kTraceNormStored);
   }
   session.close(1);
