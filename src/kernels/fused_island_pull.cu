@@ -65,13 +65,107 @@ __device__ __forceinline__ void writeIslandPartial(const char* const (&src)[kM],
   }
 }
 
+// Phases 1, 3 and 4 of a step (the kernel below), each over this block's rows. Phase 2 stays in
+// the kernel: as a function, in every form tried, it changed the register allocation and schedule
+// of some of the kernels (scripts/sass_diff.sh). These take the kernel's values by reference so
+// that inlining leaves every load where the kernel put it.
+//
+// 1. My input of the island's other runs into their areas of my slot (box), where their owners
+// read it: local stores only.
+template <typename T>
+__device__ __forceinline__ void stageOtherRuns(const FusedParams& p, uint4* const& box,
+                                               const FusedTwoShotStep& st, const int& m,
+                                               const int& me, const size_t& area_vecs,
+                                               const size_t& hv) {
+  for (int q = 1; q < m; ++q) {
+    const int j = (me + q) % m;
+    stageRun<T>(p, box + static_cast<size_t>(fusedTwoShotArea(me, j, m)) * area_vecs,
+                st.first + st.runBegin(j), st.runLen(j), hv);
+  }
+}
+
+// Row i of my run: island 0's partial + island 1's (mine at xa, my partner's at theirs: phase 1,
+// awaited) in fp32, in island_pull's order so that both partners compute the same bits, and the
+// residual (res) added: y, its squares into sumsq.
+template <typename T, int V>
+__device__ __forceinline__ void sumPartials(const DeviceComm& c, const uint4* const& xa,
+                                            const uint4* const& theirs, const size_t& i,
+                                            const size_t& hv, const uint4 (&res)[V], uint4 (&y)[V],
+                                            float& sumsq) {
+  constexpr int Q = VecTraits<T>::kElems / 4;  // fp32 vectors of a partial per data vector
+  uint4 a[V][Q], b[V][Q];                      // every load first
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+#pragma unroll
+    for (int h = 0; h < Q; ++h) {
+      a[u][h] = j < hv ? loadVolatile(xa + (i * hv + j) * Q + h) : make_uint4(0, 0, 0, 0);
+      b[u][h] = j < hv ? loadVolatile(theirs + (i * hv + j) * Q + h) : make_uint4(0, 0, 0, 0);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    y[u] = make_uint4(0, 0, 0, 0);
+    if (threadIdx.x + u * blockDim.x >= hv) continue;
+    Acc<T> acc;
+#pragma unroll
+    for (int h = 0; h < Q; ++h) {
+      acc.setQuad(h, a[u][h]);
+      acc.addQuad(h, b[u][h], /*first=*/c.island == 1);
+    }
+    y[u] = addResidual<T>(acc, res[u], sumsq);
+  }
+}
+
+// 3. My run's rows finished: the partials' sum, the residual, residual_out and the norm, and the
+// residual rows into my result area for my island's other members (finishOwnRow).
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void finishOwnRun(const DeviceComm& c, const FusedParams& p,
+                                             const size_t& slot, uint4* const& box,
+                                             uint4* const& xa, const FusedTwoShotStep& st,
+                                             const int& m, const int& me, const size_t& area_vecs,
+                                             const size_t& own_first, const size_t& hv,
+                                             const uint4 (&g)[V], const float& inv_scale,
+                                             BlockSumScratch& scratch, unsigned& parity) {
+  const uint4* theirs =
+      reinterpret_cast<const uint4*>(c.pulls[c.partner] + slot) + (m - 1) * area_vecs;
+  uint4* const result = box + (m + 1) * area_vecs;
+  for (size_t i = blockIdx.x; i < st.runLen(me); i += gridDim.x, parity ^= 1u) {
+    const size_t row = own_first + i;
+    uint4 res[V], y[V];
+    loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
+    float sumsq = 0.f;
+    sumPartials<T, V>(c, xa, theirs, i, hv, res, y, sumsq);
+    finishOwnRow<T, kQuant, V>(p, row, result + i * hv, hv, y, sumsq, g, inv_scale, scratch,
+                               parity);
+  }
+}
+
+// 4. The island's other runs: their owners' residual rows (phase 2, awaited) from the owners'
+// result areas, stored and normalised here with the owners' threads, order and bits.
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void normaliseOtherRuns(const DeviceComm& c, const FusedParams& p,
+                                                   const signed char* const& members,
+                                                   const size_t& slot, const FusedTwoShotStep& st,
+                                                   const int& m, const int& me,
+                                                   const size_t& area_vecs, const size_t& hv,
+                                                   const uint4 (&g)[V], const float& inv_scale,
+                                                   BlockSumScratch& scratch, unsigned& parity) {
+  for (int q = 1; q < m; ++q) {
+    const int j = (me + q) % m;
+    const uint4* from =
+        reinterpret_cast<const uint4*>(c.pulls[members[j]] + slot) + (m + 1) * area_vecs;
+    normaliseRun<T, kQuant, V>(p, from, st.first + st.runBegin(j), st.runLen(j), hv, g, inv_scale,
+                               scratch, parity);
+  }
+}
+
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM, bool kQuant>
 __global__ void __launch_bounds__(kThreadsPerBlock)
     fusedIslandPullKernel(const __grid_constant__ DeviceComm c,
                           const __grid_constant__ FusedParams p) {
   constexpr int E = VecTraits<T>::kElems;
-  constexpr int Q = E / 4;  // fp32 vectors of a partial per data vector
   constexpr int V = kFusedPullVecs;
   __shared__ BlockSumScratch scratch;
   const size_t hv = p.hidden / E;
@@ -98,21 +192,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const size_t slot = (step % kNumSlots) * c.pull_slot_bytes;
     uint4* const box = reinterpret_cast<uint4*>(mine + slot);
     // 1. My input of the island's other runs into their areas of my slot.
-    if (!aborted)
-      for (int q = 1; q < m; ++q) {
-        const int j = (me + q) % m;
-        stageRun<T>(p, box + static_cast<size_t>(fusedTwoShotArea(me, j, m)) * area_vecs,
-                    st.first + st.runBegin(j), st.runLen(j), hv);
-      }
+    if (!aborted) stageOtherRuns<T>(p, box, st, m, me, area_vecs, hv);
     // Aborted before this call: every row is poison.
-    if (!publishPullStep<T, kQuant>(session, c, p, s, step, aborted, open.checker, wait)) {
-      poisonRunRows<T, kQuant>(p, k, 0, m);
-      return;
-    }
-    if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, step, wait)) {
-      poisonRunRows<T, kQuant>(p, k, s, m);
-      return;
-    }
+    if (!publishPullStep<T, kQuant>(session, c, p, s, step, aborted, open.checker, wait))
+      return poisonRunRows<T, kQuant>(p, k, 0, m);
+    if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, step, wait))
+      return poisonRunRows<T, kQuant>(p, k, s, m);
 
     // 2. My run's island partial into my X area.
     const char* src[kM];
@@ -130,61 +215,21 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, step);
     if (!pullAwaitFrom<1>(
-            c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, step, wait)) {
-      poisonRunRows<T, kQuant>(p, k, s, m);
-      return;
-    }
+            c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, step, wait))
+      return poisonRunRows<T, kQuant>(p, k, s, m);
 
     // 3. Island 0's partial + island 1's, the residual, the norm; the residual rows into my
     //    result area.
-    const uint4* theirs =
-        reinterpret_cast<const uint4*>(c.pulls[c.partner] + slot) + (m - 1) * area_vecs;
-    uint4* const result = box + (m + 1) * area_vecs;
-    for (size_t i = blockIdx.x; i < st.runLen(me); i += gridDim.x, parity ^= 1u) {
-      const size_t row = own_first + i;
-      uint4 res[V], y[V];
-      loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
-      uint4 a[V][Q], b[V][Q];  // every load first
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-#pragma unroll
-        for (int h = 0; h < Q; ++h) {
-          a[u][h] = j < hv ? loadVolatile(xa + (i * hv + j) * Q + h) : make_uint4(0, 0, 0, 0);
-          b[u][h] = j < hv ? loadVolatile(theirs + (i * hv + j) * Q + h) : make_uint4(0, 0, 0, 0);
-        }
-      }
-      float sumsq = 0.f;
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        y[u] = make_uint4(0, 0, 0, 0);
-        if (threadIdx.x + u * blockDim.x >= hv) continue;
-        Acc<T> acc;
-#pragma unroll
-        for (int h = 0; h < Q; ++h) {
-          acc.setQuad(h, a[u][h]);
-          acc.addQuad(h, b[u][h], /*first=*/c.island == 1);
-        }
-        y[u] = addResidual<T>(acc, res[u], sumsq);
-      }
-      finishOwnRow<T, kQuant, V>(p, row, result + i * hv, hv, y, sumsq, g, inv_scale, scratch,
-                                 parity);
-    }
+    finishOwnRun<T, kQuant, V>(c, p, slot, box, xa, st, m, me, area_vecs, own_first, hv, g,
+                               inv_scale, scratch, parity);
     bulkPublish<PullPhaseProto<2>>(c, blockDim.x, step);
     if (s + 1 == k.nsteps) pdlLaunchDependents();
-    if (!pullAwaitFrom<2>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, step, wait)) {
-      poisonRunRows<T, kQuant>(p, k, s, m);
-      return;
-    }
+    if (!pullAwaitFrom<2>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, step, wait))
+      return poisonRunRows<T, kQuant>(p, k, s, m);
 
     // 4. The island's other runs: their owners' residual rows, normalised here.
-    for (int q = 1; q < m; ++q) {
-      const int j = (me + q) % m;
-      const uint4* from =
-          reinterpret_cast<const uint4*>(c.pulls[members[j]] + slot) + (m + 1) * area_vecs;
-      normaliseRun<T, kQuant, V>(p, from, st.first + st.runBegin(j), st.runLen(j), hv, g, inv_scale,
-                                 scratch, parity);
-    }
+    normaliseOtherRuns<T, kQuant, V>(c, p, members, slot, st, m, me, area_vecs, hv, g, inv_scale,
+                                     scratch, parity);
   }
   session.close(k.nsteps);
 }
