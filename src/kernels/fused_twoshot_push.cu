@@ -85,6 +85,120 @@ __device__ __forceinline__ void exchangePartial(CallSession& session, const Devi
   }
 }
 
+// One step as fusedSplitPush's phases see it: the owners, the vectors of a row and of an area, the
+// step's rows, epoch and flag, and every rank's slot of the step. It holds references to the
+// kernel's values, so that inlining leaves every load where the kernel put it.
+template <bool kIsland>
+struct PushStep {
+  const Owners<kIsland>& own;
+  const size_t& hv;         // vectors a row
+  const size_t& area_vecs;  // vectors an area
+  const FusedTwoShotStep& st;
+  const unsigned long long& step;  // the step's epoch
+  const uint32_t& flag;
+  char* const* const& slots;  // every rank's slots, as seen from here
+  const size_t& slot_off;     // the step's slot within each
+  __device__ __forceinline__ uint4* slotOf(int rank) const {
+    return reinterpret_cast<uint4*>(slots[rank] + slot_off);
+  }
+};
+
+// Phase 1: my input of every other run into its owner's RS area, my row (an owner sums its run
+// from its own slot alone).
+template <typename T, bool kIsland>
+__device__ __forceinline__ void pushOtherRuns(const FusedParams& p, const PushStep<kIsland>& x) {
+  const Owners<kIsland>& own = x.own;
+  const size_t& hv = x.hv;
+  for (int q = 1; q < own.n; ++q) {
+    const int d = own.after(q);
+    uint4* rs = x.slotOf(own.rankOf(d)) + own.me * x.area_vecs;
+    const size_t first = x.st.first + x.st.runBegin(d);
+    for (size_t i = blockIdx.x; i < x.st.runLen(d); i += gridDim.x)
+      for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
+        Proto::put(rs + i * hv + j,
+                   canon<T>(static_cast<const uint4*>(p.send)[(first + i) * hv + j]), x.flag);
+  }
+}
+
+// Phase 2, row i of my run (message row `row`): every source's entries in my slot summed in rank
+// (island) order in fp32 (the island: and the partner's partial added, exchangePartial), the
+// residual added; y: the residual row (canonical: what every rank stores). Returns the row's sum
+// of squares over the block; *failed: some thread's wait gave up. Every thread takes part in the
+// block sum, a timed-out one too, so the block can leave together: no barrier is left waiting.
+template <typename T, int kN, bool kIsland, int V>
+__device__ __forceinline__ float sumOwnRow(CallSession& session, const DeviceComm& c,
+                                           const FusedParams& p, WaitCtx& wait,
+                                           const PushStep<kIsland>& x, uint4* const& mine,
+                                           const size_t& count, const size_t& i, const size_t& row,
+                                           BlockSumScratch& scratch, const unsigned& parity,
+                                           uint4 (&y)[V], bool* failed) {
+  const Owners<kIsland>& own = x.own;
+  const int n = own.n, me = own.me;
+  const size_t& hv = x.hv;
+  uint4 res[V];
+  loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
+  float sumsq = 0.f;
+#pragma unroll
+  for (int u = 0; u < V; ++u) y[u] = make_uint4(0, 0, 0, 0);
+  if constexpr (kIsland) {
+    Acc<T> a[V];
+    session.sum<Proto, T, kN, V>(
+        wait, n, me, [&own](int j) { return own.rankOf(j); }, mine, x.area_vecs,
+        i * hv + threadIdx.x, blockDim.x, i * hv + hv, static_cast<const T*>(p.send),
+        row * hv + threadIdx.x, count, x.step, [&a](int u, const Acc<T>& acc) { a[u] = acc; });
+    exchangePartial<T, V>(session, c, wait, x.slotOf(c.partner) + 2 * n * x.area_vecs,
+                          mine + 2 * n * x.area_vecs, i * hv, hv, x.flag, x.step, a);
+#pragma unroll
+    for (int u = 0; u < V; ++u)
+      if (threadIdx.x + u * blockDim.x < hv && !wait.failed)
+        y[u] = canon<T>(addResidual<T>(a[u], res[u], sumsq));
+  } else {
+    session.sum<Proto, T, kN, V>(
+        wait, n, me, [](int r) { return r; }, mine, x.area_vecs, i * hv + threadIdx.x, blockDim.x,
+        i * hv + hv, static_cast<const T*>(p.send), row * hv + threadIdx.x, count, x.step,
+        [&](int u, const Acc<T>& acc) { y[u] = canon<T>(addResidual<T>(acc, res[u], sumsq)); });
+  }
+  return blockSumFixedOrder(sumsq, scratch, parity, wait.failed, failed);
+}
+
+// Phase 2, row i of my run once summed: its residual row y into every other owner's AG area, my
+// row, for the owners to normalise (phase 3 there).
+template <bool kIsland, int V>
+__device__ __forceinline__ void pushResidualRow(const PushStep<kIsland>& x, const size_t& i,
+                                                const uint4 (&y)[V]) {
+  const Owners<kIsland>& own = x.own;
+  const int n = own.n, me = own.me;
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    if (j >= x.hv) continue;
+    for (int q = 1; q < n; ++q)
+      Proto::put(x.slotOf(own.rankOf(own.after(q))) + (n + me) * x.area_vecs + i * x.hv + j, y[u],
+                 x.flag);
+  }
+}
+
+// Phase 3, row i of owner d's run: the owner's residual row from my AG area `ag` into y, the
+// owner's bits (a thread whose wait gave up keeps zeros). Returns the row's sum of squares over the
+// block, as sumOwnRow does (the owner's threads and order, so the norm matches the owner's too).
+template <typename T, bool kIsland, int V>
+__device__ __forceinline__ float takeOwnerRow(CallSession& session, WaitCtx& wait,
+                                              const PushStep<kIsland>& x, const int& d,
+                                              uint4* const& ag, const size_t& i,
+                                              BlockSumScratch& scratch, const unsigned& parity,
+                                              uint4 (&y)[V], bool* failed) {
+  const size_t& hv = x.hv;
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = threadIdx.x + u * blockDim.x;
+    uint4 got[1] = {make_uint4(0, 0, 0, 0)};
+    if (j < hv && !wait.failed)
+      session.take<Proto, 1>(wait, ag + i * hv + j, x.flag, x.own.rankOf(d), x.step, got);
+    y[u] = got[0];
+  }
+  return blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, wait.failed, failed);
+}
+
 // kN: the owner class the kernel was built for (world class, or island-size class).
 template <typename T, int kN, bool kQuant, bool kIsland>
 __device__ __forceinline__ void fusedSplitPush(const DeviceComm& c, const FusedParams& p) {
@@ -100,13 +214,10 @@ __device__ __forceinline__ void fusedSplitPush(const DeviceComm& c, const FusedP
   const size_t count = p.rows * p.hidden;
   char* const* slots = Proto::bufs(c);  // every rank's slots, as seen from here
   CallSession session(c);
-
   uint4 g[V];
   // The island kernels are built per island-size class: the announce covers every rank.
   const RowSplitOpen open = openRowSplit < Proto, kIsland ? kMaxRanks : kN, T,
                      kQuant > (session, p, hv, g);
-  const bool aborted = open.aborted;
-  const float inv_scale = open.inv_scale;
   WaitCtx wait = session.startWaits();
   unsigned parity = 0;
   for (size_t s = 0; s < k.nsteps; ++s) {
@@ -114,23 +225,12 @@ __device__ __forceinline__ void fusedSplitPush(const DeviceComm& c, const FusedP
     const unsigned long long step = session.epoch + s;
     const uint32_t flag = stepFlag(step);
     const size_t slot_off = (step % kNumSlots) * Proto::slotBytes(c);
-    const auto slotOf = [slots, slot_off](int rank) {
-      return reinterpret_cast<uint4*>(slots[rank] + slot_off);
-    };
+    const PushStep<kIsland> x{own, hv, area_vecs, st, step, flag, slots, slot_off};
     // 1. My input of every other run into its owner's RS area, my row.
-    if (!aborted)
-      for (int q = 1; q < n; ++q) {
-        const int d = own.after(q);
-        uint4* rs = slotOf(own.rankOf(d)) + me * area_vecs;
-        const size_t first = st.first + st.runBegin(d);
-        for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x)
-          for (size_t j = threadIdx.x; j < hv; j += blockDim.x)
-            Proto::put(rs + i * hv + j,
-                       canon<T>(static_cast<const uint4*>(p.send)[(first + i) * hv + j]), flag);
-      }
+    if (!open.aborted) pushOtherRuns<T>(p, x);
     if (s == 0) {
       // Every thread's epoch read has returned before the block is counted in.
-      if (!session.arriveBlock(aborted)) {  // aborted before this call: every row is poison
+      if (!session.arriveBlock(open.aborted)) {  // aborted before this call: every row is poison
         poisonRunRows<T, kQuant>(p, k, 0, n);
         return;
       }
@@ -138,81 +238,39 @@ __device__ __forceinline__ void fusedSplitPush(const DeviceComm& c, const FusedP
       // error here, not a timeout.
       if (open.checker) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
     }
-
-    // 2. My run: every source's input summed (the island: and the partner's partial added), the
-    //    residual added, normalised; the residual rows pushed into every other owner's AG area,
-    //    my row.
-    uint4* const mine = slotOf(c.rank);
+    // 2. My run: every source's input summed, the residual added, normalised; the residual rows
+    //    pushed into every other owner's AG area, my row.
+    uint4* const mine = x.slotOf(c.rank);
     const size_t own_first = st.first + st.runBegin(me);
     for (size_t i = blockIdx.x; i < st.runLen(me); i += gridDim.x, parity ^= 1u) {
       const size_t row = own_first + i;
-      uint4 res[V], y[V];
-      loadSlice<V>(p.residual_in, row * hv, 0, hv, res);
-      float sumsq = 0.f;
-#pragma unroll
-      for (int u = 0; u < V; ++u) y[u] = make_uint4(0, 0, 0, 0);
-      if constexpr (kIsland) {
-        Acc<T> a[V];
-        session.sum<Proto, T, kN, V>(
-            wait, n, me, [&own](int j) { return own.rankOf(j); }, mine, area_vecs,
-            i * hv + threadIdx.x, blockDim.x, i * hv + hv, static_cast<const T*>(p.send),
-            row * hv + threadIdx.x, count, step, [&a](int u, const Acc<T>& acc) { a[u] = acc; });
-        exchangePartial<T, V>(session, c, wait, slotOf(c.partner) + 2 * n * area_vecs,
-                              mine + 2 * n * area_vecs, i * hv, hv, flag, step, a);
-#pragma unroll
-        for (int u = 0; u < V; ++u)
-          if (threadIdx.x + u * blockDim.x < hv && !wait.failed)
-            y[u] = canon<T>(addResidual<T>(a[u], res[u], sumsq));
-      } else {
-        session.sum<Proto, T, kN, V>(
-            wait, n, me, [](int r) { return r; }, mine, area_vecs, i * hv + threadIdx.x, blockDim.x,
-            i * hv + hv, static_cast<const T*>(p.send), row * hv + threadIdx.x, count, step,
-            [&](int u, const Acc<T>& acc) { y[u] = canon<T>(addResidual<T>(acc, res[u], sumsq)); });
-      }
-      // Every thread takes part in the block sum, a timed-out one too, then the block leaves
-      // together: no barrier is left waiting for it.
+      uint4 y[V];
       bool failed = false;
-      const float total = blockSumFixedOrder(sumsq, scratch, parity, wait.failed, &failed);
-      if (failed) {
+      const float total = sumOwnRow<T, kN, kIsland, V>(session, c, p, wait, x, mine, count, i, row,
+                                                       scratch, parity, y, &failed);
+      if (failed) {  // the block leaves together
         poisonRunRows<T, kQuant>(p, k, s, n);
         return;
       }
-#pragma unroll
-      for (int u = 0; u < V; ++u) {
-        const size_t j = threadIdx.x + u * blockDim.x;
-        if (j >= hv) continue;
-        for (int q = 1; q < n; ++q)
-          Proto::put(slotOf(own.rankOf(own.after(q))) + (n + me) * area_vecs + i * hv + j, y[u],
-                     flag);
-      }
-      storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
+      pushResidualRow<kIsland, V>(x, i, y);
+      storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, open.inv_scale);
     }
     if (s + 1 == k.nsteps) pdlLaunchDependents();
-
     // 3. Every other run: its owner's residual rows from my AG area, normalised here.
     for (int q = 1; q < n; ++q) {
       const int d = own.after(q);
       uint4* const ag = mine + (n + d) * area_vecs;
       const size_t first = st.first + st.runBegin(d);
       for (size_t i = blockIdx.x; i < st.runLen(d); i += gridDim.x, parity ^= 1u) {
-        const size_t row = first + i;
         uint4 y[V];
-#pragma unroll
-        for (int u = 0; u < V; ++u) {
-          const size_t j = threadIdx.x + u * blockDim.x;
-          uint4 got[1] = {make_uint4(0, 0, 0, 0)};
-          if (j < hv && !wait.failed)
-            session.take<Proto, 1>(wait, ag + i * hv + j, flag, own.rankOf(d), step, got);
-          y[u] = got[0];
-        }
         bool failed = false;
         const float total =
-            blockSumFixedOrder(rowSquares<T, V>(y, hv), scratch, parity, wait.failed, &failed);
+            takeOwnerRow<T, kIsland, V>(session, wait, x, d, ag, i, scratch, parity, y, &failed);
         if (failed) {
           poisonRunRows<T, kQuant>(p, k, s, n);
           return;
         }
-        storeRowAndNorm<T, kQuant, V>(p, row, hv, y, g, total, inv_scale);
+        storeRowAndNorm<T, kQuant, V>(p, first + i, hv, y, g, total, open.inv_scale);
       }
     }
     afterReads<Proto>(c);
