@@ -107,6 +107,95 @@ __device__ __forceinline__ float rowTotal(const WarpPartial (&w)[kMaxClusterBloc
   return total;
 }
 
+// This block's mbarrier initialised, and the block's arrival at the cluster barrier. Every block's
+// mbarrier must be initialised before any block stores to it: this arrival, and the wait before the
+// first store, long after.
+__device__ __forceinline__ void arriveInitialised(unsigned long long& bar) {
+  if (threadIdx.x == 0) {
+    mbarInit(smemAddr(&bar), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+
+// This thread's vectors of the block's slice (from d_lo, dthreads apart, below hi) in registers:
+// gamma, input and residual loads all in flight at once and with the epoch's, none behind a push.
+template <int V>
+__device__ __forceinline__ void loadClusterSlice(const FusedParams& p, const size_t& row,
+                                                 const size_t& hv, const size_t& d_lo,
+                                                 const int& dthreads, const size_t& hi,
+                                                 uint4 (&g)[V], uint4 (&x)[V], uint4 (&res)[V]) {
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
+    const bool in = j < hi;
+    g[u] = in ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
+    x[u] = in ? static_cast<const uint4*>(p.send)[row * hv + j] : make_uint4(0, 0, 0, 0);
+    res[u] = in ? static_cast<const uint4*>(p.residual_in)[row * hv + j] : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// The slice's input (x, loaded by loadClusterSlice) into every peer's slot, unless the communicator
+// was aborted before this call.
+template <typename Proto, typename T, int kW, int V>
+__device__ __forceinline__ void pushClusterSlice(const FusedParams& p, char* const (&peer)[kW],
+                                                 const size_t& slot_off, const int& rank,
+                                                 const int& world, const size_t& row,
+                                                 const size_t& hv, const size_t& d_lo,
+                                                 const int& dthreads, const size_t& hi,
+                                                 const uint4 (&x)[V], const bool& aborted) {
+  if (aborted) return;
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
+    if (j < hi) pushVec<Proto, T, kW>(p, peer, slot_off, rank, world, row * hv + j, x[u]);
+  }
+}
+
+// The warp's sum of squares (and whether any of its lanes gave up) to every block of the cluster,
+// itself included, each store counted on that block's mbarrier; then the wait on this block's own
+// mbarrier until every warp's sum is in: the row's one wait, no block or cluster barrier. Returns
+// the row's sum of squares (rowTotal: the same bits in every block); *failed: some warp gave up.
+__device__ __forceinline__ float shareWarpSum(WarpPartial (&sums)[kMaxClusterBlocks * kMaxWarps],
+                                              unsigned long long& bar, const unsigned& cs,
+                                              const unsigned& me, const int& warp,
+                                              const int& dwarps, float& sumsq, const WaitCtx& wait,
+                                              bool* failed) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) sumsq += __shfl_xor_sync(0xFFFFFFFFu, sumsq, off);
+  const int bad = __any_sync(0xFFFFFFFFu, wait.failed) ? 1 : 0;
+  const uint32_t b = smemAddr(&bar);
+  if (threadIdx.x == 0) mbarExpect(b, cs * static_cast<unsigned>(dwarps) * 8u);
+  if (threadIdx.x % 32 == 0) {
+    const uint32_t slot = smemAddr(&sums[me * kMaxWarps + warp]);
+    for (unsigned k = 0; k < cs; ++k)
+      storeAsync(remoteAddr(slot, k), remoteAddr(b, k), __float_as_uint(sumsq),
+                 static_cast<uint32_t>(bad));
+  }
+  mbarWait(b, 0);  // its one phase
+  return rowTotal(sums, cs, dwarps, failed);
+}
+
+// The slice's residual rows (y) to the output, and their norms (total: the row's sum of squares
+// over the cluster, of H elements).
+template <typename T, bool kQuant, int V>
+__device__ __forceinline__ void storeClusterSlice(const FusedParams& p, const size_t& row,
+                                                  const size_t& hv, const size_t& d_lo,
+                                                  const int& dthreads, const size_t& hi,
+                                                  const uint4 (&y)[V], const uint4 (&g)[V],
+                                                  const float& total, const size_t& H,
+                                                  const float& inv_scale) {
+  const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
+#pragma unroll
+  for (int u = 0; u < V; ++u) {
+    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
+    if (j < hi) {
+      static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
+      storeNorm<T, kQuant>(p, row * hv + j, y[u], g[u], rs, inv_scale);
+    }
+  }
+}
+
 #endif  // __CUDA_ARCH__ >= 900
 
 // A cluster per row, every cluster one row (the planner's geometry: a cluster looping over rows
@@ -142,55 +231,31 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   if (data && lo + threadIdx.x < hi)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const uint4*>(p.send) + row * hv +
                                                   lo + threadIdx.x));
-  // The mbarrier must be initialised in every block before any block stores to it: this arrival,
-  // and the wait before the first store, long after.
-  if (threadIdx.x == 0) {
-    mbarInit(smemAddr(&bar), 1);
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-
+  arriveInitialised(bar);  // the mbarrier set before any block's first store to it
   pdlWait();  // the input (and the residual, gamma, scale) may be the previous kernel's output
   trace.mark(kTraceWaited);
-  // The block's slice in registers: input, residual and gamma loads all in flight at once and
-  // with the epoch's, none behind a push.
   const size_t d_lo = data ? lo + threadIdx.x : hi;  // this thread's first vector
   uint4 g[V], x[V], res[V];
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
-    const bool in = j < hi;
-    g[u] = in ? static_cast<const uint4*>(p.gamma)[j] : make_uint4(0, 0, 0, 0);
-    x[u] = in ? static_cast<const uint4*>(p.send)[row * hv + j] : make_uint4(0, 0, 0, 0);
-    res[u] = in ? static_cast<const uint4*>(p.residual_in)[row * hv + j] : make_uint4(0, 0, 0, 0);
-  }
+  loadClusterSlice<V>(p, row, hv, d_lo, dthreads, hi, g, x, res);  // before the epoch
   const FusedOpen open = openFused<Proto, T, kW, kQuant>(session, c, p);
   trace.mark(kTraceEpoch);
-  const bool aborted = open.aborted;
-  const size_t slot_off = open.slot_off;
-  if (!aborted) {
-#pragma unroll
-    for (int u = 0; u < V; ++u) {
-      const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
-      if (j < hi) pushVec<Proto, T, kW>(p, peer, slot_off, rank, world, row * hv + j, x[u]);
-    }
-  }
+  pushClusterSlice<Proto, T, kW, V>(p, peer, open.slot_off, rank, world, row, hv, d_lo, dthreads,
+                                    hi, x, open.aborted);
   // Every thread's epoch read has returned before the block is counted in (readEpochThread).
-  const bool gone = __syncthreads_or(aborted);
+  const bool gone = __syncthreads_or(open.aborted);
   if (!gone) session.arrive();
   trace.mark(kTracePushed);
   pdlLaunchDependents();
   WaitCtx wait = session.startWaits();
   wait.failed = gone;
   asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every block's mbarrier is set
-  // The checker's warp has no data: it checks the peers' fingerprints beside the data waits and
-  // leaves (nothing below waits for it).
+  // The checker's warp (no data) checks the peers' fingerprints beside the waits and leaves.
   if (!data) {
     if (open.checker && !gone) session.checkPeers<Proto>(wait, fusedPrint<T, kQuant>(session, p));
     return;
   }
   const float inv_scale = kQuant ? 1.f / *p.quant_scale : 0.f;
-  uint4* const mine = reinterpret_cast<uint4*>(peer[0] + slot_off);
+  uint4* const mine = reinterpret_cast<uint4*>(peer[0] + open.slot_off);
   const size_t o = row * hv + d_lo, o_end = row * hv + hi;
   float sumsq = 0.f;
   uint4 y[V];
@@ -199,36 +264,14 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       static_cast<const T*>(p.send), o, p.rows * H, session.epoch,
       [&](int u, const Acc<T>& acc) { y[u] = addResidual<T>(acc, res[u], sumsq); });
   trace.markLatest(kTraceReduced, session.epoch, rank);
-  // The warp's sum to every block of the cluster (itself included), each store counted on that
-  // block's mbarrier; then this block's own mbarrier, once every warp's sum is in.
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) sumsq += __shfl_xor_sync(0xFFFFFFFFu, sumsq, off);
-  const int bad = __any_sync(0xFFFFFFFFu, wait.failed) ? 1 : 0;
-  const uint32_t b = smemAddr(&bar);
-  if (threadIdx.x == 0) mbarExpect(b, cs * static_cast<unsigned>(dwarps) * 8u);
-  if (threadIdx.x % 32 == 0) {
-    const uint32_t slot = smemAddr(&sums[me * kMaxWarps + warp]);
-    for (unsigned k = 0; k < cs; ++k)
-      storeAsync(remoteAddr(slot, k), remoteAddr(b, k), __float_as_uint(sumsq),
-                 static_cast<uint32_t>(bad));
-  }
-  mbarWait(b, 0);  // its one phase
   bool failed = false;
-  const float total = rowTotal(sums, cs, dwarps, &failed);
+  const float total = shareWarpSum(sums, bar, cs, me, warp, dwarps, sumsq, wait, &failed);
   if (failed) {  // every block of the cluster leaves here, its slice of the row poisoned
     poisonFused<T, kQuant>(p, row, p.rows, d_lo, dthreads, hi);
     return;
   }
   trace.mark(kTraceRowSum);
-  const float rs = rsqrtf(total / static_cast<float>(H) + p.eps);
-#pragma unroll
-  for (int u = 0; u < V; ++u) {
-    const size_t j = d_lo + static_cast<size_t>(u) * dthreads;
-    if (j < hi) {
-      static_cast<uint4*>(p.residual_out)[row * hv + j] = y[u];
-      storeNorm<T, kQuant>(p, row * hv + j, y[u], g[u], rs, inv_scale);
-    }
-  }
+  storeClusterSlice<T, kQuant, V>(p, row, hv, d_lo, dthreads, hi, y, g, total, H, inv_scale);
   clearSources<Proto, kW, V>(c, world, rank, mine, p.region, o, dthreads, o_end);
   trace.mark(kTraceNormStored);
   session.close(1);
