@@ -226,7 +226,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const int rank = c.rank, world = c.world;
   char* peer[kW];
   fusedPeers<Proto, kW>(c, rank, world, peer);
-  CallSession session(c);
+  const LaunchParams l = fusedLaunchParams();
+  CallSession session(c, l);
   // Pins the input's address before the wait (oneshot_lean.cu says why).
   if (data && lo + threadIdx.x < hi)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const uint4*>(p.send) + row * hv +

@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const auto islandPeer = [members, m, me](int t) {
     return static_cast<int>(members[(me + 1 + t) % m]);
   };
-  CallSession session(c);
+  const LaunchParams l = fusedLaunchParams();
+  CallSession session(c, l);
 
   uint4 g[V];
   const RowSplitOpen open = openRowSplit<PullProto, kMaxRanks, T, kQuant>(session, p, hv, g);

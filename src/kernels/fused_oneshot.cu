@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t H = p.hidden, hv = H / E;
   const int rank = c.rank, world = c.world;
   const bool in_regs = kOnePass || hv <= static_cast<size_t>(V) * blockDim.x;
-  CallSession session(c);
+  const LaunchParams l = fusedLaunchParams();
+  CallSession session(c, l);
   // The row blocks; with a check block (p.check_block), all but the last (at least one:
   // launchFusedOneShot checks).
   const bool check_block = p.check_block != 0;
@@ -244,10 +245,9 @@ tpcommResult_t launchFusedOneShot(const DeviceComm& c, const FusedLaunch& f, cud
   if (f.p.check_block && f.blocks < 2)
     return fail(tpcommInternalError, "fused launch: a grid of %d block(s) has no row block",
                 f.blocks);
-  DeviceComm dc = c;
-  dc.aligned = 1;  // the planner sends whole-vector rows of aligned buffers only
+  // The planner sends whole-vector rows of aligned buffers only (CallSession's defaults).
   FusedParams p = f.p;
-  void* args[] = {&dc, &p};
+  void* args[] = {const_cast<DeviceComm*>(&c), &p};
   return launchKernel(fn, f.blocks, f.threads, f.pdl, args, s, f.cluster);
 }
 

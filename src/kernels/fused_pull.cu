@@ -82,7 +82,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t area = kLL ? pullLLAreaOffset(c.pull_slot_bytes) : 0;
   const size_t slot_bytes = kLL ? kPullLLSlotBytes : c.pull_slot_bytes;
   char* const mine_area = c.pulls[c.rank] + area;
-  CallSession session(c);
+  const LaunchParams l = fusedLaunchParams();
+  CallSession session(c, l);
   // The row blocks; with a check block, all but the last (at least one: launchFusedOneShot checks).
   const bool check_block = p.check_block != 0;
   const unsigned nb = check_block ? gridDim.x - 1 : gridDim.x;

@@ -40,7 +40,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const FusedTwoShotSteps k = fusedTwoShotSteps(p.region, hv, world, p.rows);
   const size_t area_vecs = k.area_rows * hv;
   char* const mine = c.pulls[rank];
-  CallSession session(c);
+  const LaunchParams l = fusedLaunchParams();
+  CallSession session(c, l);
 
   uint4 g[V];
   const RowSplitOpen open = openRowSplit<PullProto, kW, T, kQuant>(session, p, hv, g);
@@ -61,14 +62,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                     st.first + st.runBegin(d), st.runLen(d), hv);
       }
     // Aborted before this call: every row is poison.
-    if (!publishPullStep<T, kQuant>(session, c, p, s, step, aborted, open.checker, wait)) {
-      poisonRunRows<T, kQuant>(p, k, 0, world);
-      return;
-    }
-    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, step, wait)) {
-      poisonRunRows<T, kQuant>(p, k, s, world);
-      return;
-    }
+    if (!publishPullStep<T, kQuant>(session, c, p, s, step, aborted, open.checker, wait))
+      return poisonRunRows<T, kQuant>(p, k, 0, world);
+    if (!pullAwait<0>(c, threadIdx.x, blockDim.x, step, wait))
+      return poisonRunRows<T, kQuant>(p, k, s, world);
 
     // 2. My run: every rank's input summed, the residual added, normalised; the residual rows
     //    into my reduced area.
@@ -94,10 +91,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     }
     bulkPublish<PullPhaseProto<1>>(c, blockDim.x, step);
     if (s + 1 == k.nsteps) pdlLaunchDependents();
-    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, step, wait)) {
-      poisonRunRows<T, kQuant>(p, k, s, world);
-      return;
-    }
+    if (!pullAwait<1>(c, threadIdx.x, blockDim.x, step, wait))
+      return poisonRunRows<T, kQuant>(p, k, s, world);
 
     // 3. Every other run: its owner's residual rows, normalised here.
     for (int q = 1; q < world; ++q) {

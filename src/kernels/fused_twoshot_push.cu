@@ -213,7 +213,8 @@ __device__ __forceinline__ void fusedSplitPush(const DeviceComm& c, const FusedP
   const size_t area_vecs = k.area_rows * hv;
   const size_t count = p.rows * p.hidden;
   char* const* slots = Proto::bufs(c);  // every rank's slots, as seen from here
-  CallSession session(c);
+  const LaunchParams l = fusedLaunchParams();
+  CallSession session(c, l);
   uint4 g[V];
   // The island kernels are built per island-size class: the announce covers every rank.
   const RowSplitOpen open = openRowSplit < Proto, kIsland ? kMaxRanks : kN, T,

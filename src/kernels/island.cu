@@ -30,7 +30,7 @@ using Proto = SentinelProto;
 
 // Step 1, reduce-scatter inside the island: segment j of my input into member j's RS area.
 template <typename T, typename SlotOf>
-__device__ __forceinline__ void pushToOwners(const DeviceComm& c, const ChunkStep& st,
+__device__ __forceinline__ void pushToOwners(const LaunchParams& l, const ChunkStep& st,
                                              const SlotOf& slotOf, const signed char* members,
                                              const int& m, const int& me, const T* const& send,
                                              const size_t& count, const size_t& stride,
@@ -38,8 +38,8 @@ __device__ __forceinline__ void pushToOwners(const DeviceComm& c, const ChunkSte
   for (int p = 1; p < m; ++p) {
     const int j = (me + p) % m;
     const size_t end = min(st.o1, st.segLen(j));
-    pushRange<Proto, T>(c, send, st.base + j * st.seg, st.o0, end, stride, count,
-                        slotOf(members[j]) + me * seg_cap, flag);
+    pushRange<Proto, T>(send, st.base + j * st.seg, st.o0, end, stride, count, l.aligned != 0,
+                        l.push_batch, slotOf(members[j]) + me * seg_cap, flag);
   }
 }
 
@@ -106,7 +106,7 @@ __device__ __forceinline__ uint4 sumWithPartner(const DeviceComm& c,
 // area (their step 4 copies it from there) and my output. y comes from the kernel: computed in
 // here, it changed the kernel's SASS.
 template <typename T, typename SlotOf>
-__device__ __forceinline__ void shareResult(const DeviceComm& c, const SlotOf& slotOf,
+__device__ __forceinline__ void shareResult(const LaunchParams& l, const SlotOf& slotOf,
                                             const signed char* members, const int& m, const int& me,
                                             const size_t& ag, const size_t& seg_cap,
                                             const size_t& o, int u, const size_t& stride,
@@ -115,14 +115,14 @@ __device__ __forceinline__ void shareResult(const DeviceComm& c, const SlotOf& s
                                             const uint4& y) {
   for (int p = 1; p < m; ++p)
     Proto::put(slotOf(members[(me + p) % m]) + ag + me * seg_cap + o + u * stride, y, flag);
-  storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+  storeVec<T>(recv, own_first + o + u * stride, count, l.aligned, y);
 }
 
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    islandKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                 size_t chunk_vecs) {
+    islandKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                 const T* send, T* recv, size_t count, size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector
   const int m = c.island_size;
@@ -134,11 +134,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t stride = blockDim.x;
   const size_t xa = m * seg_cap;        // entry index of the X area
   const size_t ag = (m + 2) * seg_cap;  // entry index of the AG area: [owner][seg_cap]
-  CallSession session(c);
+  CallSession session(c, l);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Proto, T, kMaxRanks>(kCallAllReduce, count))
     return poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count,
-                               c.aligned);
+                               l.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     };
     uint4* mine = slotOf(c.rank);
 
-    pushToOwners<T>(c, st, slotOf, members, m, me, send, count, stride, seg_cap, flag);  // 1.
+    pushToOwners<T>(l, st, slotOf, members, m, me, send, count, stride, seg_cap, flag);  // 1.
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
 
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       // block-wide barrier follows.
       if (!pushPartials<T, kM, R>(session, wait, c, st, members, m, me, mine, to_partner, seg_cap,
                                   o, stride, own_end, own_first, send, count, flag, acc)) {
-        poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+        poisonChunkSteps<T>(st, m, recv, count, l.aligned);
         return;
       }
 #pragma unroll
@@ -177,11 +177,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         uint4 theirs[Q];  // the partner's partial (waited for here: a timeout leaves the kernel)
         if (!session.template take<Proto, Q>(wait, mine + xa + (o + u * stride) * 2, flag,
                                              c.partner, st.epoch, theirs)) {
-          poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+          poisonChunkSteps<T>(st, m, recv, count, l.aligned);
           return;
         }
         const uint4 y = sumWithPartner<T>(c, theirs, acc[u]);
-        shareResult<T>(c, slotOf, members, m, me, ag, seg_cap, o, u, stride, own_first, recv, count,
+        shareResult<T>(l, slotOf, members, m, me, ag, seg_cap, o, u, stride, own_first, recv, count,
                        flag, y);
       }
     }
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 
     if (!receiveFromOwners<T>(session, wait, st, mine + ag, members, m, me, recv, count, stride,
                               seg_cap)) {
-      poisonChunkSteps<T>(st, m, recv, count, c.aligned);  // 4. timed out
+      poisonChunkSteps<T>(st, m, recv, count, l.aligned);  // 4. timed out
       return;
     }
   }

@@ -41,15 +41,15 @@ __device__ __forceinline__ void islandOutboxes(const DeviceComm& c, const signed
 // Leg 1: my input's share of the island members' segments (segment j, j != me) into my outbox
 // area j, with local stores, then phase 0 published: the owners read it from there.
 template <typename T>
-__device__ __forceinline__ void stageForOwners(const DeviceComm& c, const ChunkStep& st,
-                                               uint4* const& mine, const size_t& slot, const int& m,
-                                               const int& me, const T* const& send,
-                                               const size_t& count, const size_t& stride,
-                                               const size_t& seg_cap) {
+__device__ __forceinline__ void stageForOwners(const DeviceComm& c, const LaunchParams& l,
+                                               const ChunkStep& st, uint4* const& mine,
+                                               const size_t& slot, const int& m, const int& me,
+                                               const T* const& send, const size_t& count,
+                                               const size_t& stride, const size_t& seg_cap) {
   for (int p = 1; p < m; ++p) {
     const int j = (me + p) % m;
-    pushRange<PullProto, T>(c, send, st.base + j * st.seg, st.o0, min(st.o1, st.segLen(j)), stride,
-                            count, mine + slot + j * seg_cap, 0);
+    pushRange<PullProto, T>(send, st.base + j * st.seg, st.o0, min(st.o1, st.segLen(j)), stride,
+                            count, l.aligned != 0, l.push_batch, mine + slot + j * seg_cap, 0);
   }
   bulkPublish<PullProto>(c, blockDim.x, st.epoch);
 }
@@ -59,19 +59,17 @@ __device__ __forceinline__ void stageForOwners(const DeviceComm& c, const ChunkS
 // canonicalised as the push island sends them (Q entries a vector), then phase 1 published: the
 // partner reads it from there.
 template <typename T, int kM>
-__device__ __forceinline__ void stagePartial(const DeviceComm& c, const ChunkStep& st,
-                                             char* const (&src)[kM], const int& m, const int& me,
-                                             uint4* const& mine, const size_t& slot,
-                                             const size_t& xa, const size_t& seg_cap,
-                                             const size_t& o0, const size_t& own_end,
-                                             const size_t& own_first, const size_t& stride,
-                                             const T* const& send, const size_t& count) {
+__device__ __forceinline__ void stagePartial(
+    const DeviceComm& c, const LaunchParams& l, const ChunkStep& st, char* const (&src)[kM],
+    const int& m, const int& me, uint4* const& mine, const size_t& slot, const size_t& xa,
+    const size_t& seg_cap, const size_t& o0, const size_t& own_end, const size_t& own_first,
+    const size_t& stride, const T* const& send, const size_t& count) {
   constexpr int Q = VecTraits<T>::kElems / 4;  // fp32 entries of a partial sum per data vector
   // Batch of 2, except with 4 sources and fp32 partials of 8 elements (as island.cu).
   constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
   for (size_t o = o0; o < own_end; o += stride * R) {
-    pullAcc<T, kM, R>(c, src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
-                      count, [&](int u, const Acc<T>& acc) {
+    pullAcc<T, kM, R>(src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
+                      count, l.aligned != 0, [&](int u, const Acc<T>& acc) {
                         if (o + u * stride >= own_end) return;
 #pragma unroll
                         for (int h = 0; h < Q; ++h)
@@ -109,12 +107,12 @@ __device__ __forceinline__ void loadPartials(const DeviceComm& c, uint4* const& 
 // to T (the push island's adds in its order, so the same bits), into my output and my outbox's
 // result area. acc: the kernel's, for the same reason as a and b above.
 template <typename T, int Q>
-__device__ __forceinline__ void sumIntoResult(const DeviceComm& c, const uint4 (&a)[Q],
-                                              const uint4 (&b)[Q], uint4* const& mine,
-                                              const size_t& slot, const size_t& res,
-                                              const size_t& o, int u, const size_t& stride,
-                                              const size_t& own_first, T* const& recv,
-                                              const size_t& count, Acc<T>& acc) {
+__device__ __forceinline__ void sumIntoResult(const DeviceComm& c, const LaunchParams& l,
+                                              const uint4 (&a)[Q], const uint4 (&b)[Q],
+                                              uint4* const& mine, const size_t& slot,
+                                              const size_t& res, const size_t& o, int u,
+                                              const size_t& stride, const size_t& own_first,
+                                              T* const& recv, const size_t& count, Acc<T>& acc) {
 #pragma unroll
   for (int h = 0; h < Q; ++h) {
     acc.setQuad(h, a[h]);
@@ -122,30 +120,30 @@ __device__ __forceinline__ void sumIntoResult(const DeviceComm& c, const uint4 (
   }
   const uint4 y = acc.result();
   PullProto::put(mine + slot + res + o + u * stride, y, 0);
-  storeVec<T>(recv, own_first + o + u * stride, count, c.aligned, y);
+  storeVec<T>(recv, own_first + o + u * stride, count, l.aligned, y);
 }
 
 // Leg 4, once the members published their results: the island's other segments from their
 // owners' result areas into my output.
 template <typename T>
-__device__ __forceinline__ void pullFromOwners(const DeviceComm& c, const ChunkStep& st,
-                                               const signed char* members, const int& m,
-                                               const int& me, const size_t& slot, const size_t& res,
-                                               const size_t& stride, T* const& recv,
-                                               const size_t& count) {
+__device__ __forceinline__ void pullFromOwners(const DeviceComm& c, const LaunchParams& l,
+                                               const ChunkStep& st, const signed char* members,
+                                               const int& m, const int& me, const size_t& slot,
+                                               const size_t& res, const size_t& stride,
+                                               T* const& recv, const size_t& count) {
   for (int p = 1; p < m; ++p) {
     const int j = (me + p) % m;
     const uint4* from = reinterpret_cast<const uint4*>(c.pulls[members[j]]) + slot + res;
-    pullCopy<T>(c, from, st.o0, min(st.o1, st.segLen(j)), stride, recv, st.base + j * st.seg,
-                count);
+    pullCopy<T>(from, st.o0, min(st.o1, st.segLen(j)), stride, recv, st.base + j * st.seg, count,
+                l.aligned != 0);
   }
 }
 
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    islandPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                     size_t chunk_vecs) {
+    islandPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                     const T* send, T* recv, size_t count, size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector
   const int m = c.island_size;
@@ -163,11 +161,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const auto islandPeer = [members, m, me](int t) {
     return static_cast<int>(members[(me + 1 + t) % m]);
   };
-  CallSession session(c);
+  CallSession session(c, l);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<PullProto, T, kMaxRanks>(kCallAllReduce, count))
     return poisonChunkSteps<T>(chunkStepOffsets(k, 0, blockIdx.x, threadIdx.x), m, recv, count,
-                               c.aligned);
+                               l.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -175,23 +173,23 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const size_t slot = st.slot_off / kVecBytes, base = st.base, seg = st.seg;
 
     // 1. My input's share of the island members' segments into my outbox, published.
-    stageForOwners<T>(c, st, mine, slot, m, me, send, count, stride, seg_cap);
+    stageForOwners<T>(c, l, st, mine, slot, m, me, send, count, stride, seg_cap);
     if (step == 0 && checker)
       session.checkPeers<PullProto>(wait, session.print<T>(kCallAllReduce, count));
     if (!pullAwaitFrom<0>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) {
       // Gave up: this step's outputs and the later ones' are poison (poison_device.cuh).
-      poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+      poisonChunkSteps<T>(st, m, recv, count, l.aligned);
       return;
     }
 
     // 2. My segment's island partial into my X area, published.
     const size_t own_end = min(st.o1, st.segLen(me));
     const size_t own_first = base + me * seg;  // vector index of my segment's start
-    stagePartial<T, kM>(c, st, src, m, me, mine, slot, xa, seg_cap, st.o0, own_end, own_first,
+    stagePartial<T, kM>(c, l, st, src, m, me, mine, slot, xa, seg_cap, st.o0, own_end, own_first,
                         stride, send, count);
     if (!pullAwaitFrom<1>(
             c, threadIdx.x, blockDim.x, 1, [&c](int) { return c.partner; }, st.epoch, wait)) {
-      poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+      poisonChunkSteps<T>(st, m, recv, count, l.aligned);
       return;
     }
 
@@ -203,18 +201,19 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (int u = 0; u < kReduceBatch; ++u) {
         if (o + u * stride >= own_end) continue;
         Acc<T> acc;
-        sumIntoResult<T>(c, a[u], b[u], mine, slot, res, o, u, stride, own_first, recv, count, acc);
+        sumIntoResult<T>(c, l, a[u], b[u], mine, slot, res, o, u, stride, own_first, recv, count,
+                         acc);
       }
     }
     bulkPublish<PullPhaseProto<2>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwaitFrom<2>(c, threadIdx.x, blockDim.x, m - 1, islandPeer, st.epoch, wait)) {
-      poisonChunkSteps<T>(st, m, recv, count, c.aligned);
+      poisonChunkSteps<T>(st, m, recv, count, l.aligned);
       return;
     }
 
     // 4. The island's other segments from their owners' result areas.
-    pullFromOwners<T>(c, st, members, m, me, slot, res, stride, recv, count);
+    pullFromOwners<T>(c, l, st, members, m, me, slot, res, stride, recv, count);
   }
   session.close(k.nsteps);
 }

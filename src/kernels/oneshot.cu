@@ -9,7 +9,7 @@
 // kernel instead (oneshot_lean.cu). Why four slots rotated by step epoch keep a rank that runs
 // ahead from writing into a slot its slower peer still reads: docs/PROTOCOL.md.
 //
-// Calls of two or more steps split each block: its first warps push (c.push_eighths of them), the
+// Calls of two or more steps split each block: its first warps push (l.push_eighths of them), the
 // others reduce, so the link carries step j while the reduce pass of an earlier step runs; with
 // every thread doing both, every block pushes, then every block reduces, in lockstep, and the
 // link idles during the reduce. Single-step calls keep every thread for both (latency). Why the
@@ -104,14 +104,14 @@ __device__ __forceinline__ bool reduceStep(Session& session, WaitCtx& wait, cons
 // they are inputs too, so a step is poisoned only once this block pushed it, or once no thread
 // will push it any more (the kernel is leaving).
 template <typename T>
-__device__ __noinline__ void poisonOneShot(const DeviceComm& c, T* recv, size_t count, size_t from,
-                                           size_t to, unsigned tr, unsigned nr) {
+__device__ __noinline__ void poisonOneShot(const LaunchParams& l, T* recv, size_t count,
+                                           size_t from, size_t to, unsigned tr, unsigned nr) {
   constexpr int E = VecTraits<T>::kElems;
-  const BlockShare share{(count + E - 1) / E, c.call_region, c.call_per};
+  const BlockShare share{(count + E - 1) / E, l.call_region, l.call_per};
   for (size_t s = from; s < to; ++s) {
     size_t first, last;
     share.of(s, &first, &last);
-    poisonRange<T>(recv, 0, first + tr, last, nr, count, c.aligned != 0);
+    poisonRange<T>(recv, 0, first + tr, last, nr, count, l.aligned != 0);
   }
 }
 
@@ -176,24 +176,25 @@ __device__ __forceinline__ void reducingWarps(size_t nsteps, Reduce& reduce, Poi
 
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                  size_t /*step_vecs: applied by the host, in c.call_**/) {
+    oneShotKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                  const T* send, T* recv, size_t count,
+                  size_t /*step_vecs: applied by the host, in l.call_**/) {
   KernelTrace trace;  // marks kTraceEntry
   // Everything that depends only on the arguments comes before griddepcontrol.wait (above).
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;
   // Vectors per source and step, steps, a block's share: from the host (oneShotGeometry).
-  const size_t region = c.call_region, nsteps = c.call_nsteps, per = c.call_per;
-  const int pb = c.push_batch;
+  const size_t region = l.call_region, nsteps = l.call_nsteps, per = l.call_per;
+  const int pb = l.push_batch;
   const int rank = c.rank, world = c.world;
-  const bool aligned = c.aligned != 0;
+  const bool aligned = l.aligned != 0;
   char* peer[kW];  // push protocols: the slots' base of rank (rank + p) % world; [0] mine
-  typename SessionOf<Proto, kW>::type session(c, rank, world, peer);
+  typename SessionOf<Proto, kW>::type session(c, l, rank, world, peer);
   const BlockShare share{nvec, region, per};
   // Calls of two or more steps split the block into pushing and reducing warps (above).
   const bool split = nsteps >= 2 && blockDim.x >= 64 && blockDim.x % 64 == 0;
   const unsigned np =
-      split ? min(blockDim.x - 32, max(32u, blockDim.x * c.push_eighths / 8 / 32 * 32))
+      split ? min(blockDim.x - 32, max(32u, blockDim.x * l.push_eighths / 8 / 32 * 32))
             : blockDim.x;  // pushing threads: [0, np)
   const bool pusher = threadIdx.x < np;
   const unsigned tr = split ? threadIdx.x - np : threadIdx.x;  // index among reducing threads
@@ -207,7 +208,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   uint4 x[kPushBatch];
   if (pusher) loadBatch<T>(send, first0 + threadIdx.x, np, last0, count, aligned, pb, x);
   if (!session.open()) {  // communicator aborted by an earlier timeout (pushers own no output)
-    if (!(split && pusher)) poisonOneShot<T>(c, recv, count, 0, nsteps, tr, nr);
+    if (!(split && pusher)) poisonOneShot<T>(l, recv, count, 0, nsteps, tr, nr);
     return;
   }
   trace.mark(kTraceEpoch);
@@ -229,7 +230,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
                                     region);
   };
 
-  auto poison = [&](size_t from, size_t to) { poisonOneShot<T>(c, recv, count, from, to, tr, nr); };
+  auto poison = [&](size_t from, size_t to) { poisonOneShot<T>(l, recv, count, from, to, tr, nr); };
 
   if (!split) {
     if (!unsplitSteps(session, trace, nsteps, push, reduce, checkPeers, poison)) return;

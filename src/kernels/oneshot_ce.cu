@@ -115,11 +115,12 @@ __device__ __forceinline__ void waitForFlags(const DeviceComm& c, WaitCtx& wait,
 // aborted, writes nothing (nothing else sets the abort word between the two: one call at a time,
 // in stream order); the reduce kernel's code stays as it was.
 template <typename T, int kW>
-__device__ void ceWait(const DeviceComm& c, T* recv, size_t count, int slot) {
+__device__ void ceWait(const DeviceComm& c, const LaunchParams& l, T* recv, size_t count,
+                       int slot) {
   constexpr int E = VecTraits<T>::kElems;
-  CallSession session(c);
+  CallSession session(c, l);
   if (!session.openReadOnly()) {  // aborted: the reduce kernel acknowledges for good
-    poisonRange<T>(recv, 0, threadIdx.x, (count + E - 1) / E, blockDim.x, count, c.aligned != 0);
+    poisonRange<T>(recv, 0, threadIdx.x, (count + E - 1) / E, blockDim.x, count, l.aligned != 0);
     return;
   }
   const bool checker = isPrintChecker();
@@ -130,23 +131,23 @@ __device__ void ceWait(const DeviceComm& c, T* recv, size_t count, int slot) {
   waitForFlags(c, wait, ceControl(c.ce[c.rank]), slot, session.epoch);
   // Giving up is thread 0's (the checker's check, its wait for the flags): it poisons the whole
   // step alone, since a barrier handing its flag to the block would cost every call.
-  if (wait.failed) poisonRange<T>(recv, 0, 0, (count + E - 1) / E, 1, count, c.aligned != 0);
+  if (wait.failed) poisonRange<T>(recv, 0, 0, (count + E - 1) / E, 1, count, l.aligned != 0);
 }
 
 template <typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotCeKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                    size_t op) {
+    oneShotCeKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                    const T* send, T* recv, size_t count, size_t op) {
   const int slot = static_cast<int>(op & kCeSlotMask);
   if (op & kCeGuardOp) {
     ceGuard(c, slot);
     return;
   }
   if (op & kCeWaitOp) {
-    ceWait<T, kW>(c, recv, count, slot);
+    ceWait<T, kW>(c, l, recv, count, slot);
     return;
   }
-  CallSession session(c);
+  CallSession session(c, l);
   pdlWait();
   if (!session.openArrived()) {
     // Aborted (the wait kernel gave up, or an earlier call did): this rank reads nothing from now
@@ -160,8 +161,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   // every rank. Landing data is read volatile: the copy engine wrote it behind the L1.
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;
-  const size_t region = c.call_region * kVecBytes;  // a source's region (set by the host)
-  const bool aligned = c.aligned != 0;
+  const size_t region = l.call_region * kVecBytes;  // a source's region (set by the host)
+  const bool aligned = l.aligned != 0;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t v = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec;
        v += stride) {

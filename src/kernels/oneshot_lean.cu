@@ -19,19 +19,20 @@ namespace {
 
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotLeanKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                      size_t /*step_vecs: applied by the host, in c.call_**/) {
+    oneShotLeanKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                      const T* send, T* recv, size_t count,
+                      size_t /*step_vecs: applied by the host, in l.call_**/) {
   KernelTrace trace;  // marks kTraceEntry
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)
   // The general kernel's geometry, from the host; one step, and per <= blockDim.x (the host
   // checks).
-  const size_t region = c.call_region, per = c.call_per;
+  const size_t region = l.call_region, per = l.call_per;
   const size_t v = blockIdx.x * per + threadIdx.x;
   const bool has = threadIdx.x < per && v < nvec;
   const int rank = c.rank, world = c.world;
   const size_t slot_bytes = Proto::slotBytes(c);
-  CallSession session(c);
+  CallSession session(c, l);
   // ringRank, not `%`: a 32-bit modulo by the run-time world is a chain of ~20 instructions
   // (reciprocal and corrections) before each peer's base can be loaded, on the critical path
   // wherever the launch is not overlapped with the previous kernel. The general kernel keeps

@@ -17,11 +17,12 @@ namespace {
 
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotPullLeanKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv,
-                          size_t count, size_t /*step_vecs: applied by the host, in c.call_**/) {
+    oneShotPullLeanKernel(const __grid_constant__ DeviceComm c,
+                          const __grid_constant__ LaunchParams l, const T* send, T* recv,
+                          size_t count, size_t /*step_vecs: applied by the host, in l.call_**/) {
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)
-  const size_t per = c.call_per;  // one step, per <= blockDim.x (the host checks)
+  const size_t per = l.call_per;  // one step, per <= blockDim.x (the host checks)
   const size_t v = blockIdx.x * per + threadIdx.x;
   const bool has = threadIdx.x < per && v < nvec;
   const int world = c.world;
@@ -32,7 +33,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   char* const mine = c.pulls[c.rank];
   const uint4* in = reinterpret_cast<const uint4*>(send) + v;
   if (has) asm volatile("prefetch.global.L2 [%0];" ::"l"(in));  // why: oneshot_lean.cu
-  CallSession session(c);
+  CallSession session(c, l);
 
   pdlWait();
   const uint4 x = has ? *in : make_uint4(0, 0, 0, 0);
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // One store site for the sum and the poison (gave up waiting), as in oneshot_lean.cu. The
     // outboxes are mapped whether or not the flags came, so summing them on failure is harmless.
     uint4 y[1];
-    pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, y);
+    pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, l.aligned != 0, y);
     reinterpret_cast<uint4*>(recv)[v] = ok ? y[0] : poisonVec();
   }
   if (!ok) return;

@@ -37,11 +37,12 @@ __device__ __noinline__ void poisonOutput(T* recv, size_t v, size_t count, bool 
 
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotPullLLKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                        size_t /*step_vecs: one step (the host checks)*/) {
+    oneShotPullLLKernel(const __grid_constant__ DeviceComm c,
+                        const __grid_constant__ LaunchParams l, const T* send, T* recv,
+                        size_t count, size_t /*step_vecs: one step (the host checks)*/) {
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;  // a partial last vector included
-  const size_t per = c.call_per;            // per <= blockDim.x (the host checks)
+  const size_t per = l.call_per;            // per <= blockDim.x (the host checks)
   const size_t v = blockIdx.x * per + threadIdx.x;
   const bool has = threadIdx.x < per && v < nvec;
   const int rank = c.rank, world = c.world;
@@ -53,13 +54,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const size_t h0 = pullLLHalfOffset(v, 0), h1 = pullLLHalfOffset(v, 1);
   // Pins the input's address before the wait (why: oneshot_lean.cu); any alignment will do.
   if (has) asm volatile("prefetch.global.L2 [%0];" ::"l"(send + v * E));
-  CallSession session(c);
+  CallSession session(c, l);
 
   pdlWait();
   // Every thread loads (zeros past the call; a checker-warp thread may load a vector of the next
   // block, unused): loaded under `has`, the vector went to local memory across the waits' calls
   // (ptxas, 16-bit types at world 2).
-  const uint4 x = canon<T>(loadVec<T>(send, v, count, c.aligned));
+  const uint4 x = canon<T>(loadVec<T>(send, v, count, l.aligned));
   session.openThread();
   const bool aborted = session.aborted();
   const uint32_t flag = stepFlag(session.epoch);
@@ -74,7 +75,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     storeVolatile16(reinterpret_cast<uint4*>(mine + slot + h1), LLProto::pack(x, 1, flag));
   }
   if (!session.arriveBlock(aborted)) {  // aborted before this call: its output is the poison
-    if (has) poisonOutput<T>(recv, v, count, c.aligned);
+    if (has) poisonOutput<T>(recv, v, count, l.aligned);
     return;
   }
   pdlLaunchDependents();
@@ -111,7 +112,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
     for (int r = 1; r < kW; ++r)
       if (r < world) acc.add(r == rank ? own : llData(a[r], b[r]));
-    storeVec<T>(recv, v, count, c.aligned, acc.result());
+    storeVec<T>(recv, v, count, l.aligned, acc.result());
   }
   if (wait.failed) return;
   session.close(1);

@@ -17,20 +17,20 @@ namespace {
 // else all-gather, run r of every rank's output is rank r's input, bit for bit.
 template <typename Proto, typename T, int kW, bool kScatter>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    rsagKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-               size_t chunk_vecs) {
+    rsagKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+               const T* send, T* recv, size_t count, size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
   const ChunkedCall k =
       segmentedCall(slotVecs<Proto>(c), c.world, (count + E - 1) / E, chunk_vecs, gridDim.x);
   const size_t stride = blockDim.x;
-  CallSession session(c);
+  CallSession session(c, l);
   // Reduce-scatter's outputs are its own run, all-gather's every rank's.
   const int runs = kScatter ? 1 : c.world;
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Proto, T, kW>(kKind, count))
     return poisonSegmentSteps<T>(segmentStepOffsets(k, 0, blockIdx.x, threadIdx.x), runs, recv,
-                                 count, c.aligned);
+                                 count, l.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -39,26 +39,26 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     uint4* mine = reinterpret_cast<uint4*>(Proto::bufs(c)[c.rank] + st.slot_off);
     if constexpr (kScatter) {
       const Segments<const T> in{send, count, st.first, 0, count, st.len, st.len};
-      scatterPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in);
+      scatterPush<Proto, T>(c, l, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in);
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (!reduceOwn<Proto, T, kW>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, in,
                                    st.epoch, [&](size_t o, const uint4& y) {
-                                     storeVec<T>(recv, st.first + o, count, c.aligned, y);
+                                     storeVec<T>(recv, st.first + o, count, l.aligned, y);
                                    })) {
         // Timed out: this step's outputs and the later ones' are poison (poison_device.cuh).
-        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);
+        poisonSegmentSteps<T>(st, runs, recv, count, l.aligned);
         return;
       }
       if (step + 1 == k.nsteps) pdlLaunchDependents();
     } else {
       const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
       const Segments<T> out{recv, count, st.first, 0, count, st.len, st.len};
-      gatherPush<Proto, T>(c, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in, out);
+      gatherPush<Proto, T>(c, l, st.slot_off, k.seg_cap, st.o0, st.o1, stride, flag, in, out);
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (step + 1 == k.nsteps) pdlLaunchDependents();
       if (!gatherReceive<Proto, T>(session, wait, mine, k.seg_cap, st.o0, st.o1, stride, out,
                                    st.epoch)) {
-        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);  // timed out
+        poisonSegmentSteps<T>(st, runs, recv, count, l.aligned);  // timed out
         return;
       }
     }

@@ -24,8 +24,8 @@ namespace {
 // else all-gather, run r of every rank's output is rank r's input, bit for bit.
 template <typename Proto, typename T, int kW, bool kScatter>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    rsagPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                   size_t chunk_vecs) {
+    rsagPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                   const T* send, T* recv, size_t count, size_t chunk_vecs) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
   const ChunkedCall k = segmentedCallIn(slotVecs<Proto>(c), c.world + 1, c.world,
@@ -36,13 +36,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
   for (int r = 0; r < kW; ++r) src[r] = r < c.world ? c.pulls[r] : nullptr;
   uint4* const mine = reinterpret_cast<uint4*>(c.pulls[c.rank]);
-  CallSession session(c);
+  CallSession session(c, l);
   // Reduce-scatter's outputs are its own run, all-gather's every rank's.
   const int runs = kScatter ? 1 : c.world;
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Proto, T, kW>(kKind, count))
     return poisonSegmentSteps<T>(segmentStepOffsets(k, 0, blockIdx.x, threadIdx.x), runs, recv,
-                                 count, c.aligned);
+                                 count, l.aligned);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -50,30 +50,30 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const size_t slot = st.slot_off / kVecBytes;
     if constexpr (kScatter) {
       const Segments<const T> in{send, count, st.first, 0, count, st.len, st.len};
-      pullStage<Proto, T>(c, mine + slot, k.seg_cap, st.o0, st.o1, stride, in);
+      pullStage<Proto, T>(c, l, mine + slot, k.seg_cap, st.o0, st.o1, stride, in);
       bulkPublish<Proto>(c, blockDim.x, st.epoch);
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (step + 1 == k.nsteps) pdlLaunchDependents();
       if (!pullAwait<0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
         // Gave up: this step's outputs and the later ones' are poison (poison_device.cuh).
-        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);
+        poisonSegmentSteps<T>(st, runs, recv, count, l.aligned);
         return;
       }
       pullReduceOwn<T, kW>(
-          c, src, slot, k.seg_cap, st.o0, st.o1, stride, in,
-          [&](size_t o, const uint4& y) { storeVec<T>(recv, st.first + o, count, c.aligned, y); });
+          c, l, src, slot, k.seg_cap, st.o0, st.o1, stride, in,
+          [&](size_t o, const uint4& y) { storeVec<T>(recv, st.first + o, count, l.aligned, y); });
     } else {
       const Segments<const T> in{send, 0, st.first, 0, count, st.len, st.len};
       const Segments<T> out{recv, count, st.first, 0, count, st.len, st.len};
-      pullShareOwn<Proto, T>(c, mine + slot + red, st.o0, st.o1, stride, in, out);
+      pullShareOwn<Proto, T>(c, l, mine + slot + red, st.o0, st.o1, stride, in, out);
       bulkPublish<PullPhaseProto<1>>(c, blockDim.x, st.epoch);
       if (step == 0 && checker) session.checkPeers<Proto>(wait, session.print<T>(kKind, count));
       if (step + 1 == k.nsteps) pdlLaunchDependents();
       if (!pullAwait<1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-        poisonSegmentSteps<T>(st, runs, recv, count, c.aligned);  // gave up
+        poisonSegmentSteps<T>(st, runs, recv, count, l.aligned);  // gave up
         return;
       }
-      pullGather<T>(c, slot + red, st.o0, st.o1, stride, out);
+      pullGather<T>(c, l, slot + red, st.o0, st.o1, stride, out);
     }
   }
   session.close(k.nsteps);

@@ -21,15 +21,15 @@ namespace {
 
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                  size_t chunk_vecs) {
+    twoShotKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                  const T* send, T* recv, size_t count, size_t chunk_vecs) {
   const ChunkedCall k = twoShotGeometry<Proto, T, 2, 0>(c, count, chunk_vecs);
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;
-  CallSession session(c);
+  CallSession session(c, l);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count))
-    return poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, 0);
+    return poisonTwoShotSteps<Proto, T, 2, 0>(c, l, recv, count, chunk_vecs, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -41,18 +41,18 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const Segments<T> out{recv, 0, st.base, st.seg, count, st.seg, st.len};
 
     // 1. Reduce-scatter push: segment d of my input into rank d's RS area.
-    scatterPush<Proto, T>(c, st.slot_off, seg_cap, st.o0, st.o1, stride, flag, in);
+    scatterPush<Proto, T>(c, l, st.slot_off, seg_cap, st.o0, st.o1, stride, flag, in);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
 
     // 2. Reduce my segment in rank order; push it to every peer's AG area and write it out.
     if (!reduceOwn<Proto, T, kW>(session, wait, mine, seg_cap, st.o0, st.o1, stride, in, st.epoch,
                                  [&](size_t o, const uint4& y) {
-                                   shareOwn<Proto, T>(c, st.slot_off, seg_cap, o, y, flag, out);
+                                   shareOwn<Proto, T>(c, l, st.slot_off, seg_cap, o, y, flag, out);
                                  })) {
       // Timed out: this step's outputs and the later ones' are poison; no block-wide barrier
       // follows.
-      poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, step);
+      poisonTwoShotSteps<Proto, T, 2, 0>(c, l, recv, count, chunk_vecs, step);
       return;
     }
     if (step + 1 == k.nsteps) pdlLaunchDependents();
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // 3. All-gather receive: every other segment, from its owner.
     if (!gatherReceive<Proto, T>(session, wait, mine, seg_cap, st.o0, st.o1, stride, out,
                                  st.epoch)) {
-      poisonTwoShotSteps<Proto, T, 2, 0>(c, recv, count, chunk_vecs, step);  // timed out
+      poisonTwoShotSteps<Proto, T, 2, 0>(c, l, recv, count, chunk_vecs, step);  // timed out
       return;
     }
   }

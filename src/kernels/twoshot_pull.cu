@@ -28,8 +28,8 @@ namespace {
 // reach each other).
 template <template <int> class Box, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotPullKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
-                      size_t chunk_vecs) {
+    twoShotPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                      const T* send, T* recv, size_t count, size_t chunk_vecs) {
   using Proto = Box<0>;
   const int world = c.world, rank = c.rank;
   const ChunkedCall k = twoShotGeometry<Proto, T, 1, 1>(c, count, chunk_vecs);
@@ -39,10 +39,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
 #pragma unroll
   for (int r = 0; r < kW; ++r) src[r] = r < world ? Proto::outbox(c, r) : nullptr;
   uint4* const mine = reinterpret_cast<uint4*>(Proto::outbox(c, rank));
-  CallSession session(c);
+  CallSession session(c, l);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Proto, T, kW>(kCallAllReduce, count))
-    return poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, 0);
+    return poisonTwoShotSteps<Proto, T, 1, 1>(c, l, recv, count, chunk_vecs, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -54,32 +54,32 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     const Segments<T> out{recv, 0, base, seg, count, seg, st.len};
 
     // 1. My input's share of every peer's segment into my outbox, published.
-    pullStage<Proto, T>(c, mine + slot, seg_cap, st.o0, st.o1, stride, in);
+    pullStage<Proto, T>(c, l, mine + slot, seg_cap, st.o0, st.o1, stride, in);
     bulkPublish<Proto>(c, blockDim.x, st.epoch);
     if (step == 0 && checker)
       session.checkPeers<Proto>(wait, session.print<T>(kCallAllReduce, count));
     if (!pullAwait<0, Proto>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
       // Gave up: this step's outputs and the later ones' are poison.
-      poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, step);
+      poisonTwoShotSteps<Proto, T, 1, 1>(c, l, recv, count, chunk_vecs, step);
       return;
     }
 
     // 2. My segment from every rank, in rank order: to my output and my reduced area.
     const size_t own_first = base + rank * seg;  // vector index of my segment's start
-    pullReduceOwn<T, kW>(c, src, slot, seg_cap, st.o0, st.o1, stride, in,
+    pullReduceOwn<T, kW>(c, l, src, slot, seg_cap, st.o0, st.o1, stride, in,
                          [&](size_t o, const uint4& y) {
                            Proto::put(mine + slot + red + o, y, 0);
-                           storeVec<T>(recv, own_first + o, count, c.aligned, y);
+                           storeVec<T>(recv, own_first + o, count, l.aligned, y);
                          });
     bulkPublish<Box<1>>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1, Box<1>>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-      poisonTwoShotSteps<Proto, T, 1, 1>(c, recv, count, chunk_vecs, step);
+      poisonTwoShotSteps<Proto, T, 1, 1>(c, l, recv, count, chunk_vecs, step);
       return;
     }
 
     // 3. Every other segment from its owner's reduced area.
-    pullGather<T, Proto>(c, slot + red, st.o0, st.o1, stride, out);
+    pullGather<T, Proto>(c, l, slot + red, st.o0, st.o1, stride, out);
   }
   session.close(k.nsteps);
 }

@@ -27,7 +27,8 @@ namespace {
 
 template <typename T, int kW, WireCodec kC, template <int> class Box>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotPullWireKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv,
+    twoShotPullWireKernel(const __grid_constant__ DeviceComm c,
+                          const __grid_constant__ LaunchParams l, const T* send, T* recv,
                           size_t count, size_t /*chunk_vecs: the codec's slot sets the chunk*/) {
   using Phase0 = Box<0>;
   using Phase1 = Box<1>;
@@ -35,10 +36,10 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   const WireSlot w = wireSlot(kC, Phase0::slotBytes(c), world + 1);
   const ChunkedCall k = wireCall(c, w, world + 1, count);
   const size_t stride = blockDim.x;
-  CallSession session(c);
+  CallSession session(c, l);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<Phase0, T, kW>(wireKind<kC>(), count))
-    return poisonWire<T, kC>(c, Phase0::slotBytes(c), world + 1, recv, count, 0);
+    return poisonWire<T, kC>(c, l, Phase0::slotBytes(c), world + 1, recv, count, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -50,7 +51,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       const int d = ringRank(rank, p, world);
       for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
         float x[kWireGroup];
-        loadGroup<T>(send, st.base + d * st.seg + o, count, c.aligned, x);
+        loadGroup<T>(send, st.base + d * st.seg + o, count, l.aligned, x);
         GroupCodes<kC> q;
         const float scale = encodeGroup<kC>(x, &q);
         putGroup<kC>(mine, w, d, o, q, scale);
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     if (step == 0 && checker)
       session.checkPeers<Phase0>(wait, session.print<T>(wireKind<kC>(), count));
     if (!pullAwait<0, Phase0>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-      poisonWire<T, kC>(c, Phase0::slotBytes(c), world + 1, recv, count, step);  // gave up
+      poisonWire<T, kC>(c, l, Phase0::slotBytes(c), world + 1, recv, count, step);  // gave up
       return;
     }
 
@@ -70,7 +71,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (size_t o = st.o0; o < min(st.o1, st.segLen(rank)); o += stride) {
       float acc[kWireGroup];
       sumOwnGroup<T, kC>(
-          rank, world, send, own_first + o, count, c.aligned,
+          rank, world, send, own_first + o, count, l.aligned,
           [&](int r, GroupCodes<kC>* q, WireScale* s) {
             *s = readGroup<kC>(Phase0::outbox(c, r) + st.slot_off, w, rank, o, q);
             return true;
@@ -79,12 +80,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       GroupCodes<kC> q;
       const WireScale s = encodeReduced<T, kC>(acc, &q);
       putGroup<kC>(mine, w, world, o, q, s.scale);
-      storeGroup<T>(recv, own_first + o, count, c.aligned, acc);
+      storeGroup<T>(recv, own_first + o, count, l.aligned, acc);
     }
     bulkPublish<Phase1>(c, blockDim.x, st.epoch);
     if (step + 1 == k.nsteps) pdlLaunchDependents();
     if (!pullAwait<1, Phase1>(c, threadIdx.x, blockDim.x, st.epoch, wait)) {
-      poisonWire<T, kC>(c, Phase0::slotBytes(c), world + 1, recv, count, step);
+      poisonWire<T, kC>(c, l, Phase0::slotBytes(c), world + 1, recv, count, step);
       return;
     }
 
@@ -98,7 +99,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         float y[kWireGroup];
 #pragma unroll
         for (int i = 0; i < kWireGroup; ++i) y[i] = decodeOne<kC>(q, s, i);
-        storeGroup<T>(recv, st.base + d * st.seg + o, count, c.aligned, y);
+        storeGroup<T>(recv, st.base + d * st.seg + o, count, l.aligned, y);
       }
     }
   }

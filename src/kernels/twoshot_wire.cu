@@ -29,17 +29,18 @@ namespace {
 
 template <typename T, int kW, WireCodec kC>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotWireKernel(const __grid_constant__ DeviceComm c, const T* send, T* recv, size_t count,
+    twoShotWireKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
+                      const T* send, T* recv, size_t count,
                       size_t /*chunk_vecs: the codec's slot sets the chunk*/) {
   constexpr uint32_t kMask = wireSentinelMask(kC);
   const int world = c.world, rank = c.rank;
   const WireSlot w = wireSlot(kC, SentinelProto::slotBytes(c), 2 * world);
   const ChunkedCall k = wireCall(c, w, 2 * world, count);
   const size_t stride = blockDim.x;
-  CallSession session(c);
+  CallSession session(c, l);
   // Aborted: all of this thread's outputs are poison (poison_device.cuh).
   if (!session.openAndAnnounce<SentinelProto, T, kW>(wireKind<kC>(), count))
-    return poisonWire<T, kC>(c, SentinelProto::slotBytes(c), 2 * world, recv, count, 0);
+    return poisonWire<T, kC>(c, l, SentinelProto::slotBytes(c), 2 * world, recv, count, 0);
   WaitCtx wait = session.startWaits();
   const bool checker = isPrintChecker();  // the thread that announced: it checks the peers'
   for (size_t step = 0; step < k.nsteps; ++step) {
@@ -52,7 +53,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       char* const to = c.bufs[d] + st.slot_off;
       for (size_t o = st.o0; o < min(st.o1, st.segLen(d)); o += stride) {
         float x[kWireGroup];
-        loadGroup<T>(send, st.base + d * st.seg + o, count, c.aligned, x);
+        loadGroup<T>(send, st.base + d * st.seg + o, count, l.aligned, x);
         GroupCodes<kC> q;
         const float scale = encodeGroup<kC>(x, &q);
         putGroup<kC>(to, w, rank, o, q, scale, kMask);
@@ -67,13 +68,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     for (size_t o = st.o0; o < min(st.o1, st.segLen(rank)); o += stride) {
       float acc[kWireGroup];
       if (!sumOwnGroup<T, kC>(
-              rank, world, send, own_first + o, count, c.aligned,
+              rank, world, send, own_first + o, count, l.aligned,
               [&](int r, GroupCodes<kC>* q, WireScale* s) {
                 return takeGroup<kC>(c, wait, mine, w, r, o, r, st.epoch, q, s);
               },
               acc)) {
         // Gave up: this step's outputs and the later ones' are poison.
-        poisonWire<T, kC>(c, SentinelProto::slotBytes(c), 2 * world, recv, count, step);
+        poisonWire<T, kC>(c, l, SentinelProto::slotBytes(c), 2 * world, recv, count, step);
         return;
       }
       GroupCodes<kC> q;
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       for (int p = 1; p < world; ++p)
         putGroup<kC>(c.bufs[ringRank(rank, p, world)] + st.slot_off, w, world + rank, o, q, s.scale,
                      kMask);
-      storeGroup<T>(recv, own_first + o, count, c.aligned, acc);
+      storeGroup<T>(recv, own_first + o, count, l.aligned, acc);
     }
     if (step + 1 == k.nsteps) pdlLaunchDependents();
 
@@ -92,13 +93,13 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
         GroupCodes<kC> q;
         WireScale s;
         if (!takeGroup<kC>(c, wait, mine, w, world + d, o, d, st.epoch, &q, &s)) {
-          poisonWire<T, kC>(c, SentinelProto::slotBytes(c), 2 * world, recv, count, step);
+          poisonWire<T, kC>(c, l, SentinelProto::slotBytes(c), 2 * world, recv, count, step);
           return;
         }
         float y[kWireGroup];
 #pragma unroll
         for (int i = 0; i < kWireGroup; ++i) y[i] = decodeOne<kC>(q, s, i);
-        storeGroup<T>(recv, st.base + d * st.seg + o, count, c.aligned, y);
+        storeGroup<T>(recv, st.base + d * st.seg + o, count, l.aligned, y);
       }
     }
   }

@@ -124,7 +124,7 @@ struct CallPlan {
   // lean kernels' fingerprint checker) where the block has room for it.
   int threads = 0;
   bool pdl = false;
-  bool aligned = true;     // Call::aligned (the kernels take it as DeviceComm::aligned)
+  bool aligned = true;     // Call::aligned (the kernels take it as LaunchParams::aligned)
   size_t chunk_vecs = 0;   // vectors per step at most (host LL one-shot: 0, a whole slot region)
   OneShotCall geometry{};  // one-shot variants (all zero for the chunked ones)
   EpiloguePlan epilogue;   // fused calls only
@@ -162,7 +162,7 @@ CallPlan planCall(const CommFacts& f, const Call& call);
 // The geometry a one-shot call (oneshot, host_oneshot with `sentinel` or LL, host_bulk) runs
 // with: the region of a slot its transport gives a source (an outbox slot for host_bulk), steps
 // of at most chunk_vecs (0: the region), the share of each of `blocks`. All zero for the other
-// algorithms. What the kernels read from DeviceComm::call_*.
+// algorithms. What the kernels read from LaunchParams::call_*.
 OneShotCall oneShotGeometry(const CommFacts& f, int algo, bool sentinel, size_t bytes,
                             size_t chunk_vecs, int blocks);
 

@@ -2,7 +2,8 @@
 // kernel row the planner gives, the launch arguments carry CallPlan::threads as they are, and
 // those threads are the grid's plus the row's extra warp (the lean and pull LL kernels' checker)
 // where the block has room, never above the kernels' launch bound, with a data thread for every
-// vector of a one-step call. The fused call's epilogue kernel is planned the same way.
+// vector of a one-step call, and the kernel's LaunchParams argument carries the rest of the plan.
+// The fused call's epilogue kernel is planned the same way.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +33,14 @@ void expectLaunchedAsPlanned(const CallPlan& p, const std::string& what) {
   if (row->lean_entries || extra > 0) {  // one step: a vector per data thread
     EXPECT_LE(p.geometry.per, static_cast<size_t>(p.grid.threads)) << what;
   }
+  // The kernel's LaunchParams argument carries the plan's geometry, batch, split and alignment.
+  const LaunchParams l = launchParamsOf(a);
+  EXPECT_EQ(l.call_region, p.geometry.region) << what;
+  EXPECT_EQ(l.call_nsteps, p.geometry.nsteps) << what;
+  EXPECT_EQ(l.call_per, p.geometry.per) << what;
+  EXPECT_EQ(l.push_batch, p.grid.push_batch) << what;
+  EXPECT_EQ(l.push_eighths, p.grid.push_eighths) << what;
+  EXPECT_EQ(l.aligned != 0, p.aligned) << what;
 }
 
 TEST(LaunchedThreads, EveryRowLaunchesThePlansThreads) {

@@ -33,10 +33,8 @@ tpcommResult_t launchOneShotCe(const DeviceComm& c, const LaunchArgs& a, uint64_
     return fail(tpcommInternalError, "oneshot_ce: %zu elements in %zu steps of %zu", a.count,
                 a.geometry.nsteps, region_elems);
 
-  DeviceComm dc = c;
-  dc.aligned = a.aligned ? 1 : 0;
-  dc.call_region = a.geometry.region;
-  dc.call_nsteps = 1;  // every step is a kernel of its own
+  LaunchParams l = launchParamsOf(a);
+  l.call_nsteps = 1;  // every step is a kernel of its own
   char* flag_src = reinterpret_cast<char*>(&ceControl(c.ce[c.rank])->flag_src);
   for (size_t j = 0; j < a.geometry.nsteps; ++j) {
     const size_t first = j * region_elems;
@@ -60,7 +58,7 @@ tpcommResult_t launchOneShotCe(const DeviceComm& c, const LaunchArgs& a, uint64_
         case CeOpKind::kWait:
         case CeOpKind::kReduce: {
           size_t operand = op.operand;
-          void* args[] = {&dc, &send, &recv, &n, &operand};
+          void* args[] = {const_cast<DeviceComm*>(&c), &l, &send, &recv, &n, &operand};
           TPCOMM_CHECK(launchKernel(fn, op.blocks, op.threads, op.pdl, args, s));
         }
       }

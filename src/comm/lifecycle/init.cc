@@ -134,7 +134,6 @@ tpcommResult_t finishRank(tpcommComm* c, const RankInfo* all, char* const* direc
   c->knobs = c->settings.knobs;
   c->knobs.max_blocks = c->settings.max_blocks;
   c->knobs.pdl = c->knobs.pdl && c->cc_major >= 9;
-  d.push_batch = 1;  // set per launch from the grid plan
   // Only host-memory readers fence: auto resolves, per rank from its machine's driver (ranks
   // sharing host memory share it), where the communicator uses host memory; elsewhere nothing
   // reads the knob and the driver's parameters are not read.

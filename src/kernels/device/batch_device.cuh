@@ -68,8 +68,8 @@ template <typename Proto, typename T, int kW, int R, bool kClear = true, typenam
 __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int self, RankOf rank_of,
                                            uint4* slot, size_t src_stride, size_t o, size_t stride,
                                            size_t o_end, const T* send, size_t own_v, size_t count,
-                                           unsigned long long step, WaitCtx& ctx, Done done,
-                                           PreWait before_waits = {}) {
+                                           bool aligned, unsigned long long step, WaitCtx& ctx,
+                                           Done done, PreWait before_waits = {}) {
   constexpr int K = Proto::kEntry;
   const uint32_t flag = stepFlag(step);
   // Own vectors are kept apart from the sources' (x[u][self] would be indexed by a run-time
@@ -82,7 +82,7 @@ __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int se
 #pragma unroll
     for (int r = 0; r < kW; ++r) x[u][r] = typename Proto::Raw{};
     if (o + u * stride >= o_end) continue;
-    own[u] = loadVec<T>(send, own_v + u * stride, count, c.aligned);
+    own[u] = loadVec<T>(send, own_v + u * stride, count, aligned);
 #pragma unroll
     for (int r = 0; r < kW; ++r)
       if (r < nsrc && r != self)
@@ -125,24 +125,24 @@ __device__ __forceinline__ bool sumSources(const DeviceComm& c, int nsrc, int se
 template <typename Proto, typename T, int kW, int R>
 __device__ __forceinline__ bool reduceBatch(const DeviceComm& c, uint4* slot, size_t src_stride,
                                             size_t o, size_t stride, size_t o_end, const T* send,
-                                            size_t own_v, size_t count, unsigned long long step,
-                                            WaitCtx& ctx, uint4 (&y)[R]) {
+                                            size_t own_v, size_t count, bool aligned,
+                                            unsigned long long step, WaitCtx& ctx, uint4 (&y)[R]) {
   return sumSources<Proto, T, kW, R>(
       c, c.world, c.rank, [](int r) { return r; }, slot, src_stride, o, stride, o_end, send, own_v,
-      count, step, ctx, [&y](int u, const Acc<T>& acc) { y[u] = acc.result(); });
+      count, aligned, step, ctx, [&y](int u, const Acc<T>& acc) { y[u] = acc.result(); });
 }
 
 // Pushes this rank's input vectors first + o, for this thread's offsets o (o0, o0 + stride, ...
-// below end, pb per round), canonicalised, into entries o of `dst` (a peer's area).
+// below end, pb per round: LaunchParams::push_batch), canonicalised, into entries o of `dst` (a
+// peer's area).
 template <typename Proto, typename T>
-__device__ __forceinline__ void pushRange(const DeviceComm& c, const T* send, size_t first,
-                                          size_t o0, size_t end, size_t stride, size_t count,
+__device__ __forceinline__ void pushRange(const T* send, size_t first, size_t o0, size_t end,
+                                          size_t stride, size_t count, bool aligned, int pb,
                                           uint4* dst, uint32_t flag) {
   constexpr int K = Proto::kEntry;
-  const int pb = c.push_batch;
   for (size_t o = o0; o < end; o += stride * pb) {
     uint4 x[kPushBatch];
-    loadBatch<T>(send, first + o, stride, first + end, count, c.aligned, pb, x);
+    loadBatch<T>(send, first + o, stride, first + end, count, aligned, pb, x);
 #pragma unroll
     for (int u = 0; u < kPushBatch; ++u)
       if (u < pb && o + u * stride < end)
@@ -156,9 +156,9 @@ __device__ __forceinline__ void pushRange(const DeviceComm& c, const T* send, si
 template <typename Proto, typename T>
 __device__ __forceinline__ bool receiveRange(const DeviceComm& c, uint4* src, size_t o0, size_t end,
                                              size_t stride, T* recv, size_t first, size_t count,
-                                             int peer, unsigned long long step, WaitCtx& ctx) {
+                                             bool aligned, int pb, int peer,
+                                             unsigned long long step, WaitCtx& ctx) {
   constexpr int K = Proto::kEntry;
-  const int pb = c.push_batch;
   const uint32_t flag = stepFlag(step);
   for (size_t o = o0; o < end; o += stride * pb) {
     typename Proto::Raw y[kPushBatch];
@@ -175,7 +175,7 @@ __device__ __forceinline__ bool receiveRange(const DeviceComm& c, uint4* src, si
         y[u] = Proto::load(src + (o + u * stride) * K);
       }
       if (ctx.failed) return false;
-      storeVec<T>(recv, first + o + u * stride, count, c.aligned, Proto::data(y[u]));
+      storeVec<T>(recv, first + o + u * stride, count, aligned, Proto::data(y[u]));
       Proto::clear(src + (o + u * stride) * K);
     }
   }

@@ -119,9 +119,9 @@ struct BulkSession : OneShotCallSession {
   size_t src_stride;  // in vectors
   char* const* mine;  // [0]: my outbox (the kernel's array, as OneShotSession's peer)
 
-  __device__ __forceinline__ BulkSession(const DeviceComm& comm, int rank, int /*world*/,
-                                         char* (&bases)[kW])
-      : OneShotCallSession(comm), mine(bases) {
+  __device__ __forceinline__ BulkSession(const DeviceComm& comm, const LaunchParams& l, int rank,
+                                         int /*world*/, char* (&bases)[kW])
+      : OneShotCallSession(comm, l), mine(bases) {
     slot_bytes = BulkProto::slotBytes(comm);
     src_base = comm.hout;
     src_stride = comm.out_stride / kVecBytes;

@@ -75,10 +75,9 @@ __device__ __forceinline__ bool pullAwait(const DeviceComm& c, unsigned tr, unsi
 // own_v + u*stride, the others are read from their outboxes. Volatile loads: a slot is rewritten
 // every kNumSlots steps and must not be served from a cache.
 template <typename T, int kW, int R, typename Done>
-__device__ __forceinline__ void pullAcc(const DeviceComm& c, char* const (&src)[kW], int nsrc,
-                                        int self, size_t area, size_t o, size_t stride,
-                                        size_t o_end, const T* send, size_t own_v, size_t count,
-                                        Done done) {
+__device__ __forceinline__ void pullAcc(char* const (&src)[kW], int nsrc, int self, size_t area,
+                                        size_t o, size_t stride, size_t o_end, const T* send,
+                                        size_t own_v, size_t count, bool aligned, Done done) {
   uint4 x[R][kW];
 #pragma unroll
   for (int u = 0; u < R; ++u) {  // every load of the batch first...
@@ -89,7 +88,7 @@ __device__ __forceinline__ void pullAcc(const DeviceComm& c, char* const (&src)[
     for (int r = 0; r < kW; ++r) {
       if (r >= nsrc) continue;
       x[u][r] = r == self
-                    ? canon<T>(loadVec<T>(send, own_v + u * stride, count, c.aligned))
+                    ? canon<T>(loadVec<T>(send, own_v + u * stride, count, aligned))
                     : loadVolatile(reinterpret_cast<const uint4*>(src[r]) + area + o + u * stride);
     }
   }
@@ -108,8 +107,8 @@ __device__ __forceinline__ void pullAcc(const DeviceComm& c, char* const (&src)[
 template <typename T, int kW, int R>
 __device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[kW], size_t area,
                                         size_t o, size_t stride, size_t o_end, const T* send,
-                                        size_t own_v, size_t count, uint4 (&y)[R]) {
-  pullAcc<T, kW, R>(c, src, c.world, c.rank, area, o, stride, o_end, send, own_v, count,
+                                        size_t own_v, size_t count, bool aligned, uint4 (&y)[R]) {
+  pullAcc<T, kW, R>(src, c.world, c.rank, area, o, stride, o_end, send, own_v, count, aligned,
                     [&y](int u, const Acc<T>& acc) { y[u] = acc.result(); });
 }
 
@@ -117,9 +116,8 @@ __device__ __forceinline__ void pullSum(const DeviceComm& c, char* const (&src)[
 // outbox area, published and awaited) to output vectors first + o; kPushBatch loads in flight
 // at once, since each is a fabric round trip.
 template <typename T>
-__device__ __forceinline__ void pullCopy(const DeviceComm& c, const uint4* from, size_t o0,
-                                         size_t end, size_t stride, T* recv, size_t first,
-                                         size_t count) {
+__device__ __forceinline__ void pullCopy(const uint4* from, size_t o0, size_t end, size_t stride,
+                                         T* recv, size_t first, size_t count, bool aligned) {
   for (size_t o = o0; o < end; o += stride * kPushBatch) {
     uint4 z[kPushBatch];
 #pragma unroll
@@ -127,7 +125,7 @@ __device__ __forceinline__ void pullCopy(const DeviceComm& c, const uint4* from,
       if (o + u * stride < end) z[u] = loadVolatile(from + o + u * stride);
 #pragma unroll
     for (int u = 0; u < kPushBatch; ++u)
-      if (o + u * stride < end) storeVec<T>(recv, first + o + u * stride, count, c.aligned, z[u]);
+      if (o + u * stride < end) storeVec<T>(recv, first + o + u * stride, count, aligned, z[u]);
   }
 }
 
@@ -140,9 +138,9 @@ struct PullSession : OneShotCallSession {
   char* const* mine;  // [0]: my outbox (the kernel's array, as OneShotSession's peer)
   char* src[kW];      // every rank's outbox, in rank order
 
-  __device__ __forceinline__ PullSession(const DeviceComm& comm, int rank, int world,
-                                         char* (&bases)[kW])
-      : OneShotCallSession(comm), mine(bases) {
+  __device__ __forceinline__ PullSession(const DeviceComm& comm, const LaunchParams& l, int rank,
+                                         int world, char* (&bases)[kW])
+      : OneShotCallSession(comm, l), mine(bases) {
     slot_bytes = PullProto::slotBytes(comm);
 #pragma unroll
     for (int r = 0; r < kW; ++r) src[r] = r < world ? comm.pulls[r] : nullptr;
@@ -177,7 +175,7 @@ struct PullSession : OneShotCallSession {
                                          size_t o_end, const T* send, size_t own_v, size_t count,
                                          unsigned long long step, uint4 (&y)[R]) {
     const size_t area = (step % kNumSlots) * slot_bytes / kVecBytes;
-    pullSum<T, kW, R>(c, src, area, o, stride, o_end, send, own_v, count, y);
+    pullSum<T, kW, R>(c, src, area, o, stride, o_end, send, own_v, count, l.aligned != 0, y);
     return !wait.failed;
   }
 };

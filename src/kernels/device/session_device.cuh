@@ -33,12 +33,24 @@
 
 namespace tpcomm {
 
+// The fused kernels' plan (they take no LaunchParams argument): the planner sends them
+// whole-vector rows of aligned buffers only, and they push one vector a round.
+__device__ __forceinline__ LaunchParams fusedLaunchParams() {
+  LaunchParams l = {};
+  l.push_batch = 1;
+  l.aligned = 1;
+  return l;
+}
+
 struct CallSession {
   const DeviceComm& c;
   unsigned long long epoch = 0;  // the call's first step epoch
   bool advances = false;         // this thread advances the epoch in close()
+  // The launch's plan (the kernel's LaunchParams argument; fusedLaunchParams in the fused
+  // kernels), read where the waits below use it, as the kernel's own reads would be.
+  const LaunchParams& l;
 
-  __device__ explicit CallSession(const DeviceComm& comm) : c(comm) {}
+  __device__ CallSession(const DeviceComm& comm, const LaunchParams& launch) : c(comm), l(launch) {}
 
   // Block-wide (every thread calls it): reads the epoch and counts the block in, for kernels
   // that push nothing before their arrival. False if the communicator was aborted: the kernel
@@ -123,7 +135,7 @@ struct CallSession {
                                          size_t stride, size_t o_end, const T* send, size_t own_v,
                                          size_t count, unsigned long long step, uint4 (&y)[R]) {
     return reduceBatch<Proto, T, kW, R>(c, slot, src_stride, o, stride, o_end, send, own_v, count,
-                                        step, wait, y);
+                                        l.aligned != 0, step, wait, y);
   }
   // The same over nsrc sources named by rank_of, handing each fp32 sum to done.
   // kClear false: the entries stay for the caller's clearSources; before_waits: sumSources.
@@ -135,8 +147,8 @@ struct CallSession {
                                       unsigned long long step, Done done,
                                       PreWait before_waits = {}) {
     return sumSources<Proto, T, kW, R, kClear>(c, nsrc, self, rank_of, slot, src_stride, o, stride,
-                                               o_end, send, own_v, count, step, wait, done,
-                                               before_waits);
+                                               o_end, send, own_v, count, l.aligned != 0, step,
+                                               wait, done, before_waits);
   }
   // Copies entries o of `src` (filled by rank `peer`) to output vectors first + o, waiting for
   // each and clearing it.
@@ -144,7 +156,8 @@ struct CallSession {
   __device__ __forceinline__ bool receive(WaitCtx& wait, uint4* src, size_t o0, size_t end,
                                           size_t stride, T* recv, size_t first, size_t count,
                                           int peer, unsigned long long step) {
-    return receiveRange<Proto, T>(c, src, o0, end, stride, recv, first, count, peer, step, wait);
+    return receiveRange<Proto, T>(c, src, o0, end, stride, recv, first, count, l.aligned != 0,
+                                  l.push_batch, peer, step, wait);
   }
   // Waits for the Q consecutive entries at x (written by rank `peer`, raw fp32 words), hands
   // their data to out and clears them. False once the call gave up. `peer` by reference: it is
@@ -184,7 +197,8 @@ struct OneShotCallSession : CallSession {
   size_t slot_bytes;
   RankState* state;
 
-  __device__ explicit OneShotCallSession(const DeviceComm& comm) : CallSession(comm) {}
+  __device__ OneShotCallSession(const DeviceComm& comm, const LaunchParams& l)
+      : CallSession(comm, l) {}
   // Block-wide: reads the epoch. False if the communicator was aborted.
   __device__ __forceinline__ bool open() {
     epoch = readEpoch(state);
@@ -210,9 +224,9 @@ struct OneShotSession : OneShotCallSession {
   char* const* peer;
 
   // rank, world: c.rank, c.world, which the kernel has loaded; bases: the kernel's array.
-  __device__ __forceinline__ OneShotSession(const DeviceComm& comm, int rank, int world,
-                                            char* (&bases)[kW])
-      : OneShotCallSession(comm), peer(bases) {
+  __device__ __forceinline__ OneShotSession(const DeviceComm& comm, const LaunchParams& l, int rank,
+                                            int world, char* (&bases)[kW])
+      : OneShotCallSession(comm, l), peer(bases) {
     slot_bytes = Proto::slotBytes(comm);
 #pragma unroll
     for (int p = 0; p < kW; ++p)

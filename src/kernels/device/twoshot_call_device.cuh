@@ -23,11 +23,11 @@ __device__ __forceinline__ ChunkedCall twoShotGeometry(const DeviceComm& c, size
 // call's geometry recomputed from the kernel's arguments. Inlined, the branches held values on
 // the kernels' success path (register spills where they run near their register limit).
 template <typename Proto, typename T, int kPerRank, int kExtra>
-__device__ __noinline__ void poisonTwoShotSteps(const DeviceComm& c, T* recv, size_t count,
-                                                size_t chunk_vecs, size_t from) {
+__device__ __noinline__ void poisonTwoShotSteps(const DeviceComm& c, const LaunchParams& l, T* recv,
+                                                size_t count, size_t chunk_vecs, size_t from) {
   const ChunkedCall k = twoShotGeometry<Proto, T, kPerRank, kExtra>(c, count, chunk_vecs);
   poisonChunkSteps<T>(chunkStepOffsets(k, from, blockIdx.x, threadIdx.x), c.world, recv, count,
-                      c.aligned);
+                      l.aligned != 0);
 }
 
 }  // namespace tpcomm

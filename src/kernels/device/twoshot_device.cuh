@@ -36,16 +36,17 @@ struct Segments {
 // Reduce-scatter push: my part of segment d (every peer d) into rank d's reduce-scatter area, in
 // my row.
 template <typename Proto, typename T>
-__device__ __forceinline__ void scatterPush(const DeviceComm& c, size_t slot_off, size_t seg_cap,
-                                            size_t o0, size_t o1, size_t stride, uint32_t flag,
+__device__ __forceinline__ void scatterPush(const DeviceComm& c, const LaunchParams& l,
+                                            size_t slot_off, size_t seg_cap, size_t o0, size_t o1,
+                                            size_t stride, uint32_t flag,
                                             const Segments<const T>& in) {
   constexpr int K = Proto::kEntry;
   for (int p = 1; p < c.world; ++p) {
     const int d = (c.rank + p) % c.world;
     const size_t end = min(o1, in.len(d));
     uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[d] + slot_off);
-    pushRange<Proto, T>(c, in.mem(d), in.index(d), o0, end, stride, in.count,
-                        dst + c.rank * seg_cap * K, flag);
+    pushRange<Proto, T>(in.mem(d), in.index(d), o0, end, stride, in.count, l.aligned != 0,
+                        l.push_batch, dst + c.rank * seg_cap * K, flag);
   }
 }
 
@@ -75,32 +76,32 @@ __device__ __forceinline__ bool reduceOwn(CallSession& session, WaitCtx& wait, u
 // All-gather push of one vector of my segment (offset o): into every peer's all-gather area, in
 // my row, and into my own output.
 template <typename Proto, typename T>
-__device__ __forceinline__ void shareOwn(const DeviceComm& c, size_t slot_off, size_t seg_cap,
-                                         size_t o, const uint4& y, uint32_t flag,
-                                         const Segments<T>& out) {
+__device__ __forceinline__ void shareOwn(const DeviceComm& c, const LaunchParams& l,
+                                         size_t slot_off, size_t seg_cap, size_t o, const uint4& y,
+                                         uint32_t flag, const Segments<T>& out) {
   constexpr int K = Proto::kEntry;
   const size_t ag_row = (c.world + c.rank) * seg_cap;
   for (int p = 1; p < c.world; ++p) {
     uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[(c.rank + p) % c.world] + slot_off);
     Proto::put(dst + (ag_row + o) * K, y, flag);
   }
-  storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, c.aligned, y);
+  storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, l.aligned != 0, y);
 }
 
 // All-gather's own part of a step: my input's vectors of my segment, in batches of the push
 // batch, canonicalised as every push is (so my output holds the bits my peers receive), each
 // handed to share(o, y) at its offset o.
 template <typename T, typename Share>
-__device__ __forceinline__ void forOwnVectors(const DeviceComm& c, size_t o0, size_t o1,
-                                              size_t stride, const Segments<const T>& in,
+__device__ __forceinline__ void forOwnVectors(const DeviceComm& c, const LaunchParams& l, size_t o0,
+                                              size_t o1, size_t stride, const Segments<const T>& in,
                                               Share share) {
-  const int pb = c.push_batch;
+  const int pb = l.push_batch;
   const size_t end = min(o1, in.len(c.rank));
   const T* src = in.mem(c.rank);
   const size_t first = in.index(c.rank);
   for (size_t o = o0; o < end; o += stride * pb) {
     uint4 x[kPushBatch];
-    loadBatch<T>(src, first + o, stride, first + end, in.count, c.aligned, pb, x);
+    loadBatch<T>(src, first + o, stride, first + end, in.count, l.aligned != 0, pb, x);
 #pragma unroll
     for (int u = 0; u < kPushBatch; ++u)
       if (u < pb && o + u * stride < end) share(o + u * stride, canon<T>(x[u]));
@@ -109,11 +110,12 @@ __device__ __forceinline__ void forOwnVectors(const DeviceComm& c, size_t o0, si
 
 // All-gather push of my whole part of a step.
 template <typename Proto, typename T>
-__device__ __forceinline__ void gatherPush(const DeviceComm& c, size_t slot_off, size_t seg_cap,
-                                           size_t o0, size_t o1, size_t stride, uint32_t flag,
+__device__ __forceinline__ void gatherPush(const DeviceComm& c, const LaunchParams& l,
+                                           size_t slot_off, size_t seg_cap, size_t o0, size_t o1,
+                                           size_t stride, uint32_t flag,
                                            const Segments<const T>& in, const Segments<T>& out) {
-  forOwnVectors<T>(c, o0, o1, stride, in, [&](size_t o, const uint4& y) {
-    shareOwn<Proto, T>(c, slot_off, seg_cap, o, y, flag, out);
+  forOwnVectors<T>(c, l, o0, o1, stride, in, [&](size_t o, const uint4& y) {
+    shareOwn<Proto, T>(c, l, slot_off, seg_cap, o, y, flag, out);
   });
 }
 

@@ -242,15 +242,16 @@ __device__ __forceinline__ ChunkedCall wireCall(const DeviceComm& c, const WireS
 // The failure branch: every output group of this thread from step `from` on is poison (the
 // chunked kernels' walk, poison_layout.h, in groups). slot_bytes, areas: the kernel's layout.
 template <typename T, WireCodec kC>
-__device__ __noinline__ void poisonWire(const DeviceComm& c, size_t slot_bytes, int areas, T* recv,
-                                        size_t count, size_t from) {
+__device__ __noinline__ void poisonWire(const DeviceComm& c, const LaunchParams& l,
+                                        size_t slot_bytes, int areas, T* recv, size_t count,
+                                        size_t from) {
   constexpr int G = kWireGroup / VecTraits<T>::kElems;
   const ChunkedCall k = wireCall(c, wireSlot(kC, slot_bytes, areas), areas, count);
   const ChunkStep st = chunkStep(k, 0, from, 0, blockIdx.x, threadIdx.x);
   forChunkStepsFrom(st, k.nvec, c.world, [&](size_t first, size_t end) {
     for (size_t o = st.o0; o < end; o += blockDim.x)
       for (int v = 0; v < G; ++v)
-        storeVec<T>(recv, (first + o) * G + v, count, c.aligned, poisonVec());
+        storeVec<T>(recv, (first + o) * G + v, count, l.aligned != 0, poisonVec());
   });
 }
 

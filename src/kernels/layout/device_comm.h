@@ -150,6 +150,8 @@ struct HostError {
   volatile int concurrent;
 };
 
+// The communicator as its kernels see it: built once at init (comm/lifecycle/init.cc) and passed
+// unchanged to every launch. What changes from call to call is in LaunchParams (below).
 struct DeviceComm {
   int rank;
   int world;
@@ -158,16 +160,6 @@ struct DeviceComm {
   char* bufs[kMaxRanks];  // every rank's staging base as seen from this rank's device
   RankState* state;
   HostError* host_error;
-  int push_batch;  // 1..kPushBatch vectors loaded per thread before they are pushed
-  int aligned;     // both user buffers are 16-byte aligned (set per launch)
-  // The one-shot kernels' call geometry (oneshot_layout.h: vectors per source and step, steps, a
-  // block's share), set per launch by oneShotGeometry (launch.cu). Computed once on the host, so
-  // the host's choice of kernel and the kernel's layout cannot differ, and no kernel divides
-  // 64-bit numbers before its first push: where the previous kernel on the stream was not
-  // launched for programmatic dependent launch (an engine's GEMM), nothing hides that work.
-  size_t call_region;
-  size_t call_nsteps;
-  size_t call_per;
   // Host-memory transport (no P2P): every rank's inbox slots in pinned host memory, as device
   // pointers; null when the communicator has no host transport.
   char* hbufs[kMaxRanks];
@@ -188,8 +180,7 @@ struct DeviceComm {
   int island_local;
   int partner;
   signed char island_members[2][kMaxRanks / 2];
-  int push_eighths;  // split one-shot: eighths of a block's threads that push (set per launch)
-  int host_fence;    // LaunchKnobs::host_fence: host-memory readers fence after their clears
+  int host_fence;  // LaunchKnobs::host_fence: host-memory readers fence after their clears
   // Every rank's call fingerprint array (kPrintBytes, device_comm.h above): after its staging
   // slots in its device memory (prints: the peer-memory protocols) and in the host segment
   // (hprints: the host protocols). Null where that transport is not set up.
@@ -202,6 +193,24 @@ struct DeviceComm {
   // Every rank's CE area (CeControl, then its landing slots of slot_bytes) as seen from this
   // rank; null where the communicator has none (oneshot_ce not forced at init).
   char* ce[kMaxRanks];
+};
+
+// What one launch of an all-reduce-family kernel (all-reduce, reduce-scatter, all-gather) reads
+// besides its buffers and the communicator: the host's plan of the call (LaunchArgs, launch.cu).
+// The kernels' second __grid_constant__ parameter, so a launch passes DeviceComm as init built
+// it instead of copying it to patch per-call fields into it.
+struct LaunchParams {
+  // The one-shot kernels' call geometry (oneshot_layout.h: vectors per source and step, steps, a
+  // block's share), from oneShotGeometry (launch.cu). Computed once on the host, so the host's
+  // choice of kernel and the kernel's layout cannot differ, and no kernel divides 64-bit numbers
+  // before its first push: where the previous kernel on the stream was not launched for
+  // programmatic dependent launch (an engine's GEMM), nothing hides that work.
+  size_t call_region;
+  size_t call_nsteps;
+  size_t call_per;
+  int push_batch;    // 1..kPushBatch vectors loaded per thread before they are pushed
+  int push_eighths;  // split one-shot: eighths of a block's threads that push
+  int aligned;       // both user buffers are 16-byte aligned
 };
 
 }  // namespace tpcomm

@@ -1,6 +1,6 @@
 // The one-shot's call geometry. The planner computes it once per call (oneShotGeometry,
 // src/plan/planner.cc), decides from it which kernel runs (leanFits, src/plan/planner.cc) and hands
-// it to the kernels (oneshot.cu and oneshot_lean.cu read DeviceComm::call_*), so the host can
+// it to the kernels (oneshot.cu and oneshot_lean.cu read LaunchParams::call_*), so the host can
 // never send the lean kernel a call it would lay out differently. A slot holds one region per
 // source rank (over host memory with the bulk protocol, an outbox slot holds only ours); a call
 // goes in steps of one region, or of step_vecs vectors if fewer; block b handles vectors

@@ -73,7 +73,7 @@ struct LaunchArgs {
   bool pdl;              // programmatic dependent launch attribute (sm_90+)
   bool aligned;          // send and recv are 16-byte aligned
   size_t chunk_vecs;     // vectors per step at most (host LL one-shot: 0, a whole slot region)
-  OneShotCall geometry;  // one-shot variants: what the kernels read from DeviceComm::call_*
+  OneShotCall geometry;  // one-shot variants: what the kernels read from LaunchParams::call_*
   const void* send;
   void* recv;
   size_t count;
@@ -85,6 +85,8 @@ struct LaunchArgs {
 // launch call of every tpcomm kernel.
 tpcommResult_t launchKernel(const void* fn, int blocks, int threads, bool pdl, void** args,
                             cudaStream_t s, int cluster = 1);
+// The kernel's LaunchParams argument of a launch (device_comm.h).
+LaunchParams launchParamsOf(const LaunchArgs& a);
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s);
 
 }  // namespace tpcomm

@@ -96,6 +96,17 @@ size_t dtypeSize(tpcommDataType_t dt) {
   return dt == tpcommFloat32 ? 4 : 2;
 }
 
+LaunchParams launchParamsOf(const LaunchArgs& a) {
+  LaunchParams l = {};
+  l.call_region = a.geometry.region;
+  l.call_nsteps = a.geometry.nsteps;
+  l.call_per = a.geometry.per;
+  l.push_batch = a.push_batch;
+  l.push_eighths = a.push_eighths;
+  l.aligned = a.aligned ? 1 : 0;
+  return l;
+}
+
 tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, cudaStream_t s) {
   const int di = dtypeIndex(a.dtype);
   if (di < 0) return fail(tpcommInternalError, "launch: datatype %d", static_cast<int>(a.dtype));
@@ -107,18 +118,12 @@ tpcommResult_t launchAllReduceKernel(const DeviceComm& c, const LaunchArgs& a, c
   if (row->island && (c.island < 0 || c.island_size * 2 != c.world))
     return fail(tpcommInternalError, "launch: island algorithm without an island split");
 
-  DeviceComm dc = c;
-  dc.push_batch = a.push_batch;
-  dc.aligned = a.aligned ? 1 : 0;
-  dc.push_eighths = a.push_eighths;
-  dc.call_region = a.geometry.region;
-  dc.call_nsteps = a.geometry.nsteps;
-  dc.call_per = a.geometry.per;
+  LaunchParams l = launchParamsOf(a);
   const void* send = a.send;
   void* recv = a.recv;
   size_t count = a.count;
   size_t chunk = a.chunk_vecs;
-  void* args[] = {&dc, &send, &recv, &count, &chunk};
+  void* args[] = {const_cast<DeviceComm*>(&c), &l, &send, &recv, &count, &chunk};
   // The threads as planned (CallPlan::threads: the lean kernels' checker warp included).
   return launchKernel(fn, a.blocks, a.threads, a.pdl, args, s);
 }
