@@ -7,6 +7,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
+#include "kernels/fused_oneshot.h"
 #include "kernels/layout/island_world.h"
 #include "kernels/runtime/algo_launch.h"
 
@@ -16,15 +19,28 @@
 //   template <bool kScatter>
 //   TPCOMM_KERNEL_ENTRY(Rsag, rsagKernel<Proto, T, kW, kScatter>);
 // A macro: a kernel template's address cannot be a template argument.
-#define TPCOMM_KERNEL_ENTRY(Entry, ...)                   \
-  struct Entry {                                          \
-    template <typename Proto, typename T, int kW>         \
-    static const void* get() {                            \
-      return reinterpret_cast<const void*>(&__VA_ARGS__); \
-    }                                                     \
+#define TPCOMM_KERNEL_ENTRY(Entry, ...)                                                         \
+  struct Entry {                                                                                \
+    template <typename Proto, typename T, int kW>                                               \
+    static const void* get() {                                                                  \
+      static_assert(::tpcomm::kLaunchedSignature<T, decltype(&__VA_ARGS__)>,                    \
+                    "a kernel's parameters must be those its launcher packs (kernel_set.cuh)"); \
+      return reinterpret_cast<const void*>(&__VA_ARGS__);                                       \
+    }                                                                                           \
   }
 
 namespace tpcomm {
+
+// The two parameter lists the launchers pack: the all-reduce family's (launchAllReduceKernel and
+// the copy-engine steps, launch.cu and ce_copies.cc) and the fused call's (launchFusedOneShot,
+// fused_oneshot.cu). cudaLaunchKernelExC takes the arguments as untyped pointers, so a kernel
+// whose parameters differ would read garbage; TPCOMM_KERNEL_ENTRY refuses it at compile time.
+template <typename T>
+using AllReduceKernelFn = void (*)(DeviceComm, LaunchParams, const T*, T*, size_t, size_t);
+using FusedKernelFn = void (*)(DeviceComm, FusedParams);
+template <typename T, typename Fn>
+constexpr bool kLaunchedSignature =
+    std::is_same_v<Fn, AllReduceKernelFn<T>> || std::is_same_v<Fn, FusedKernelFn>;
 
 template <typename Entry, typename Proto, int kW>
 KernelSet kernelSetFor() {
