@@ -141,9 +141,7 @@ __device__ __forceinline__ void pullFromOwners(const DeviceComm& c, const Launch
 
 // kM: the island-size class the kernel was built for (2 or 4 >= c.island_size).
 template <typename T, int kM>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    islandPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                     const T* send, T* recv, size_t count, size_t chunk_vecs) {
+__global__ void __launch_bounds__(kThreadsPerBlock) islandPullKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr int Q = E / 4;  // fp32 entries of a partial sum per data vector
   const int m = c.island_size;

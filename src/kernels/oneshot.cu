@@ -174,11 +174,9 @@ __device__ __forceinline__ void reducingWarps(size_t nsteps, Reduce& reduce, Poi
   }
 }
 
+// chunk_vecs unused: the host applies the step size, in l.call_*.
 template <typename Proto, typename T, int kW>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                  const T* send, T* recv, size_t count,
-                  size_t /*step_vecs: applied by the host, in l.call_**/) {
+__global__ void __launch_bounds__(kThreadsPerBlock) oneShotKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   KernelTrace trace;  // marks kTraceEntry
   // Everything that depends only on the arguments comes before griddepcontrol.wait (above).
   constexpr int E = VecTraits<T>::kElems;

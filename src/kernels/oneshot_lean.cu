@@ -17,11 +17,9 @@
 namespace tpcomm {
 namespace {
 
+// chunk_vecs unused: the host applies the step size, in l.call_*.
 template <typename Proto, typename T, int kW>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotLeanKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                      const T* send, T* recv, size_t count,
-                      size_t /*step_vecs: applied by the host, in l.call_**/) {
+__global__ void __launch_bounds__(kThreadsPerBlock) oneShotLeanKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   KernelTrace trace;  // marks kTraceEntry
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)

@@ -15,11 +15,10 @@
 namespace tpcomm {
 namespace {
 
+// chunk_vecs unused: the host applies the step size, in l.call_*.
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotPullLeanKernel(const __grid_constant__ DeviceComm c,
-                          const __grid_constant__ LaunchParams l, const T* send, T* recv,
-                          size_t count, size_t /*step_vecs: applied by the host, in l.call_**/) {
+    oneShotPullLeanKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = count / E;  // whole vectors only (the host checks)
   const size_t per = l.call_per;  // one step, per <= blockDim.x (the host checks)

@@ -35,11 +35,10 @@ __device__ __noinline__ void poisonOutput(T* recv, size_t v, size_t count, bool 
   storeVec<T>(recv, v, count, aligned, poisonVec());
 }
 
+// chunk_vecs unused: one step (the host checks).
 template <typename Proto, typename T, int kW>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    oneShotPullLLKernel(const __grid_constant__ DeviceComm c,
-                        const __grid_constant__ LaunchParams l, const T* send, T* recv,
-                        size_t count, size_t /*step_vecs: one step (the host checks)*/) {
+    oneShotPullLLKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   constexpr int E = VecTraits<T>::kElems;
   const size_t nvec = (count + E - 1) / E;  // a partial last vector included
   const size_t per = l.call_per;            // per <= blockDim.x (the host checks)

@@ -23,9 +23,7 @@ namespace {
 // kScatter: reduce-scatter, rank r's output is run r of every rank's input summed in rank order;
 // else all-gather, run r of every rank's output is rank r's input, bit for bit.
 template <typename Proto, typename T, int kW, bool kScatter>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    rsagPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                   const T* send, T* recv, size_t count, size_t chunk_vecs) {
+__global__ void __launch_bounds__(kThreadsPerBlock) rsagPullKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   constexpr int E = VecTraits<T>::kElems;
   constexpr CallKind kKind = kScatter ? kCallReduceScatter : kCallAllGather;
   const ChunkedCall k = segmentedCallIn(slotVecs<Proto>(c), c.world + 1, c.world,

@@ -20,9 +20,7 @@ namespace tpcomm {
 namespace {
 
 template <typename Proto, typename T, int kW>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                  const T* send, T* recv, size_t count, size_t chunk_vecs) {
+__global__ void __launch_bounds__(kThreadsPerBlock) twoShotKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   const ChunkedCall k = twoShotGeometry<Proto, T, 2, 0>(c, count, chunk_vecs);
   const size_t seg_cap = k.seg_cap;
   const size_t stride = blockDim.x;

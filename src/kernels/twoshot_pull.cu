@@ -27,9 +27,7 @@ namespace {
 // device memory; HostPullPhaseProto: its bulk outbox in pinned host memory, where GPUs cannot
 // reach each other).
 template <template <int> class Box, typename T, int kW>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotPullKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                      const T* send, T* recv, size_t count, size_t chunk_vecs) {
+__global__ void __launch_bounds__(kThreadsPerBlock) twoShotPullKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   using Proto = Box<0>;
   const int world = c.world, rank = c.rank;
   const ChunkedCall k = twoShotGeometry<Proto, T, 1, 1>(c, count, chunk_vecs);

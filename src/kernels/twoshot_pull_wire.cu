@@ -25,11 +25,10 @@
 namespace tpcomm {
 namespace {
 
+// chunk_vecs unused: the codec's slot sets the chunk.
 template <typename T, int kW, WireCodec kC, template <int> class Box>
 __global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotPullWireKernel(const __grid_constant__ DeviceComm c,
-                          const __grid_constant__ LaunchParams l, const T* send, T* recv,
-                          size_t count, size_t /*chunk_vecs: the codec's slot sets the chunk*/) {
+    twoShotPullWireKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   using Phase0 = Box<0>;
   using Phase1 = Box<1>;
   const int world = c.world, rank = c.rank;

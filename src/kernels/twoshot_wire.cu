@@ -27,11 +27,9 @@
 namespace tpcomm {
 namespace {
 
+// chunk_vecs unused: the codec's slot sets the chunk.
 template <typename T, int kW, WireCodec kC>
-__global__ void __launch_bounds__(kThreadsPerBlock)
-    twoShotWireKernel(const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l,
-                      const T* send, T* recv, size_t count,
-                      size_t /*chunk_vecs: the codec's slot sets the chunk*/) {
+__global__ void __launch_bounds__(kThreadsPerBlock) twoShotWireKernel(TPCOMM_ALL_REDUCE_PARAMS(T)) {
   constexpr uint32_t kMask = wireSentinelMask(kC);
   const int world = c.world, rank = c.rank;
   const WireSlot w = wireSlot(kC, SentinelProto::slotBytes(c), 2 * world);

@@ -29,6 +29,13 @@
     }                                                                                           \
   }
 
+// The all-reduce family's kernel parameters (AllReduceKernelFn below), named as its kernels use
+// them: the communicator, the launch's plan, the call's buffers and count (elements), and the
+// most vectors a step takes (the chunked kernels; 0: the layout's whole slot).
+#define TPCOMM_ALL_REDUCE_PARAMS(T)                                                            \
+  const __grid_constant__ DeviceComm c, const __grid_constant__ LaunchParams l, const T *send, \
+      T *recv, size_t count, size_t chunk_vecs
+
 namespace tpcomm {
 
 // The two parameter lists the launchers pack: the all-reduce family's (launchAllReduceKernel and
