@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds, on a machine without a GPU, what a session on the lent device runs, and packs it into
 # gpu-carry/pack.tar.xz (the device tool carries at most 64 MiB; every binary links libtpcomm
-# statically, ~11 MB each, so they travel stripped and xz-compressed: ~30-50 MiB). The pack holds
+# statically, ~15 MB each, so they travel stripped and xz -9 compressed: ~15-25 MiB). The pack holds
 # build-shaped folders, so tests/gpu/run_suite.sh runs from it as from a build:
 #   gpu-carry/pack/build        the dev build (sm_90): GPU tests, library, CLI, benches
 #   gpu-carry/pack/build-trace  trace-oneshot and tpcomm-bench-fused of a -DTPCOMM_KERNEL_TRACE=ON build
