@@ -201,9 +201,9 @@ struct DeviceComm {
 // it instead of copying it to patch per-call fields into it.
 struct LaunchParams {
   // The one-shot kernels' call geometry (oneshot_layout.h: vectors per source and step, steps, a
-  // block's share), from oneShotGeometry (launch.cu). Computed once on the host, so the host's
-  // choice of kernel and the kernel's layout cannot differ, and no kernel divides 64-bit numbers
-  // before its first push: where the previous kernel on the stream was not launched for
+  // block's share), from oneShotGeometry (plan/planner.cc). Computed once on the host, so the
+  // host's choice of kernel and the kernel's layout cannot differ, and no kernel divides 64-bit
+  // numbers before its first push: where the previous kernel on the stream was not launched for
   // programmatic dependent launch (an engine's GEMM), nothing hides that work.
   size_t call_region;
   size_t call_nsteps;
