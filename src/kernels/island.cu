@@ -67,12 +67,14 @@ __device__ __forceinline__ bool receiveFromOwners(CallSession& session, WaitCtx&
 // kernel's, so that inlining leaves it where the kernel put it) keeps them for step 3, which
 // follows at once (the push island runs both legs batch by batch). False: timed out.
 template <typename T, int kM, int R>
-__device__ __forceinline__ bool pushPartials(
-    CallSession& session, WaitCtx& wait, const DeviceComm& c, const ChunkStep& st,
-    const signed char* members, const int& m, const int& me, uint4* const& mine,
-    uint4* const& to_partner, const size_t& seg_cap, const size_t& o, const size_t& stride,
-    const size_t& own_end, const size_t& own_first, const T* const& send, const size_t& count,
-    const uint32_t& flag, Acc<T> (&acc)[R]) {
+__device__ __forceinline__ bool pushPartials(CallSession& session, WaitCtx& wait,
+                                             const ChunkStep& st, const signed char* members,
+                                             const int& m, const int& me, uint4* const& mine,
+                                             uint4* const& to_partner, const size_t& seg_cap,
+                                             const size_t& o, const size_t& stride,
+                                             const size_t& own_end, const size_t& own_first,
+                                             const T* const& send, const size_t& count,
+                                             const uint32_t& flag, Acc<T> (&acc)[R]) {
   constexpr int Q = VecTraits<T>::kElems / 4;
   if (!session.template sum<Proto, T, kM, R>(
           wait, m, me, [members](int k) { return static_cast<int>(members[k]); }, mine, seg_cap, o,
@@ -164,8 +166,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock) islandKernel(TPCOMM_ALL_REDU
       Acc<T> acc[R];
       // Timed out: this step's outputs and the later ones' are poison (poison_device.cuh); no
       // block-wide barrier follows.
-      if (!pushPartials<T, kM, R>(session, wait, c, st, members, m, me, mine, to_partner, seg_cap,
-                                  o, stride, own_end, own_first, send, count, flag, acc)) {
+      if (!pushPartials<T, kM, R>(session, wait, st, members, m, me, mine, to_partner, seg_cap, o,
+                                  stride, own_end, own_first, send, count, flag, acc)) {
         poisonChunkSteps<T>(st, m, recv, count, l.aligned);
         return;
       }
