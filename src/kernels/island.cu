@@ -38,7 +38,7 @@ __device__ __forceinline__ void pushToOwners(const LaunchParams& l, const ChunkS
   for (int p = 1; p < m; ++p) {
     const int j = (me + p) % m;
     const size_t end = min(st.o1, st.segLen(j));
-    pushRange<Proto, T>(send, st.base + j * st.seg, st.o0, end, stride, count, l.aligned != 0,
+    pushRange<Proto, T>(send, st.base + j * st.seg, st.o0, end, stride, count, l.aligned,
                         l.push_batch, slotOf(members[j]) + me * seg_cap, flag);
   }
 }

@@ -49,7 +49,7 @@ __device__ __forceinline__ void stageForOwners(const DeviceComm& c, const Launch
   for (int p = 1; p < m; ++p) {
     const int j = (me + p) % m;
     pushRange<PullProto, T>(send, st.base + j * st.seg, st.o0, min(st.o1, st.segLen(j)), stride,
-                            count, l.aligned != 0, l.push_batch, mine + slot + j * seg_cap, 0);
+                            count, l.aligned, l.push_batch, mine + slot + j * seg_cap, 0);
   }
   bulkPublish<PullProto>(c, blockDim.x, st.epoch);
 }
@@ -69,7 +69,7 @@ __device__ __forceinline__ void stagePartial(
   constexpr int R = kM * Q <= 4 ? kReduceBatch : 1;
   for (size_t o = o0; o < own_end; o += stride * R) {
     pullAcc<T, kM, R>(src, m, me, slot + me * seg_cap, o, stride, own_end, send, own_first + o,
-                      count, l.aligned != 0, [&](int u, const Acc<T>& acc) {
+                      count, l.aligned, [&](int u, const Acc<T>& acc) {
                         if (o + u * stride >= own_end) return;
 #pragma unroll
                         for (int h = 0; h < Q; ++h)
@@ -135,7 +135,7 @@ __device__ __forceinline__ void pullFromOwners(const DeviceComm& c, const Launch
     const int j = (me + p) % m;
     const uint4* from = reinterpret_cast<const uint4*>(c.pulls[members[j]]) + slot + res;
     pullCopy<T>(from, st.o0, min(st.o1, st.segLen(j)), stride, recv, st.base + j * st.seg, count,
-                l.aligned != 0);
+                l.aligned);
   }
 }
 

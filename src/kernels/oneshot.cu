@@ -111,7 +111,7 @@ __device__ __noinline__ void poisonOneShot(const LaunchParams& l, T* recv, size_
   for (size_t s = from; s < to; ++s) {
     size_t first, last;
     share.of(s, &first, &last);
-    poisonRange<T>(recv, 0, first + tr, last, nr, count, l.aligned != 0);
+    poisonRange<T>(recv, 0, first + tr, last, nr, count, l.aligned);
   }
 }
 

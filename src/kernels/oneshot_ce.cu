@@ -120,7 +120,7 @@ __device__ void ceWait(const DeviceComm& c, const LaunchParams& l, T* recv, size
   constexpr int E = VecTraits<T>::kElems;
   CallSession session(c, l);
   if (!session.openReadOnly()) {  // aborted: the reduce kernel acknowledges for good
-    poisonRange<T>(recv, 0, threadIdx.x, (count + E - 1) / E, blockDim.x, count, l.aligned != 0);
+    poisonRange<T>(recv, 0, threadIdx.x, (count + E - 1) / E, blockDim.x, count, l.aligned);
     return;
   }
   const bool checker = isPrintChecker();
@@ -131,7 +131,7 @@ __device__ void ceWait(const DeviceComm& c, const LaunchParams& l, T* recv, size
   waitForFlags(c, wait, ceControl(c.ce[c.rank]), slot, session.epoch);
   // Giving up is thread 0's (the checker's check, its wait for the flags): it poisons the whole
   // step alone, since a barrier handing its flag to the block would cost every call.
-  if (wait.failed) poisonRange<T>(recv, 0, 0, (count + E - 1) / E, 1, count, l.aligned != 0);
+  if (wait.failed) poisonRange<T>(recv, 0, 0, (count + E - 1) / E, 1, count, l.aligned);
 }
 
 template <typename T, int kW>

@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     // One store site for the sum and the poison (gave up waiting), as in oneshot_lean.cu. The
     // outboxes are mapped whether or not the flags came, so summing them on failure is harmless.
     uint4 y[1];
-    pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, l.aligned != 0, y);
+    pullSum<T, kW, 1>(c, src, slot_off / kVecBytes, v, 1, nvec, send, v, count, l.aligned, y);
     reinterpret_cast<uint4*>(recv)[v] = ok ? y[0] : poisonVec();
   }
   if (!ok) return;

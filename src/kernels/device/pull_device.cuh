@@ -175,7 +175,7 @@ struct PullSession : OneShotCallSession {
                                          size_t o_end, const T* send, size_t own_v, size_t count,
                                          unsigned long long step, uint4 (&y)[R]) {
     const size_t area = (step % kNumSlots) * slot_bytes / kVecBytes;
-    pullSum<T, kW, R>(c, src, area, o, stride, o_end, send, own_v, count, l.aligned != 0, y);
+    pullSum<T, kW, R>(c, src, area, o, stride, o_end, send, own_v, count, l.aligned, y);
     return !wait.failed;
   }
 };

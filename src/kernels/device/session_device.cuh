@@ -135,7 +135,7 @@ struct CallSession {
                                          size_t stride, size_t o_end, const T* send, size_t own_v,
                                          size_t count, unsigned long long step, uint4 (&y)[R]) {
     return reduceBatch<Proto, T, kW, R>(c, slot, src_stride, o, stride, o_end, send, own_v, count,
-                                        l.aligned != 0, step, wait, y);
+                                        l.aligned, step, wait, y);
   }
   // The same over nsrc sources named by rank_of, handing each fp32 sum to done.
   // kClear false: the entries stay for the caller's clearSources; before_waits: sumSources.
@@ -147,8 +147,8 @@ struct CallSession {
                                       unsigned long long step, Done done,
                                       PreWait before_waits = {}) {
     return sumSources<Proto, T, kW, R, kClear>(c, nsrc, self, rank_of, slot, src_stride, o, stride,
-                                               o_end, send, own_v, count, l.aligned != 0, step,
-                                               wait, done, before_waits);
+                                               o_end, send, own_v, count, l.aligned, step, wait,
+                                               done, before_waits);
   }
   // Copies entries o of `src` (filled by rank `peer`) to output vectors first + o, waiting for
   // each and clearing it.
@@ -156,7 +156,7 @@ struct CallSession {
   __device__ __forceinline__ bool receive(WaitCtx& wait, uint4* src, size_t o0, size_t end,
                                           size_t stride, T* recv, size_t first, size_t count,
                                           int peer, unsigned long long step) {
-    return receiveRange<Proto, T>(c, src, o0, end, stride, recv, first, count, l.aligned != 0,
+    return receiveRange<Proto, T>(c, src, o0, end, stride, recv, first, count, l.aligned,
                                   l.push_batch, peer, step, wait);
   }
   // Waits for the Q consecutive entries at x (written by rank `peer`, raw fp32 words), hands

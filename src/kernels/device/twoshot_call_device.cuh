@@ -27,7 +27,7 @@ __device__ __noinline__ void poisonTwoShotSteps(const DeviceComm& c, const Launc
                                                 size_t count, size_t chunk_vecs, size_t from) {
   const ChunkedCall k = twoShotGeometry<Proto, T, kPerRank, kExtra>(c, count, chunk_vecs);
   poisonChunkSteps<T>(chunkStepOffsets(k, from, blockIdx.x, threadIdx.x), c.world, recv, count,
-                      l.aligned != 0);
+                      l.aligned);
 }
 
 }  // namespace tpcomm

@@ -45,8 +45,8 @@ __device__ __forceinline__ void scatterPush(const DeviceComm& c, const LaunchPar
     const int d = (c.rank + p) % c.world;
     const size_t end = min(o1, in.len(d));
     uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[d] + slot_off);
-    pushRange<Proto, T>(in.mem(d), in.index(d), o0, end, stride, in.count, l.aligned != 0,
-                        l.push_batch, dst + c.rank * seg_cap * K, flag);
+    pushRange<Proto, T>(in.mem(d), in.index(d), o0, end, stride, in.count, l.aligned, l.push_batch,
+                        dst + c.rank * seg_cap * K, flag);
   }
 }
 
@@ -85,7 +85,7 @@ __device__ __forceinline__ void shareOwn(const DeviceComm& c, const LaunchParams
     uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[(c.rank + p) % c.world] + slot_off);
     Proto::put(dst + (ag_row + o) * K, y, flag);
   }
-  storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, l.aligned != 0, y);
+  storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, l.aligned, y);
 }
 
 // All-gather's own part of a step: my input's vectors of my segment, in batches of the push
@@ -101,7 +101,7 @@ __device__ __forceinline__ void forOwnVectors(const DeviceComm& c, const LaunchP
   const size_t first = in.index(c.rank);
   for (size_t o = o0; o < end; o += stride * pb) {
     uint4 x[kPushBatch];
-    loadBatch<T>(src, first + o, stride, first + end, in.count, l.aligned != 0, pb, x);
+    loadBatch<T>(src, first + o, stride, first + end, in.count, l.aligned, pb, x);
 #pragma unroll
     for (int u = 0; u < kPushBatch; ++u)
       if (u < pb && o + u * stride < end) share(o + u * stride, canon<T>(x[u]));

@@ -21,8 +21,8 @@ __device__ __forceinline__ void pullStage(const DeviceComm& c, const LaunchParam
                                           const Segments<const T>& in) {
   for (int p = 1; p < c.world; ++p) {
     const int d = ringRank(c.rank, p, c.world);
-    pushRange<Proto, T>(in.mem(d), in.index(d), o0, min(o1, in.len(d)), stride, in.count,
-                        l.aligned != 0, l.push_batch, slot + d * seg_cap, 0);
+    pushRange<Proto, T>(in.mem(d), in.index(d), o0, min(o1, in.len(d)), stride, in.count, l.aligned,
+                        l.push_batch, slot + d * seg_cap, 0);
   }
 }
 
@@ -40,7 +40,7 @@ __device__ __forceinline__ void pullReduceOwn(const DeviceComm& c, const LaunchP
   for (size_t o = o0; o < own_end; o += stride * R) {
     uint4 y[R];
     pullSum<T, kW, R>(c, src, slot + c.rank * seg_cap, o, stride, own_end, in.mem(c.rank),
-                      own_first + o, in.count, l.aligned != 0, y);
+                      own_first + o, in.count, l.aligned, y);
 #pragma unroll
     for (int u = 0; u < R; ++u)
       if (o + u * stride < own_end) done(o + u * stride, y[u]);
@@ -55,7 +55,7 @@ __device__ __forceinline__ void pullShareOwn(const DeviceComm& c, const LaunchPa
                                              const Segments<const T>& in, const Segments<T>& out) {
   forOwnVectors<T>(c, l, o0, o1, stride, in, [&](size_t o, const uint4& y) {
     Proto::put(area + o, y, 0);
-    storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, l.aligned != 0, y);
+    storeVec<T>(out.mem(c.rank), out.index(c.rank) + o, out.count, l.aligned, y);
   });
 }
 
@@ -70,7 +70,7 @@ __device__ __forceinline__ void pullGather(const DeviceComm& c, const LaunchPara
     const int d = ringRank(c.rank, p, c.world);
     const uint4* from = reinterpret_cast<const uint4*>(Box::outbox(c, d)) + area;
     pullCopy<T>(from, o0, min(o1, out.len(d)), stride, out.mem(d), out.index(d), out.count,
-                l.aligned != 0);
+                l.aligned);
   }
 }
 

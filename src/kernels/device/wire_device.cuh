@@ -251,7 +251,7 @@ __device__ __noinline__ void poisonWire(const DeviceComm& c, const LaunchParams&
   forChunkStepsFrom(st, k.nvec, c.world, [&](size_t first, size_t end) {
     for (size_t o = st.o0; o < end; o += blockDim.x)
       for (int v = 0; v < G; ++v)
-        storeVec<T>(recv, (first + o) * G + v, count, l.aligned != 0, poisonVec());
+        storeVec<T>(recv, (first + o) * G + v, count, l.aligned, poisonVec());
   });
 }
 
