@@ -16,9 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VLLM=0.33.0
+VLLM=0.34.0
 SGLANG=0.5.23
-TORCH=2.14.1 # sglang 0.5.23 pins it; vllm 0.33.0 asks for 2.14.0, same ABI for what is tested
+TORCH=2.14.1 # sglang 0.5.23 pins it; vllm 0.34.0 asks for 2.14.0, same ABI for what is tested
 CUDA_LIB_WHEELS=(nvidia-cusparselt-cu13==0.8.1 nvidia-nvshmem-cu13==3.4.5 "nvidia-cufile==1.15.*"
   nvidia-nccl-cu13==2.30.7)
 # Imported by the engines but depending on torch or GPU packages themselves: --no-deps too.

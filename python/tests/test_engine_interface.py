@@ -1,8 +1,8 @@
-"""tpcomm.torch.CustomAllreduce answers every use vLLM 0.33.0 and SGLang 0.5.23 make of their
+"""tpcomm.torch.CustomAllreduce answers every use vLLM 0.34.0 and SGLang 0.5.23 make of their
 custom all-reduce object, with the engine's signature and its "not handled" answer.
 
 The list below was read from the engines' sources (file:line in each entry). A missing method is
-an AttributeError inside the engine, even when tpcomm disabled itself (vLLM 0.33's sequence
+an AttributeError inside the engine, even when tpcomm disabled itself (vLLM 0.34's sequence
 parallelism calls ca_comm.custom_all_gather on every layer). Needs no GPU, no engine and not even
 torch: without torch, tpcomm.torch is imported over a stand-in that has only the names it reads
 at import time (the calls checked here never touch a tensor).
@@ -33,34 +33,34 @@ CONTEXT = "context manager"
 INIT = "__init__"
 
 USES = [
-    # vLLM 0.33.0
-    Use("vllm/distributed/device_communicators/cuda_communicator.py:159", INIT, (),
+    # vLLM 0.34.0
+    Use("vllm/distributed/device_communicators/cuda_communicator.py:160", INIT, (),
         (("group", GROUP), ("device", DEVICE), ("symm_mem_enabled", False),
          ("register_graph_buffers", True))),
-    Use("vllm/distributed/device_communicators/cuda_communicator.py:346", "disabled", ATTR,
+    Use("vllm/distributed/device_communicators/cuda_communicator.py:373", "disabled", ATTR,
         declined=True),
-    Use("vllm/distributed/device_communicators/cuda_communicator.py:411", "should_custom_ar", (X,),
+    Use("vllm/distributed/device_communicators/cuda_communicator.py:438", "should_custom_ar", (X,),
         declined=False),
-    Use("vllm/distributed/device_communicators/cuda_communicator.py:413", "custom_all_reduce",
+    Use("vllm/distributed/device_communicators/cuda_communicator.py:440", "custom_all_reduce",
         (X,)),
-    Use("vllm/distributed/device_communicators/cuda_communicator.py:452", "custom_all_gather",
+    Use("vllm/distributed/device_communicators/cuda_communicator.py:479", "custom_all_gather",
         (X,)),
-    Use("vllm/distributed/device_communicators/cuda_communicator.py:458", "custom_reduce_scatter",
+    Use("vllm/distributed/device_communicators/cuda_communicator.py:485", "custom_reduce_scatter",
         (X,)),
-    Use("vllm/distributed/parallel_state.py:701", "capture", (), declined=CONTEXT),
-    Use("vllm/models/deepseek_v41/nvidia/model.py:285", "fully_connected", ATTR, declined=False),
-    Use("vllm/models/deepseek_v41/nvidia/ops/mhc.py:72", "mnnvl_lamport_ag_multicast_ptr", ATTR,
+    Use("vllm/distributed/parallel_state.py:705", "capture", (), declined=CONTEXT),
+    Use("vllm/models/deepseek_v41/nvidia/model.py:294", "fully_connected", ATTR, declined=False),
+    Use("vllm/models/deepseek_v41/nvidia/ops/mhc.py:73", "mnnvl_lamport_ag_multicast_ptr", ATTR,
         declined=0),
     # vLLM's own class has these; nothing outside it calls them, engines' plugins may.
-    Use("vllm/distributed/device_communicators/custom_all_reduce.py:477",
+    Use("vllm/distributed/device_communicators/custom_all_reduce.py:478",
         "register_graph_buffers", ()),
-    Use("vllm/distributed/device_communicators/custom_all_reduce.py:319", "max_size", ATTR,
+    Use("vllm/distributed/device_communicators/custom_all_reduce.py:320", "max_size", ATTR,
         declined=8 * 1024 * 1024),
-    Use("vllm/distributed/device_communicators/custom_all_reduce.py:564",
+    Use("vllm/distributed/device_communicators/custom_all_reduce.py:568",
         "should_custom_all_gather", (X,), declined=False),
-    Use("vllm/distributed/device_communicators/custom_all_reduce.py:658",
+    Use("vllm/distributed/device_communicators/custom_all_reduce.py:662",
         "should_custom_reduce_scatter", (X,), declined=False),
-    Use("vllm/distributed/device_communicators/custom_all_reduce.py:714", "close", ()),
+    Use("vllm/distributed/device_communicators/custom_all_reduce.py:718", "close", ()),
     # SGLang 0.5.23
     Use("sglang/srt/distributed/parallel_state.py:509", INIT, (),
         (("group", GROUP), ("device", DEVICE))),

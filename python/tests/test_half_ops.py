@@ -1,6 +1,6 @@
 """The reduce-scatter and all-gather ops (torch.ops.tpcomm.reduce_scatter / all_gather,
 tpcomm/_torch_ops.py) and CustomAllreduce.custom_reduce_scatter / custom_all_gather with vLLM
-0.33.0's contract (vllm/distributed/device_communicators/custom_all_reduce.py: a new tensor along
+0.34.0's contract (vllm/distributed/device_communicators/custom_all_reduce.py: a new tensor along
 dim 0, or None for "not handled"), without a GPU: a stand-in half runner computes on the CPU what
 WORLD ranks holding inputs rank * 10 + x would get. Needs torch (skips without it)."""
 import logging

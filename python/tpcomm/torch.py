@@ -178,7 +178,7 @@ class CustomAllreduce:
 
     # vLLM's CudaCommunicator.custom_all_gather / custom_reduce_scatter call these on every
     # sequence-parallel gather/scatter (and DeepSeek-V4.1's logits gather) with a contiguous
-    # tensor, and take their own NCCL path on None. The contract is vLLM 0.33.0's
+    # tensor, and take their own NCCL path on None. The contract is vLLM 0.34.0's
     # (vllm/distributed/device_communicators/custom_all_reduce.py, CustomAllreduce.
     # custom_all_gather / custom_reduce_scatter; cuda_communicator.py calls them): a new tensor
     # along dim 0, [world * shape[0], ...] gathered in rank order, or [shape[0] / world, ...] with
