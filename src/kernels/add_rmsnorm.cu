@@ -6,6 +6,7 @@
 // costs less than holding any hidden size in registers, and keeps one code path for every H.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/error.h"
 #include "kernels/add_rmsnorm.h"
@@ -101,11 +102,23 @@ bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % kVecBytes == 0;
 }
 
+// What launchAddRmsNorm packs. cudaLaunchKernelExC takes the arguments as untyped pointers, so a
+// kernel whose parameters differ would read garbage; entryOf refuses it at compile time (as
+// TPCOMM_KERNEL_ENTRY does for the variant kernels, kernel_set.cuh).
+using AddRmsNormKernelFn = void (*)(AddRmsNormArgs, bool);
+
+template <typename T, bool kQuant>
+const void* entryOf() {
+  static_assert(std::is_same_v<decltype(&addRmsNormKernel<T, kQuant>), AddRmsNormKernelFn>,
+                "addRmsNormKernel's parameters must be those launchAddRmsNorm packs");
+  return reinterpret_cast<const void*>(&addRmsNormKernel<T, kQuant>);
+}
+
 template <bool kQuant>
 void setOf(const void* (&fn)[kNumDtypes]) {
-  fn[0] = reinterpret_cast<const void*>(&addRmsNormKernel<float, kQuant>);
-  fn[1] = reinterpret_cast<const void*>(&addRmsNormKernel<__half, kQuant>);
-  fn[2] = reinterpret_cast<const void*>(&addRmsNormKernel<__nv_bfloat16, kQuant>);
+  fn[0] = entryOf<float, kQuant>();
+  fn[1] = entryOf<__half, kQuant>();
+  fn[2] = entryOf<__nv_bfloat16, kQuant>();
 }
 
 }  // namespace
