@@ -38,7 +38,7 @@ using P2pTester = std::function<P2pHealth(int dev_a, int dev_b, int timeout_ms, 
 struct P2pCheckOptions {
   int timeout_ms = 2000;   // per pair and per copy direction
   bool use_cache = true;   // read and update the per-machine cache file
-  bool retest = false;     // ignore cached results (tpcomm doctor --retest)
+  bool retest = false;     // ignore cached results (tpcomm doctor --retest-p2p)
   std::string cache_path;  // "" : p2pCachePath(topo)
   P2pTester tester;        // empty: testP2p (the CPU tests pass a fake)
 };
