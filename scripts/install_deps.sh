@@ -12,7 +12,8 @@ for pkg in libssl-dev nlohmann-json3-dev liblz4-dev libzstd-dev; do
 done
 ((${#missing[@]})) || exit 0
 if ! command -v apt-get >/dev/null; then
-  echo "install the development files of nlohmann/json, liblz4 and libzstd (${missing[*]})" >&2
+  echo "install the development files of OpenSSL, nlohmann/json, liblz4 and libzstd" \
+    "(${missing[*]})" >&2
   exit 1
 fi
 echo "== installing ${missing[*]}"
