@@ -21,7 +21,8 @@ namespace tpcomm::cli {
 // Read by `tpcomm doctor` only, not by the library, so it is not in envDocs().
 constexpr const char* kLibraryEnvVar = "TPCOMM_LIBRARY";
 constexpr const char* kLibraryEnvMeaning =
-    "the libtpcomm.so `tpcomm doctor` inspects (default: next to the executable, ../lib)";
+    "the libtpcomm.so `tpcomm doctor` inspects (default: next to the executable, then ../lib, "
+    "../lib64, ../src)";
 
 struct EnvSetting {
   std::string name, value, default_value, meaning;
