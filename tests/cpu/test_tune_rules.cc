@@ -165,6 +165,19 @@ TEST(TuneRules, OnlyAlgorithmsTheFabricRunsAreEligible) {
   EXPECT_EQ(h[0].algo, tpcommAlgoHostOneShot);
 }
 
+// A table row naming a forced-only algorithm is not obeyed (auto falls back: policy.cc), so tune
+// must not write one, however fast it measured: the table's "never slower than NCCL" check would
+// then cover an algorithm that never runs.
+TEST(TuneRules, ForcedOnlyAlgorithmsAreMeasuredButNeverPicked) {
+  for (Fabric f : {Fabric::kNvlink, Fabric::kPcie, Fabric::kHost})
+    EXPECT_FALSE(eligibleOn(f, tpcommAlgoOneShotCe)) << fabricName(f);
+  const auto s = samples({{1 * KiB, {{kO, 3.0}, {tpcommAlgoOneShotCe, 2.0}, {kN, 6.0}}}});
+  for (Fabric f : {Fabric::kNvlink, Fabric::kPcie}) {
+    const std::vector<SizePick> p = pickPerSize(eligibleSamples(s, f), 2, {KiB}, 0.02);
+    EXPECT_EQ(p[0].algo, kO) << fabricName(f);
+  }
+}
+
 TEST(TuneRules, MeasuredJsonHasNullsWhereNothingRan) {
   const auto s = samples({{1 * KiB, {{kO, 2.914}, {kN, 6.2}}}, {2 * KiB, {{kN, 6.3}}}});
   const std::vector<size_t> sizes = {1 * KiB, 2 * KiB};

@@ -240,8 +240,8 @@ void printMeasured(const TuneArgs& a, int world, Fabric fabric, const MeasureRes
          measuredText(m.samples, world, fabric, m.candidates, picks).c_str());
   for (int c : m.candidates)
     if (!eligibleOn(fabric, c))
-      printf("  (info) %s: measured, but a communicator on fabric %s does not use it\n",
-             tpcommAlgoName(c), fabricName(fabric));
+      printf("  (info) %s: measured, but auto on fabric %s never picks it\n", tpcommAlgoName(c),
+             fabricName(fabric));
   for (const std::string& s : m.skipped) printf("  not measured: %s\n", s.c_str());
   for (const std::string& f : m.failures) printf("  failed: %s\n", f.c_str());
   printf("\nRules for world %d (fabric %s):\n%s", world, fabricName(fabric),

@@ -40,9 +40,12 @@ inline std::vector<int> candidatesFor(int num_algos) {
 // Whether a communicator left to choose on `fabric` can run `algo`, i.e. whether a table for that
 // fabric may name it: peer-memory algorithms need P2P, and the host-memory transport is set up
 // only where P2P does not work (or is turned off: TPCOMM_TRANSPORT=host gives fabric host).
-// Island runs forced on any P2P fabric, but auto picks it only over PCIe (two islands).
+// Island runs forced on any P2P fabric, but auto picks it only over PCIe (two islands). A
+// forced-only algorithm (oneshot_ce) is measured for the report but never eligible: auto does not
+// obey a table row that names it (isForcedOnlyAlgo, plan/policy.h).
 inline bool eligibleOn(Fabric fabric, int algo) {
   if (algo == tpcommAlgoNccl) return true;
+  if (isForcedOnlyAlgo(algo)) return false;
   if (isIslandAlgo(algo)) return fabric == Fabric::kPcie;
   return fabric == Fabric::kHost ? isHostAlgo(algo) : !isHostAlgo(algo);
 }
