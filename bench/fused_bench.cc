@@ -9,6 +9,7 @@
 // share a GPU (--ranks above the GPU count): that measures protocol and launch overhead, not a
 // link, and the output says so.
 //   tpcomm-bench-fused [--ranks N] [--hidden H] [--tokens 1,2,4,...] [--fp8] [--json FILE]
+//   (fused_args.h; --help lists every option)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/fused_args.h"
 #include "bench/timing.h"
 #include "kernels/add_rmsnorm.h"
 #include "plan/fused_plan.h"
@@ -31,42 +33,7 @@ struct Bufs {
   void *res = nullptr, *res_out = nullptr, *norm = nullptr, *gamma = nullptr, *scale = nullptr;
 };
 
-struct Opts {
-  int ranks = 2;
-  size_t hidden = 7168;
-  std::vector<size_t> tokens = {1, 2, 4, 8, 16, 32, 64, 128, 256};
-  bool fp8 = false;
-  const char* json = nullptr;
-  int iters = 50, reps = 20;
-};
-
-bool parse(int argc, char** argv, Opts* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (k == "--fp8") {
-      o->fp8 = true;
-    } else if (k == "--ranks" && v) {
-      o->ranks = atoi(argv[++i]);
-    } else if (k == "--hidden" && v) {
-      o->hidden = strtoull(argv[++i], nullptr, 10);
-    } else if (k == "--json" && v) {
-      o->json = argv[++i];
-    } else if (k == "--tokens" && v) {
-      o->tokens.clear();
-      for (const char* p = argv[++i]; *p;) {
-        o->tokens.push_back(strtoull(p, const_cast<char**>(&p), 10));
-        if (*p == ',') ++p;
-      }
-    } else {
-      fprintf(stderr,
-              "usage: tpcomm-bench-fused [--ranks N] [--hidden H] [--tokens 1,2,...] [--fp8] "
-              "[--json FILE]\n");
-      return false;
-    }
-  }
-  return o->ranks >= 1 && o->hidden > 0 && !o->tokens.empty();
-}
+using Opts = tpcomm::bench::FusedArgs;
 
 // Everything one run shares: the ranks' streams and send/recv buffers, their communicators and
 // the add+RMSNorm buffers.
@@ -174,7 +141,8 @@ void printRow(FILE* js, size_t t, const double us[4], const char* variant, int b
 
 int main(int argc, char** argv) {
   Opts o;
-  if (!parse(argc, argv, &o)) return 2;
+  int parse_rc = 0;
+  if (!tpcomm::bench::parseFusedArgs(argc, argv, &o, &parse_rc)) return parse_rc;
   int ngpu = 0;
   if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
     fprintf(stderr, "tpcomm-bench-fused: no CUDA device visible\n");
@@ -208,7 +176,7 @@ int main(int argc, char** argv) {
       o.hidden, o.fp8 ? ", FP8 output" : "", o.iters, o.reps);
   printf("%8s %10s %10s %10s %10s %10s %10s %7s  %s\n", "tokens", "allreduce", "ar+norm", "fused",
          "fused-ar", "fused/pair", "block/row", "blocks", "variant (as planned)");
-  FILE* js = o.json ? fopen(o.json, "w") : nullptr;
+  FILE* js = o.json.empty() ? nullptr : fopen(o.json.c_str(), "w");
   if (js)
     fprintf(js, "{\"ranks\": %d, \"gpus\": %d, \"hidden\": %zu, \"fp8\": %s, \"rows\": [\n",
             o.ranks, ngpu, o.hidden, o.fp8 ? "true" : "false");
