@@ -159,7 +159,9 @@ TEST(FusedPlan, ClusterPerRowFollowsTheRowAndTheGridBudget) {
       {2, 1, 6144, tpcommBfloat16, 8, 8, 128, "rows over clusters of 8"},
       {2, 1, 8192, tpcommBfloat16, 8, 8, 160, "rows over clusters of 8"},
       {2, 1, 16384, tpcommBfloat16, 8, 8, 288, "rows over clusters of 8"},
-      {2, 1, 16384, tpcommFloat32, 8, 8, 512, "rows over clusters of 8"},  // 512: 480 x 2
+      {2, 1, 16384, tpcommFloat32, 8, 8, 512, "rows over clusters of 8"},       // 512: 480 x 2
+      {2, 1, 61440, tpcommBfloat16, 8, 8, 512, "rows over clusters of 8"},      // 960: 480 x 2
+      {2, 1, 61448, tpcommBfloat16, 1, 2, 512, "a block per row (long rows)"},  // 961 beyond
       {8, 3, 7176, tpcommFloat16, 8, 24, 160, "rows over clusters of 8"},  // 897 vectors: 113 ...
       {4, 2, 2056, tpcommBfloat16, 4, 8, 128, "rows over clusters of 4"},  // 257: 65, 65, 65, 62
       {2, 1, 1024, tpcommBfloat16, 1, 2, 128, "a block per row (short rows)"},

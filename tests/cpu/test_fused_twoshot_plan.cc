@@ -236,5 +236,22 @@ TEST(FusedTwoShotPlan, EveryRowHasItsOnePassKernel) {
       }
 }
 
+// fused_twoshot_rows=1 means always (plan/knobs.h): not doubled at two ranks, where any other
+// count is, so a single row takes the two-shot there as at four ranks.
+TEST(FusedTwoShotPlan, KnobOfOneTakesItFromOneRowAtTwoRanksToo) {
+  for (int w : {2, 4}) {
+    CommFacts f = factsFor(w, Fabric::kNvlink);
+    f.knobs.fused_twoshot_rows = 1;
+    const EpiloguePlan e = planCall(f, fusedCall(1, 7168, tpcommBfloat16, false)).epilogue;
+    EXPECT_EQ(e.variant, tpcommVariantFusedP2pTwoShotPull) << what(w, 1, 7168, e);
+  }
+  CommFacts f = factsFor(2, Fabric::kNvlink);
+  f.knobs.fused_twoshot_rows = 2;  // doubled at two ranks: from 4 rows
+  EXPECT_EQ(planCall(f, fusedCall(3, 7168, tpcommBfloat16, false)).epilogue.variant,
+            tpcommVariantFusedP2pOneShot);
+  EXPECT_EQ(planCall(f, fusedCall(4, 7168, tpcommBfloat16, false)).epilogue.variant,
+            tpcommVariantFusedP2pTwoShotPull);
+}
+
 }  // namespace
 }  // namespace tpcomm

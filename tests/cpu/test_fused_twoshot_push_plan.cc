@@ -99,5 +99,17 @@ TEST(FusedTwoShotPushPlan, EveryWorldHasItsOnePassKernel) {
       }
 }
 
+// The push form takes calls up to exactly one step of the push one-shot (4 MiB at four ranks of
+// 16 MiB slots); a row more runs unfused.
+TEST(FusedTwoShotPushPlan, TakesACallOfExactlyOneStep) {
+  const CommFacts f = factsFor(4, Fabric::kPcie);
+  ASSERT_EQ(f.slots.oneshot_step_bytes, size_t{4} << 20);
+  const size_t rows = f.slots.oneshot_step_bytes / (4096 * 2);  // 512 rows of 4096 bf16
+  EpiloguePlan e = planCall(f, fusedCall(rows, 4096, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(e.variant, tpcommVariantFusedP2pTwoShot) << what(4, rows, e);
+  e = planCall(f, fusedCall(rows + 1, 4096, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(e.variant, tpcommVariantAddRmsNorm) << what(4, rows + 1, e);
+}
+
 }  // namespace
 }  // namespace tpcomm
