@@ -363,5 +363,24 @@ TEST(CoResidency, ExplainSaysTheGridWasCapped) {
   unregisterComm(&c);
 }
 
+// The fused one-shot's check block takes the cap's last slot where the rows leave one (15 rows
+// under a cap of 16), and block 0 checks where they fill it (16 rows): the row grid was not cut,
+// so nothing is said.
+TEST(CoResidency, FusedCheckBlockTakesTheCapsLastSlot) {
+  const GridCaps caps = oneGpu(4);
+  ASSERT_EQ(caps.blocks, 16);
+  CommFacts f = factsFor(4, Fabric::kNvlink);
+  f.grid_caps = &caps;
+  EpiloguePlan p = planCall(f, fusedCall(15, 4096, tpcommBfloat16, false)).epilogue;
+  ASSERT_EQ(p.variant, tpcommVariantFusedP2pOneShot) << p.reason;
+  EXPECT_EQ(p.blocks, 16);
+  EXPECT_TRUE(p.check_block);
+  EXPECT_EQ(p.reason.find(kNote), std::string::npos) << p.reason;
+  p = planCall(f, fusedCall(16, 4096, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(p.blocks, 16);
+  EXPECT_FALSE(p.check_block);
+  EXPECT_EQ(p.reason.find(kNote), std::string::npos) << p.reason;
+}
+
 }  // namespace
 }  // namespace tpcomm
