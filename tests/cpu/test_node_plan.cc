@@ -185,5 +185,28 @@ TEST(NodePlan, AFusedCallAcrossMachinesRunsTheEpilogueKernel) {
   }
 }
 
+// The large shape's legs run the count padded to whole runs of the local ranks (as
+// node_collectives.cc pads them), never cut to them: 65537 bf16 elements over 2 ranks run as
+// 65538, whose reduce-scatter takes 33 blocks of 2 KiB shares (65536 would take 32).
+TEST(NodePlan, TheLargeShapesLegsRunThePaddedCount) {
+  const CallPlan p = planCall(spanning(2), call(tpcommCollAllReduce, 65537 * 2));
+  ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+  ASSERT_EQ(p.node.shape, NodeShape::kLarge);
+  const CallPlan padded =
+      planCall(factsFor(2, Fabric::kNvlink), Call{65538 * 2, true, tpcommCollReduceScatter});
+  EXPECT_EQ(padded.grid.blocks, 33);
+  EXPECT_EQ(p.grid.blocks, 33);
+  EXPECT_EQ(p.variant, padded.variant);
+}
+
+// node_small_bytes=0 takes the large shape for every all-reduce across machines, an empty one
+// (Explain of count 0) included.
+TEST(NodePlan, KnobZeroIsLargeEvenForAnEmptyCall) {
+  NodePlanArgs a = ar(0);
+  a.small_bytes = 0;
+  EXPECT_EQ(nodeShape(a).shape, NodeShape::kLarge);
+  EXPECT_EQ(nodeShape(a).why, "large: 0 B > node_small_bytes 0");
+}
+
 }  // namespace
 }  // namespace tpcomm
