@@ -259,5 +259,22 @@ TEST(WirePlan, TheKnob) {
   EXPECT_EQ(wireCodecName(5), nullptr);
 }
 
+// Two real islands over PCIe: the policy's island (island_pull where stores collapse) is a
+// large-message algorithm, and an opted-in call takes the flat two-shot in the codec in its place.
+TEST(WirePlan, AnIslandCallTakesTheTwoShotInTheCodec) {
+  for (bool collapse : {false, true}) {
+    CommFacts f = pcie(8, "int8", collapse);
+    f.two_islands = true;
+    const CallPlan p = planCall(f, allReduceCall(8 * kMiB, true, tpcommBfloat16));
+    ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+    EXPECT_EQ(p.variant, collapse ? tpcommVariantP2pTwoShotPullInt8 : tpcommVariantP2pTwoShotInt8)
+        << name(p) << " (" << p.decision.reason << ")";
+    EXPECT_EQ(p.decision.algo, collapse ? tpcommAlgoTwoShotPull : tpcommAlgoTwoShot);
+    EXPECT_TRUE(
+        contains(p.decision.reason, collapse ? "in place of island_pull" : "in place of island:"))
+        << p.decision.reason;
+  }
+}
+
 }  // namespace
 }  // namespace tpcomm
