@@ -368,5 +368,23 @@ TEST(TuningTable, NeverSlowerThanNccl) {
   EXPECT_EQ(why, "world 2, 65536 bytes: oneshot takes 7.70 us, NCCL 7.40 us");
 }
 
+// The bounds the format documents are inclusive: a world of 64 ranks, a crossover of 2^30 rows;
+// a tie with NCCL is not slower than NCCL.
+TEST(TuningTable, TheBoundsThemselvesAreAccepted) {
+  TuningTable t;
+  std::string why;
+  ASSERT_TRUE(parseTuningTable(with(kGood, "\"world\": 4", "\"world\": 64"), kKey, &t, &why))
+      << why;
+  EXPECT_EQ(t.tables[1].world, 64);
+  const std::string rows =
+      with(kGood, "{\"world\": 2, ", "{\"world\": 2, \"fused_twoshot_rows\": 1073741824, ");
+  ASSERT_TRUE(parseTuningTable(rows, kKey, &t, &why)) << why;
+  EXPECT_EQ(t.tables[0].fused_twoshot_rows, size_t{1} << 30);
+  ASSERT_TRUE(parseTuningTable(kGood, kKey, &t, &why)) << why;
+  const std::vector<TuningSample> tie = {{2, 1024, tpcommAlgoOneShot, 6.25},
+                                         {2, 1024, tpcommAlgoNccl, 6.25}};
+  EXPECT_TRUE(tableNeverSlowerThanNccl(t, tie, 0.0, &why)) << why;
+}
+
 }  // namespace
 }  // namespace tpcomm
