@@ -304,5 +304,19 @@ TEST(SegmentLayout, EveryVectorOfEveryRunOnceAndInsideItsArea) {
   }
 }
 
+// The largest whole message that fits a size_t is taken: 6 ranks' runs of
+// floor(SIZE_MAX / 6) bytes each (in place at rank 0, so no address is formed beyond it).
+TEST(HalfValidate, TheLargestWholeMessageThatFitsIsTaken) {
+  alignas(16) static char buf[16];
+  const size_t part = SIZE_MAX / 6;  // even: whole bf16 elements
+  size_t bytes = 0;
+  EXPECT_EQ(validateRsagArgs(kRS, buf, buf, part / 2, tpcommBfloat16, 0, 6, &bytes), tpcommSuccess)
+      << lastError();
+  EXPECT_EQ(bytes, part * 6);
+  EXPECT_EQ(validateRsagArgs(kRS, buf, buf, part / 2 + 1, tpcommBfloat16, 0, 6, &bytes),
+            tpcommInvalidArgument);
+  EXPECT_TRUE(says("overflows")) << lastError();
+}
+
 }  // namespace
 }  // namespace tpcomm

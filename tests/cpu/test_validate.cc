@@ -94,5 +94,30 @@ TEST(Config, DefaultsAndEveryBadField) {
   bad(x, "maxBlocks");
 }
 
+// Buffers that touch without sharing a byte are apart, whichever comes first.
+TEST(Validate, AdjacentBuffersDoNotOverlap) {
+  alignas(16) static char buf[64];
+  size_t bytes = 0;
+  EXPECT_EQ(validateAllReduceArgs(buf, buf + 32, 8, tpcommFloat32, tpcommSum, &bytes),
+            tpcommSuccess)
+      << lastError();
+  EXPECT_EQ(bytes, 32u);
+  EXPECT_EQ(validateAllReduceArgs(buf + 32, buf, 8, tpcommFloat32, tpcommSum, &bytes),
+            tpcommSuccess)
+      << lastError();
+  EXPECT_EQ(validateAllReduceArgs(buf, buf + 28, 8, tpcommFloat32, tpcommSum, &bytes),
+            tpcommInvalidArgument);
+  EXPECT_TRUE(says("overlap")) << lastError();
+}
+
+// The largest count whose bytes fit a size_t is taken; one more overflows.
+TEST(Validate, TheLargestCountThatFitsIsTaken) {
+  size_t bytes = 0;
+  EXPECT_EQ(payloadBytes("op", SIZE_MAX / 4, tpcommFloat32, &bytes), tpcommSuccess) << lastError();
+  EXPECT_EQ(bytes, SIZE_MAX / 4 * 4);
+  EXPECT_EQ(payloadBytes("op", SIZE_MAX / 4 + 1, tpcommFloat32, &bytes), tpcommInvalidArgument);
+  EXPECT_TRUE(says("overflows")) << lastError();
+}
+
 }  // namespace
 }  // namespace tpcomm

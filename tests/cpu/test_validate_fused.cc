@@ -110,5 +110,22 @@ TEST(ValidateFused, Fp8NeedsAda) {
   EXPECT_EQ(validateFusedArgs(a, 9, 0, &bytes), tpcommInvalidArgument);
 }
 
+// The documented limits are inclusive: hidden up to kMaxRmsNormHidden (65536), FP8 output from
+// compute capability 8.9 (8.8 is refused); buffers that touch without sharing a byte are apart.
+TEST(ValidateFused, TheLimitsThemselvesAreAccepted) {
+  size_t bytes = 0;
+  EXPECT_EQ(fusedPayloadBytes("op", 2, kMaxRmsNormHidden, tpcommBfloat16, &bytes), tpcommSuccess)
+      << lastError();
+  EXPECT_EQ(bytes, 2 * kMaxRmsNormHidden * 2);
+  tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+  p.quantScale = kScale;
+  EXPECT_EQ(validateFusedArgs(good(&p), 8, 8, &bytes), tpcommUnsupported);
+  EXPECT_TRUE(says("8.9 or newer")) << lastError();
+  p.quantScale = nullptr;
+  FusedCallBuffers a = good(&p);
+  a.residual_out = g_buf + 1024 + 512;  // right after residualIn's 512 bytes
+  EXPECT_EQ(validateFusedArgs(a, 9, 0, &bytes), tpcommSuccess) << lastError();
+}
+
 }  // namespace
 }  // namespace tpcomm
