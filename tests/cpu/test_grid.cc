@@ -116,5 +116,18 @@ TEST(Grid, KnobsOutOfRangeAreNamed) {
   EXPECT_EQ(launchKnobsError(edge, kBound), "");
 }
 
+// The knobs' lower bounds are exact: a byte under a block's 16, no eighth for the pushes.
+TEST(Grid, KnobsJustBelowTheirBoundsAreNamed) {
+  LaunchKnobs k;
+  k.block_bytes = 15;
+  EXPECT_EQ(launchKnobsError(k, 512).rfind("block_bytes=15 is out of range (expected >= 16)", 0),
+            0u)
+      << launchKnobsError(k, 512);
+  k = LaunchKnobs{};
+  k.push_eighths = 0;
+  EXPECT_EQ(launchKnobsError(k, 512).rfind("push_eighths=0 is out of range (expected 1..7)", 0), 0u)
+      << launchKnobsError(k, 512);
+}
+
 }  // namespace
 }  // namespace tpcomm

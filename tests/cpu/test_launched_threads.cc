@@ -102,5 +102,17 @@ TEST(LaunchedThreads, TheEpilogueKernelLaunchesThePlannedGrid) {
         }
 }
 
+// A lean grid of 480 threads has room for the checker's warp to the launch bound exactly: 512
+// threads launch (block_bytes=7680: one block, a vector a thread).
+TEST(LaunchedThreads, TheCheckerWarpFillsTheBlockToTheBound) {
+  CommFacts f = factsFor(2, Fabric::kNvlink);
+  f.knobs.block_bytes = 7680;
+  const CallPlan p = planCall(f, Call{7680, true});
+  ASSERT_EQ(p.variant, tpcommVariantP2pOneShotLean) << p.decision.reason;
+  EXPECT_EQ(p.grid.blocks, 1);
+  EXPECT_EQ(p.grid.threads, 480);
+  EXPECT_EQ(p.threads, 512);
+}
+
 }  // namespace
 }  // namespace tpcomm

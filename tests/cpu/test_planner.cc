@@ -199,5 +199,12 @@ TEST(LaunchKnobsSpec, ConfigKnobsApplyOnTopAndAreChecked) {
   EXPECT_EQ(s.knobs.push_eighths, 2);
 }
 
+// An empty item (a trailing or doubled comma) is refused as every other malformed one is.
+TEST(LaunchKnobsSpec, EmptyItemsAreRefused) {
+  LaunchKnobs k;
+  EXPECT_EQ(parseLaunchKnobs("lean=1,", &k), "\"\" is not name=value");
+  EXPECT_EQ(parseLaunchKnobs("lean=1,,pdl=0", &k), "\"\" is not name=value");
+}
+
 }  // namespace
 }  // namespace tpcomm
