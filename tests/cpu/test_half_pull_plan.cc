@@ -185,5 +185,19 @@ TEST(HalfPullLayout, EveryVectorOfEveryRunOnceAndInsideItsArea) {
   }
 }
 
+// The probe's verdict is the machine's, the fabric the communicator's: over NVLink a
+// write_collapse verdict steers nothing, and the copy-engine one-shot keeps the push halves.
+TEST(HalfPullPlan, TheVerdictSteersPcieOnly) {
+  CommFacts f = factsFor(4, Fabric::kNvlink, tpcommAlgoOneShotCe);
+  f.fabric_verdict = FabricVerdict::kWriteCollapse;
+  for (tpcommColl_t coll : {kRS, kAG}) {
+    const CallPlan p = planCall(f, Call{32 * KiB, true, coll});
+    ASSERT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+    EXPECT_EQ(nameOf(p.variant), coll == kRS ? "p2p_reduce_scatter" : "p2p_all_gather");
+    EXPECT_EQ(p.decision.algo, tpcommAlgoTwoShot);
+    EXPECT_TRUE(has(p.decision.reason, "variant: the push halves")) << p.decision.reason;
+  }
+}
+
 }  // namespace
 }  // namespace tpcomm
