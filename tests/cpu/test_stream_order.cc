@@ -110,5 +110,13 @@ TEST(StreamOrder, SameEagerStreamAsksCudaNothing) {
   EXPECT_EQ(o.current, -1);
 }
 
+// Capture id 0 names no capture: the unused marks (capture 0) are not its, and it waits for
+// nothing.
+TEST(StreamOrder, CaptureIdZeroHasNoMark) {
+  const StreamOrder o;
+  EXPECT_EQ(captureMarkOf(o, 0), -1);
+  EXPECT_EQ(stepFor(o, captured(kA, 0)), OrderStep::kNothing);
+}
+
 }  // namespace
 }  // namespace tpcomm
