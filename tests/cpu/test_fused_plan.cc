@@ -338,5 +338,16 @@ TEST(FusedPlan, EveryVariantItNamesHasKernels) {
     }
 }
 
+// host_sentinel=0 turns the sentinel protocol off, and with it the fused host one-shot that runs
+// on it: the call runs unfused after the host all-reduce.
+TEST(FusedPlan, HostSentinelOffRunsTheHostCallUnfused) {
+  CommFacts f = factsFor(2, Fabric::kHost);
+  f.knobs.host_sentinel = false;
+  const EpiloguePlan e = planCall(f, fusedCall(16, 7168, tpcommBfloat16, false)).epilogue;
+  EXPECT_EQ(e.variant, tpcommVariantAddRmsNorm) << e.reason;
+  EXPECT_EQ(e.reason.rfind("unfused: host_oneshot_ll, then the add+RMSNorm kernel", 0), 0u)
+      << e.reason;
+}
+
 }  // namespace
 }  // namespace tpcomm

@@ -113,5 +113,16 @@ TEST(HostPullPlan, EachFormForcedByNameRunsOnEitherSideOfTheKnob) {
   }
 }
 
+// Outboxes that hold no step of the pulled form (host_pull_chunk_vecs 0): the LL entries serve
+// every size, never a pull of zero-vector steps.
+TEST(HostPullPlan, OutboxesWithoutAStepKeepTheLLEntries) {
+  CommFacts f = factsFor(8, Fabric::kHost, tpcommAlgoHostTwoShot);
+  f.slots.host_pull_chunk_vecs = 0;
+  const CallPlan p = planCall(f, Call{1 * MiB, true});
+  ASSERT_EQ(p.decision.error, tpcommSuccess) << at(8, 1 * MiB, p);
+  EXPECT_EQ(p.variant, tpcommVariantHostTwoShotLL) << at(8, 1 * MiB, p);
+  EXPECT_EQ(p.chunk_vecs, f.slots.host_chunk_vecs);
+}
+
 }  // namespace
 }  // namespace tpcomm
