@@ -119,5 +119,17 @@ TEST(PolicyFabricVerdict, OnlyTheBuiltInPcieTablesFollowIt) {
   EXPECT_EQ(choose(in).algo, tpcommAlgoOneShot);
 }
 
+// A measured table's push on a collapsing fabric is the machine's own answer: the reason names
+// the verdict and warns of nothing.
+TEST(PolicyFabricVerdict, AMeasuredPushCarriesNoCollapseWarning) {
+  PolicyInput in = pcie(8, 14 * KiB, kBroadcomTurin);
+  const SizeTable tuned = {{SIZE_MAX, tpcommAlgoTwoShot}};
+  in.tuned = &tuned;
+  const Decision d = choose(in);
+  EXPECT_EQ(d.algo, tpcommAlgoTwoShot);
+  EXPECT_EQ(d.reason,
+            "twoshot by tuning table for pcie (fabric probe: write_collapse), world 8, 14 KiB");
+}
+
 }  // namespace
 }  // namespace tpcomm

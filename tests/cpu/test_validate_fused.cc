@@ -127,5 +127,14 @@ TEST(ValidateFused, TheLimitsThemselvesAreAccepted) {
   EXPECT_EQ(validateFusedArgs(a, 9, 0, &bytes), tpcommSuccess) << lastError();
 }
 
+// Every GPU before Ada is refused FP8 output, whatever its minor version (7.5: Turing).
+TEST(ValidateFused, Fp8IsRefusedOnOlderMajorsToo) {
+  size_t bytes = 0;
+  tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+  p.quantScale = kScale;
+  EXPECT_EQ(validateFusedArgs(good(&p), 7, 5, &bytes), tpcommUnsupported);
+  EXPECT_TRUE(says("this GPU is 7.5")) << lastError();
+}
+
 }  // namespace
 }  // namespace tpcomm
