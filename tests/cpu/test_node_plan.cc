@@ -208,5 +208,15 @@ TEST(NodePlan, KnobZeroIsLargeEvenForAnEmptyCall) {
   EXPECT_EQ(nodeShape(a).why, "large: 0 B > node_small_bytes 0");
 }
 
+// The small shape's leg is the all-reduce of the whole message on this machine: 64 KiB at two
+// ranks takes the one-shot's 32 blocks of 2 KiB.
+TEST(NodePlan, TheSmallShapesLegIsTheWholeMessage) {
+  const CallPlan p = planCall(spanning(2), call(tpcommCollAllReduce, 64 * 1024));
+  ASSERT_EQ(p.node.shape, NodeShape::kSmall);
+  EXPECT_EQ(p.grid.blocks, 32);
+  EXPECT_EQ(p.grid.blocks,
+            planCall(factsFor(2, Fabric::kNvlink), Call{64 * 1024, true}).grid.blocks);
+}
+
 }  // namespace
 }  // namespace tpcomm

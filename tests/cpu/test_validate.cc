@@ -119,5 +119,17 @@ TEST(Validate, TheLargestCountThatFitsIsTaken) {
   EXPECT_TRUE(says("overflows")) << lastError();
 }
 
+// Either buffer off the element size is refused, the other one aligned.
+TEST(Validate, EitherBufferMisalignedIsRefused) {
+  alignas(16) static char buf[64];
+  size_t bytes = 0;
+  EXPECT_EQ(validateAllReduceArgs(buf, buf + 34, 4, tpcommFloat32, tpcommSum, &bytes),
+            tpcommInvalidArgument);
+  EXPECT_TRUE(says("not aligned to the 4-byte element size")) << lastError();
+  EXPECT_EQ(validateAllReduceArgs(buf + 34, buf, 4, tpcommFloat32, tpcommSum, &bytes),
+            tpcommInvalidArgument);
+  EXPECT_TRUE(says("not aligned to the 4-byte element size")) << lastError();
+}
+
 }  // namespace
 }  // namespace tpcomm
