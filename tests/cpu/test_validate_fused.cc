@@ -100,6 +100,10 @@ TEST(ValidateFused, Fp8NeedsAda) {
   p.quantScale = kScale;
   EXPECT_EQ(validateFusedArgs(good(&p), 8, 6, &bytes), tpcommUnsupported);
   EXPECT_TRUE(says("8.9 or newer")) << lastError();
+  // The bound itself (8.8 refused, 8.9 taken), and every major before Ada (7.5: Turing).
+  EXPECT_EQ(validateFusedArgs(good(&p), 8, 8, &bytes), tpcommUnsupported);
+  EXPECT_EQ(validateFusedArgs(good(&p), 7, 5, &bytes), tpcommUnsupported);
+  EXPECT_TRUE(says("this GPU is 7.5")) << lastError();
   EXPECT_EQ(validateFusedArgs(good(&p), 8, 9, &bytes), tpcommSuccess) << lastError();
   EXPECT_EQ(validateFusedArgs(good(&p), 12, 0, &bytes), tpcommSuccess) << lastError();
   // FP8 output is a quarter or half the size: normOut may sit on a byte boundary, never on x.
@@ -110,30 +114,17 @@ TEST(ValidateFused, Fp8NeedsAda) {
   EXPECT_EQ(validateFusedArgs(a, 9, 0, &bytes), tpcommInvalidArgument);
 }
 
-// The documented limits are inclusive: hidden up to kMaxRmsNormHidden (65536), FP8 output from
-// compute capability 8.9 (8.8 is refused); buffers that touch without sharing a byte are apart.
+// The documented limits are inclusive: hidden up to kMaxRmsNormHidden (65536); buffers that touch
+// without sharing a byte are apart. (FP8's compute-capability bound: Fp8NeedsAda.)
 TEST(ValidateFused, TheLimitsThemselvesAreAccepted) {
   size_t bytes = 0;
   EXPECT_EQ(fusedPayloadBytes("op", 2, kMaxRmsNormHidden, tpcommBfloat16, &bytes), tpcommSuccess)
       << lastError();
   EXPECT_EQ(bytes, 2 * kMaxRmsNormHidden * 2);
   tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
-  p.quantScale = kScale;
-  EXPECT_EQ(validateFusedArgs(good(&p), 8, 8, &bytes), tpcommUnsupported);
-  EXPECT_TRUE(says("8.9 or newer")) << lastError();
-  p.quantScale = nullptr;
   FusedCallBuffers a = good(&p);
   a.residual_out = g_buf + 1024 + 512;  // right after residualIn's 512 bytes
   EXPECT_EQ(validateFusedArgs(a, 9, 0, &bytes), tpcommSuccess) << lastError();
-}
-
-// Every GPU before Ada is refused FP8 output, whatever its minor version (7.5: Turing).
-TEST(ValidateFused, Fp8IsRefusedOnOlderMajorsToo) {
-  size_t bytes = 0;
-  tpcommRmsNormParams_t p = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
-  p.quantScale = kScale;
-  EXPECT_EQ(validateFusedArgs(good(&p), 7, 5, &bytes), tpcommUnsupported);
-  EXPECT_TRUE(says("this GPU is 7.5")) << lastError();
 }
 
 }  // namespace
