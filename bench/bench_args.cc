@@ -1,5 +1,6 @@
 #include "bench/bench_args.h"
 
+#include "bench/whole_number.h"
 #include "common/byte_size.h"
 #include "common/env.h"
 #include "kernels/runtime/algo_launch.h"  // kThreadsPerBlock
@@ -121,17 +122,20 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
     } else if (!(v = val())) {
       ok = false;
     } else if (k == "--ranks") {
-      a->ranks = atoi(v);
-      ok = a->ranks >= 1 && a->ranks <= 8;
+      ok = parseWholeInt(v, 1, 8, &a->ranks);
     } else if (k == "--devices") {
-      for (const auto& d : split(v)) a->devices.push_back(atoi(d.c_str()));
+      for (const auto& d : split(v)) {
+        int dev = 0;
+        ok = ok && parseWholeInt(d.c_str(), 0, 1023, &dev);
+        a->devices.push_back(dev);
+      }
+      ok = ok && !a->devices.empty();
     } else if (k == "--min") {
       ok = parseSize(v, &a->min_bytes);
     } else if (k == "--max") {
       ok = parseSize(v, &a->max_bytes);
     } else if (k == "--factor") {
-      a->factor = atoi(v);
-      ok = a->factor >= 2;
+      ok = parseWholeInt(v, 2, 1 << 20, &a->factor);
     } else if (k == "--dtype") {
       const std::string d = v;
       if (d == "bf16" || d == "bfloat16")
@@ -158,16 +162,13 @@ bool parseArgs(int argc, char** argv, Args* a, int* exit_code) {
         }
       }
     } else if (k == "--iters") {
-      a->iters = atoi(v);
-      ok = a->iters >= 1;
+      ok = parseWholeInt(v, 1, 1000000, &a->iters);
     } else if (k == "--reps") {
-      a->reps = atoi(v);
-      ok = a->reps >= 1;
+      ok = parseWholeInt(v, 1, 1000000, &a->reps);
     } else if (k == "--warmup") {
-      a->warmup = atoi(v);
-      ok = a->warmup >= 0;
+      ok = parseWholeInt(v, 0, 1000000, &a->warmup);
     } else if (k == "--max-blocks") {
-      a->max_blocks = atoi(v);
+      ok = parseWholeInt(v, 0, 1024, &a->max_blocks);  // tpcommConfig_t::maxBlocks' range
     } else if (k == "--json") {
       a->json = v;
     } else if (k == "--plot") {

@@ -1,10 +1,10 @@
 #include "bench/fused_args.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <iterator>
+
+#include "bench/whole_number.h"
 
 namespace tpcomm::bench {
 namespace {
@@ -20,18 +20,6 @@ void usage(FILE* f) {
           "  --iters 50         calls per captured graph\n"
           "  --reps 20          graph replays (the median is reported)\n"
           "  --json FILE        write the rows as JSON too\n");
-}
-
-// A whole decimal number in [lo, hi]: "12x", "", "-3" and overflow are refused.
-bool parseWhole(const char* s, unsigned long long lo, unsigned long long hi,
-                unsigned long long* out) {
-  if (*s < '0' || *s > '9') return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
 }
 
 // "1,16,128": whole numbers in [1, kFusedMaxTokens], no empty item; sorted, duplicates dropped.
