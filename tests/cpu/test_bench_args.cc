@@ -4,22 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_args.h"
 #include "bench/whole_number.h"
+#include "tests/cpu/support/parse_words.h"
 
 namespace tpcomm::bench {
 namespace {
 
 bool parse(std::vector<std::string> words, Args* a, int* code, std::string* err) {
-  words.insert(words.begin(), "tpcomm-bench");
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  testing::internal::CaptureStderr();
-  const bool ok = parseArgs(static_cast<int>(argv.size()), argv.data(), a, code);
-  *err = testing::internal::GetCapturedStderr();
-  return ok;
+  return test::parseWords(
+      "tpcomm-bench", std::move(words),
+      [&](int argc, char** argv) { return parseArgs(argc, argv, a, code); }, err);
 }
 
 TEST(WholeNumber, TakesOnlyAWholeNumberInRange) {

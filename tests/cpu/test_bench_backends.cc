@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/bench_args.h"
+#include "tests/cpu/support/parse_words.h"
 
 namespace tpcomm::bench {
 namespace {
@@ -41,22 +42,23 @@ TEST(BenchBackends, BadEntriesSayWhy) {
   EXPECT_NE(why.find("unknown knob \"pull_ll\""), std::string::npos) << why;
 }
 
+// parseArgs into *out, its exit code into *code: the parser test::parseWords runs.
+auto parseInto(Args* out, int* code) {
+  return [out, code](int argc, char** argv) { return parseArgs(argc, argv, out, code); };
+}
+
 TEST(BenchBackends, ArgsTakeThemSideBySide) {
-  std::vector<std::string> words = {"tpcomm-bench", "--backends",
-                                    "oneshot,oneshot_pull,oneshot_pull@pull_ll_bytes=0"};
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
   Args a;
   int code = -1;
-  ASSERT_TRUE(parseArgs(static_cast<int>(argv.size()), argv.data(), &a, &code));
+  ASSERT_TRUE(test::parseWords("tpcomm-bench",
+                               {"--backends", "oneshot,oneshot_pull,oneshot_pull@pull_ll_bytes=0"},
+                               parseInto(&a, &code)));
   EXPECT_EQ(code, 0);
   EXPECT_EQ(a.backends,
             (std::vector<std::string>{"oneshot", "oneshot_pull", "oneshot_pull@pull_ll_bytes=0"}));
-  words[2] = "oneshot,oneshot_pull@block_bytes=1";  // out of range: refused
-  argv.clear();
-  for (std::string& w : words) argv.push_back(w.data());
-  Args b;
-  EXPECT_FALSE(parseArgs(static_cast<int>(argv.size()), argv.data(), &b, &code));
+  Args b;  // out of range: refused
+  EXPECT_FALSE(test::parseWords(
+      "tpcomm-bench", {"--backends", "oneshot,oneshot_pull@block_bytes=1"}, parseInto(&b, &code)));
   EXPECT_EQ(code, 2);
 }
 
@@ -64,14 +66,12 @@ TEST(BenchBackends, ArgsTakeThemSideBySide) {
 // backends (whatever the options' order), labelled so that the check knows them; a codec the
 // library lacks is refused.
 TEST(BenchBackends, WireAddsTheCodecsTwoShots) {
-  std::vector<std::string> words = {"tpcomm-bench", "--wire",
-                                    "int8,fp8,twoshot:int4,host_twoshot:fp8_e5m2", "--backends",
-                                    "twoshot_pull,nccl"};
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
   Args a;
   int code = -1;
-  ASSERT_TRUE(parseArgs(static_cast<int>(argv.size()), argv.data(), &a, &code));
+  ASSERT_TRUE(test::parseWords(
+      "tpcomm-bench",
+      {"--wire", "int8,fp8,twoshot:int4,host_twoshot:fp8_e5m2", "--backends", "twoshot_pull,nccl"},
+      parseInto(&a, &code)));
   EXPECT_EQ(a.backends,
             (std::vector<std::string>{
                 "twoshot_pull", "nccl", "twoshot_pull@wire=int8+wire_min_bytes=0",
@@ -79,11 +79,9 @@ TEST(BenchBackends, WireAddsTheCodecsTwoShots) {
                 "host_twoshot@wire=fp8_e5m2+wire_min_bytes=0"}));
   EXPECT_TRUE(isWireBackend(a.backends[2]));
   EXPECT_FALSE(isWireBackend(a.backends[0]));
-  words[2] = "int3";
-  argv.clear();
-  for (std::string& w : words) argv.push_back(w.data());
   Args b;
-  EXPECT_FALSE(parseArgs(static_cast<int>(argv.size()), argv.data(), &b, &code));
+  EXPECT_FALSE(test::parseWords(
+      "tpcomm-bench", {"--wire", "int3", "--backends", "twoshot_pull,nccl"}, parseInto(&b, &code)));
   EXPECT_EQ(code, 2);
 }
 

@@ -4,22 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/fused_args.h"
+#include "tests/cpu/support/parse_words.h"
 
 namespace tpcomm::bench {
 namespace {
 
 // Parses {"tpcomm-bench-fused", args...}; *exit_code and *err (stderr) as the bench would give.
 bool parse(std::vector<std::string> args, FusedArgs* a, int* exit_code, std::string* err) {
-  args.insert(args.begin(), "tpcomm-bench-fused");
-  std::vector<char*> argv;
-  for (std::string& s : args) argv.push_back(s.data());
-  testing::internal::CaptureStderr();
-  const bool ok = parseFusedArgs(static_cast<int>(argv.size()), argv.data(), a, exit_code);
-  *err = testing::internal::GetCapturedStderr();
-  return ok;
+  return test::parseWords(
+      "tpcomm-bench-fused", std::move(args),
+      [&](int argc, char** argv) { return parseFusedArgs(argc, argv, a, exit_code); }, err);
 }
 
 TEST(BenchFusedArgs, DefaultsWithoutOptions) {
