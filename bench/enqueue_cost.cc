@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/whole_number.h"
 #include "tpcomm/tpcomm.h"
 
 namespace {
@@ -44,28 +45,35 @@ struct Options {
   std::vector<size_t> sizes{1024, 16384, 1048576};
 };
 
+// Numbers are whole and in range (whole_number.h): "--calls 1e3" or "--ranks 2x" is refused, not
+// read as 1 or 2, and an option without its value is refused, not dropped.
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string a = argv[i];
-    const int v = atoi(argv[i + 1]);
-    if (a == "--ranks") {
-      o.ranks = v;
-    } else if (a == "--calls") {
-      o.calls = v;
-    } else if (a == "--bursts") {
-      o.bursts = v;
-    } else if (a == "--streams") {
-      o.streams = v;
-    } else if (a == "--transport") {
-      setenv("TPCOMM_TRANSPORT", argv[i + 1], 1);
-    } else {
-      fprintf(stderr, "unknown option %s\n", a.c_str());
+    if (i + 1 >= argc) {
+      fprintf(stderr, "tpcomm-enqueue-cost: %s needs a value\n", a.c_str());
+      exit(2);
+    }
+    const char* value = argv[i + 1];
+    int* number = a == "--ranks"     ? &o.ranks
+                  : a == "--calls"   ? &o.calls
+                  : a == "--bursts"  ? &o.bursts
+                  : a == "--streams" ? &o.streams
+                                     : nullptr;
+    if (a == "--transport") {
+      setenv("TPCOMM_TRANSPORT", value, 1);
+    } else if (number == nullptr) {
+      fprintf(stderr, "tpcomm-enqueue-cost: unknown option %s\n", a.c_str());
+      exit(2);
+    } else if (!tpcomm::bench::parseWholeInt(value, 1, 1 << 20, number)) {
+      fprintf(stderr, "tpcomm-enqueue-cost: %s %s is not a whole number in 1..%d\n", a.c_str(),
+              value, 1 << 20);
       exit(2);
     }
   }
-  if (o.ranks < 2 || o.calls < 1 || o.bursts < 1 || o.streams < 1 || o.streams > 2) {
-    fprintf(stderr, "--ranks >= 2, --calls >= 1, --bursts >= 1, --streams 1 or 2\n");
+  if (o.ranks < 2 || o.streams > 2) {
+    fprintf(stderr, "tpcomm-enqueue-cost: --ranks >= 2, --streams 1 or 2\n");
     exit(2);
   }
   return o;

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "bench/whole_number.h"
 #include "kernels/runtime/trace.h"
 #include "tpcomm/tpcomm.h"
 
@@ -94,27 +95,32 @@ void printRankRow(int r, const unsigned long long* t, int calls) {
 
 int main(int argc, char** argv) {
   using namespace tpcomm;
-  const size_t bytes = argc > 1 ? strtoull(argv[1], nullptr, 0) : 1024;
-  const int calls = argc > 2 ? atoi(argv[2]) : 1000;
+  // Whole numbers only (whole_number.h): "1e3" or "8x" is refused, not read as 1 or 8.
+  unsigned long long bytes_arg = 1024, hidden_arg = 7168;
+  int calls = 1000, ngpu = 0, n = 0;
   const char* mode = argc > 3 ? argv[3] : "oneshot";
+  const bool numbers_ok = (argc <= 1 || bench::parseWhole(argv[1], 1, 1ull << 40, &bytes_arg)) &&
+                          (argc <= 2 || bench::parseWholeInt(argv[2], 2, kTraceCalls, &calls)) &&
+                          (argc <= 4 || bench::parseWholeInt(argv[4], 2, kTraceRanks, &n)) &&
+                          (argc <= 5 || bench::parseWhole(argv[5], 1, 1ull << 20, &hidden_arg));
   const bool fused = strcmp(mode, "fused") == 0 || strcmp(mode, "fused_block") == 0;
   int algo = -1;
   for (int a : {tpcommAlgoOneShot, tpcommAlgoHostOneShot, tpcommAlgoHostBulk})
     if (strcmp(mode, tpcommAlgoName(a)) == 0) algo = a;
-  if (algo < 0 && !fused) {
+  if (!numbers_ok || argc > 6 || (algo < 0 && !fused)) {
     fprintf(stderr,
-            "trace-oneshot: %s is not oneshot, host_oneshot, host_bulk, fused or "
-            "fused_block\n",
-            mode);
+            "usage: trace-oneshot [bytes >= 1] [calls 2..%d] "
+            "[oneshot|host_oneshot|host_bulk|fused|fused_block] [ranks 2..%d] [hidden >= 1]\n",
+            kTraceCalls, kTraceRanks);
     return 2;
   }
-  int ngpu = 0;
+  const size_t bytes = bytes_arg, hidden = hidden_arg;
   CK(cudaGetDeviceCount(&ngpu));
-  const int n = argc > 4 ? atoi(argv[4]) : ngpu;
-  const size_t hidden = argc > 5 ? strtoull(argv[5], nullptr, 0) : 7168;
+  if (argc <= 4) n = ngpu;
   const size_t rows = std::max<size_t>(1, bytes / (2 * hidden));
-  if (ngpu < 1 || n < 2 || n > kTraceRanks || calls < 2 || calls > kTraceCalls || hidden == 0) {
-    fprintf(stderr, "trace-oneshot: needs a GPU, 2..8 ranks and 2 <= calls <= %d\n", kTraceCalls);
+  if (ngpu < 1 || n < 2 || n > kTraceRanks) {
+    fprintf(stderr, "trace-oneshot: needs a GPU and 2..%d ranks (%d GPUs seen)\n", kTraceRanks,
+            ngpu);
     return 2;
   }
   std::vector<int> devs(n);
