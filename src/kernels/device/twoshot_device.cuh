@@ -81,6 +81,9 @@ __device__ __forceinline__ void shareOwn(const DeviceComm& c, const LaunchParams
                                          uint32_t flag, const Segments<T>& out) {
   constexpr int K = Proto::kEntry;
   const size_t ag_row = (c.world + c.rank) * seg_cap;
+  // Not unrolled: unrolled by 4 (as nvcc chose once the launch fields became LaunchParams), the
+  // 2- and 4-rank kernels grew by 7-12% and world 2 ran 2-5% slower (docs/bench/s27).
+#pragma unroll 1
   for (int p = 1; p < c.world; ++p) {
     uint4* dst = reinterpret_cast<uint4*>(Proto::bufs(c)[(c.rank + p) % c.world] + slot_off);
     Proto::put(dst + (ag_row + o) * K, y, flag);
