@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/fused_args.h"
+#include "bench/fused_report.h"
 #include "bench/timing.h"
 #include "kernels/add_rmsnorm.h"
 #include "plan/fused_plan.h"
@@ -125,18 +126,6 @@ std::string enqueueFused(Run& run, const std::vector<tpcommComm_t>& comms, size_
   return "";
 }
 
-// One token count's row, on stdout and (when js) as a JSON object: us[] is the all-reduce, the
-// pair, the fused call as planned (its grid: `blocks`), the fused call with a block per row.
-void printRow(FILE* js, size_t t, const double us[4], const char* variant, int blocks, bool last) {
-  printf("%8zu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f %7d  %s\n", t, us[0], us[1], us[2],
-         us[2] - us[0], us[1] > 0 ? us[2] / us[1] : 0.0, us[3], blocks, variant);
-  if (js)
-    fprintf(js,
-            "  {\"tokens\": %zu, \"allreduce_us\": %.3f, \"pair_us\": %.3f, \"fused_us\": %.3f, "
-            "\"fused_block_per_row_us\": %.3f, \"fused_blocks\": %d, \"variant\": \"%s\"}%s\n",
-            t, us[0], us[1], us[2], us[3], blocks, variant, last ? "" : ",");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,7 +177,8 @@ int main(int argc, char** argv) {
         [&] { return enqueueAllReduce(run, t); }, [&] { return enqueuePair(run, t); },
         [&] { return enqueueFused(run, run.comms, t, &prm); },
         [&] { return enqueueFused(run, run.block_comms, t, &prm); }};
-    double us[4] = {0, 0, 0, 0};
+    tpcomm::bench::FusedRow row{t};
+    tpcommCallInfo_t info{};  // the fused call's, as planned (k = 2)
     for (int k = 0; k < 4; ++k) {
       const tpcomm::timing::Timing tm =
           tpcomm::timing::timeInGraph(run.ranks, fns[k], 3, o.iters, o.reps);
@@ -196,12 +186,18 @@ int main(int argc, char** argv) {
         fprintf(stderr, "tpcomm-bench-fused: tokens %zu: %s\n", t, tm.error.c_str());
         rc = 1;
       }
-      us[k] = tm.median_us;
+      row.us[k] = tm.median_us;
+      row.ok[k] = tm.ok;
+      // Only when it ran: a refused call leaves the last call of run.comms another column's.
+      if (k == 2 && tm.ok) tpcommCommGetLastCall(run.comms[0], &info);
     }
-    tpcommCallInfo_t info{};
-    tpcommCommGetLastCall(run.comms[0], &info);
-    printRow(js, t, us, tpcommVariantName(info.variant), info.blocks, ti + 1 == o.tokens.size());
-    if (ti == 0) printf("# %s\n", info.reason);
+    row.variant = row.ok[2] ? tpcommVariantName(info.variant) : nullptr;
+    row.blocks = row.ok[2] ? info.blocks : 0;
+    fputs(tpcomm::bench::fusedRowText(row).c_str(), stdout);
+    if (js)
+      fprintf(js, "  %s%s\n", tpcomm::bench::fusedRowJson(row).c_str(),
+              ti + 1 == o.tokens.size() ? "" : ",");
+    if (ti == 0 && row.ok[2]) printf("# %s\n", info.reason);
   }
   if (js) fprintf(js, "]}\n"), fclose(js);
   for (tpcommComm_t c : run.comms) tpcommCommDestroy(c);
