@@ -7,6 +7,7 @@
 #include <climits>
 #include <string>
 
+#include "common/str_format.h"
 #include "kernels/layout/pull_ll_layout.h"
 #include "plan/rules.h"
 
@@ -20,21 +21,24 @@ int plannedVariant(const CallPlan& p, const Call& call) {
 }
 
 // The options of a call, each combination once (0: the communicator's knobs): bit 0 flips lean,
-// bit 1 the host sentinel, bit 2 the fused pull's LL entries, bit 3 the fused two-shot (from one
-// row, or never), bit 4 its form where the all-reduce pushes over NVLink; option / 32 sets the
-// LL entries (the pull one-shot's, the host two-shot's) as is, off, or wherever they fit.
-constexpr int kOptions = 96;
+// bit 1 the host sentinel, bit 2 the fused pull's LL entries, bit 3 the fused two-shot's form
+// where the all-reduce pushes over NVLink; option / 16 % 3 sets the row count from which a fused
+// call takes the two-shot as is, from one row, or never; option / 48 the LL entries (the pull
+// one-shot's, the host two-shot's) as is, off, or wherever they fit.
+constexpr int kOptions = 16 * 3 * 3;
 LaunchKnobs withOption(LaunchKnobs k, int option) {
   if (option & 1) k.lean = !k.lean;
   if (option & 2) k.host_sentinel = !k.host_sentinel;
   if (option & 4) k.fused_pull_ll = !k.fused_pull_ll;
-  if (option & 8) k.fused_twoshot_rows = k.fused_twoshot_rows == 1 ? 0 : 1;
-  if (option & 16) k.fused_twoshot_push = !k.fused_twoshot_push;
-  if (option / 32 == 1) {
+  if (option & 8) k.fused_twoshot_push = !k.fused_twoshot_push;
+  // Both ends, not a flip: the default (unset) sits between them, and a flip of it reached one.
+  if (option / 16 % 3 == 1) k.fused_twoshot_rows = 1;
+  if (option / 16 % 3 == 2) k.fused_twoshot_rows = 0;
+  if (option / 48 == 1) {
     k.pull_ll_bytes = 0;
     k.host_ll_bytes = 0;
   }
-  if (option / 32 == 2) {
+  if (option / 48 == 2) {
     k.pull_ll_bytes = static_cast<int>(kPullLLMaxCallBytes);
     k.host_ll_bytes = INT_MAX;
   }
@@ -47,6 +51,10 @@ bool transportReady(const CommFacts& f, int variant) {
   const VariantTransport t = variantRow(variant)->transport;
   return (t != VariantTransport::kHost || f.host_transport) &&
          (t != VariantTransport::kCopyEngine || f.ce_staging);
+}
+
+const char* transportName(VariantTransport t) {
+  return t == VariantTransport::kHost ? "pinned host memory" : "the copy engines' landing slots";
 }
 
 bool runs(const CallPlan& p, const Call& call, int want) {
@@ -120,10 +128,15 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   CallPlan refused;
   refused.decision.error = tpcommUnsupported;
   const int chosen = plannedVariant(natural, call);
+  const std::string shape =
+      call.rows > 0 ? strFormat("%zu rows of %zu (%zu bytes)", call.rows, call.hidden, call.bytes)
+                    : strFormat("%zu bytes%s", call.bytes, call.aligned ? "" : ", not aligned");
   refused.decision.reason =
-      "variant=" + std::string(name) + " (forced) cannot take this call of " +
-      std::to_string(call.bytes) + " bytes on this communicator (its transport is not set up, or " +
-      "the call does not fit it); the planner would run " +
+      "variant=" + std::string(name) + " (forced) cannot take this call of " + shape + ": " +
+      (ready ? "no rule gives it that call on this communicator"
+             : std::string("its transport (") + transportName(variantRow(want)->transport) +
+                   ") is not set up on this communicator") +
+      "; the planner would run " +
       (natural.decision.error == tpcommSuccess && variantRow(chosen) ? variantRow(chosen)->name
                                                                      : "nothing") +
       " here";

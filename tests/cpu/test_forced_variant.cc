@@ -78,8 +78,23 @@ TEST(ForcedVariant, ACallItCannotTakeIsRefusedNamingBoth) {
       << p.decision.reason;
   EXPECT_NE(p.decision.reason.find("the planner would run p2p_oneshot here"), std::string::npos)
       << p.decision.reason;
+  // Which of the two it is: no rule for this call, or a transport this communicator lacks.
+  EXPECT_NE(p.decision.reason.find("4096 bytes, not aligned: no rule gives it that call"),
+            std::string::npos)
+      << p.decision.reason;
   p = planCall(forcing("host_oneshot_ll"), Call{4 * kKiB, true});
   EXPECT_EQ(p.decision.error, tpcommUnsupported) << nameOf(p.variant);
+  EXPECT_NE(
+      p.decision.reason.find(
+          "4096 bytes: its transport (pinned host memory) is not set up on this communicator"),
+      std::string::npos)
+      << p.decision.reason;
+  // A fused call is named by its rows.
+  p = planCall(forcing("fused_p2p_oneshot_fp8"), fusedCall(16, 7168, tpcommBfloat16, false));
+  EXPECT_NE(p.decision.reason.find("cannot take this call of 16 rows of 7168 (229376 bytes): no "
+                                   "rule gives it"),
+            std::string::npos)
+      << p.decision.reason;
   // The copy engines' landing slots exist only where the algorithm was forced at init.
   EXPECT_EQ(planCall(forcing("p2p_oneshot_ce"), Call{64 * kKiB, true}).decision.error,
             tpcommUnsupported);
@@ -149,6 +164,36 @@ CommFacts initFacts(int world, Fabric fabric, int variant) {
   CommFacts f = factsFor(world, fabric, /*forced_algo=*/-1, variant);
   f.knobs.variant = variant;
   return f;
+}
+
+// What a knob gives, the row's name gives too: the fused one-shot at rows where the planner's
+// default takes the two-shot (fused_twoshot_rows=0: never), and the two-shot at rows where it
+// takes the one-shot (fused_twoshot_rows=1). The search once flipped that knob from unset to 1
+// only, so fused_p2p_oneshot_pull forced at 128 rows on four ranks was refused though
+// fused_twoshot_rows=0 runs it there.
+TEST(ForcedVariant, AFusedRowAKnobGivesCanBeForcedByName) {
+  int checked = 0;
+  for (int world : {2, 4, 8})
+    for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie})
+      for (size_t rows : {16, 64, 128, 256})
+        for (const char* knob : {"fused_twoshot_rows=0", "fused_twoshot_rows=1"}) {
+          CommFacts f = factsFor(world, fabric);
+          ASSERT_EQ(parseLaunchKnobs(knob, &f.knobs), "");
+          const Call call = fusedCall(rows, 7168, tpcommBfloat16, false);
+          const CallPlan natural = planCall(f, call);
+          if (natural.decision.error != tpcommSuccess) continue;
+          const int row = natural.epilogue.variant;
+          const CallPlan p = planCall(initFacts(world, fabric, row), call);
+          EXPECT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
+          EXPECT_EQ(nameOf(p.epilogue.variant), nameOf(row))
+              << knob << ", world " << world << ", " << rows << " rows: " << p.epilogue.reason;
+          ++checked;
+        }
+  EXPECT_EQ(checked, 3 * 2 * 4 * 2);
+  // The case that was refused, by name.
+  const CallPlan p =
+      planCall(forcing("fused_p2p_oneshot_pull", 4), fusedCall(128, 7168, tpcommBfloat16, false));
+  EXPECT_EQ(nameOf(p.epilogue.variant), "fused_p2p_oneshot_pull") << p.decision.reason;
 }
 
 // A forced host-memory or copy-engine row gets its transport at init, as a forced algorithm does
