@@ -166,30 +166,68 @@ CommFacts initFacts(int world, Fabric fabric, int variant) {
   return f;
 }
 
-// What a knob gives, the row's name gives too: the fused one-shot at rows where the planner's
-// default takes the two-shot (fused_twoshot_rows=0: never), and the two-shot at rows where it
-// takes the one-shot (fused_twoshot_rows=1). The search once flipped that knob from unset to 1
-// only, so fused_p2p_oneshot_pull forced at 128 rows on four ranks was refused though
-// fused_twoshot_rows=0 runs it there.
-TEST(ForcedVariant, AFusedRowAKnobGivesCanBeForcedByName) {
+// What a knob gives, the row's name gives too: on every fabric and world, with every algorithm
+// forced or none, each plan-shaping knob at its ends, every collective and fused calls of 1-256
+// rows, the row the plan runs can be forced by name for the same call. The search once set
+// fused_twoshot_rows to 1 only, never to 0, so the fused one-shots were refused at the rows where
+// the default takes the two-shot (fused_p2p_oneshot_pull at 128 rows on four ranks; 14 shapes).
+TEST(ForcedVariant, EveryRowAKnobGivesCanBeForcedByName) {
+  const char* const knobs[] = {"",
+                               "lean=0",
+                               "lean=1",
+                               "host_sentinel=0",
+                               "host_sentinel=1",
+                               "pull_ll_bytes=0",
+                               "pull_ll_bytes=65536",
+                               "host_ll_bytes=0",
+                               "host_ll_bytes=1073741824",
+                               "fused_cluster=0",
+                               "fused_pull_ll=0",
+                               "fused_twoshot_rows=0",
+                               "fused_twoshot_rows=1",
+                               "fused_twoshot_push=1",
+                               "oneshot_step_bytes=65536",
+                               "wire=int8",
+                               "wire=int4,wire_min_bytes=0",
+                               "wire=fp8,wire_min_bytes=0"};
+  std::vector<Call> calls;
+  for (size_t bytes : {4 * kKiB, 32 * kKiB, 256 * kKiB, 1024 * kKiB, 16384 * kKiB})
+    for (tpcommColl_t coll : {tpcommCollAllReduce, tpcommCollReduceScatter, tpcommCollAllGather})
+      calls.push_back(Call{bytes, true, coll});
+  for (size_t rows : {1, 16, 64, 256})
+    for (bool fp8 : {false, true}) calls.push_back(fusedCall(rows, 7168, tpcommBfloat16, fp8));
   int checked = 0;
+  std::set<std::string> rows_seen, missed;
   for (int world : {2, 4, 8})
-    for (Fabric fabric : {Fabric::kNvlink, Fabric::kPcie})
-      for (size_t rows : {16, 64, 128, 256})
-        for (const char* knob : {"fused_twoshot_rows=0", "fused_twoshot_rows=1"}) {
-          CommFacts f = factsFor(world, fabric);
-          ASSERT_EQ(parseLaunchKnobs(knob, &f.knobs), "");
-          const Call call = fusedCall(rows, 7168, tpcommBfloat16, false);
-          const CallPlan natural = planCall(f, call);
-          if (natural.decision.error != tpcommSuccess) continue;
-          const int row = natural.epilogue.variant;
-          const CallPlan p = planCall(initFacts(world, fabric, row), call);
-          EXPECT_EQ(p.decision.error, tpcommSuccess) << p.decision.reason;
-          EXPECT_EQ(nameOf(p.epilogue.variant), nameOf(row))
-              << knob << ", world " << world << ", " << rows << " rows: " << p.epilogue.reason;
-          ++checked;
-        }
-  EXPECT_EQ(checked, 3 * 2 * 4 * 2);
+    for (int fabric_case = 0; fabric_case < 4; ++fabric_case)
+      for (int algo = -1; algo < tpcommNumAlgos; ++algo)
+        for (const char* knob : knobs)
+          for (const Call& call : calls) {
+            const Fabric fabric = fabric_case == 0   ? Fabric::kNvlink
+                                  : fabric_case == 3 ? Fabric::kHost
+                                                     : Fabric::kPcie;
+            CommFacts f = factsFor(world, fabric, algo);
+            f.two_islands = world == 8;
+            if (fabric_case == 2) f.fabric_verdict = FabricVerdict::kWriteCollapse;
+            ASSERT_EQ(parseLaunchKnobs(knob, &f.knobs), "") << knob;
+            const CallPlan natural = planCall(f, call);
+            const tpcommVariant_t row = call.rows > 0 ? natural.epilogue.variant : natural.variant;
+            if (natural.decision.error != tpcommSuccess || !isKernelVariant(row)) continue;
+            CommFacts g = initFacts(world, fabric, row);
+            g.two_islands = f.two_islands;
+            g.fabric_verdict = f.fabric_verdict;
+            const CallPlan p = planCall(g, call);
+            const int ran = call.rows > 0 ? p.epilogue.variant : p.variant;
+            ++checked;
+            rows_seen.insert(nameOf(row));
+            if (p.decision.error != tpcommSuccess || ran != row)
+              missed.insert(nameOf(row) + " [" + knob + "], world " + std::to_string(world) +
+                            ", fabric case " + std::to_string(fabric_case) + ": " +
+                            p.decision.reason);
+          }
+  EXPECT_TRUE(missed.empty()) << missed.size() << " rows, first: " << *missed.begin();
+  EXPECT_GT(checked, 30000);
+  EXPECT_GE(rows_seen.size(), 40u);
   // The case that was refused, by name.
   const CallPlan p =
       planCall(forcing("fused_p2p_oneshot_pull", 4), fusedCall(128, 7168, tpcommBfloat16, false));
