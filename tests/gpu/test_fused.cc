@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/runtime/variant_table.h"
 #include "tests/gpu/fused_check.h"
 
 namespace tpcomm::test {
@@ -176,6 +177,59 @@ TEST(Fused, Worlds3To8SharingGpus) {
            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (HasFailure()) return;
   }
+}
+
+// Every fused row by name (TPCOMM_KNOBS=variant=<name>), as RowWorld does the all-reduce's: at
+// worlds 2 and 4 sharing the GPU, 1, 16 and 128 rows of 7168 bf16 (an FP8 output for the FP8
+// rows). Each call either runs that row, with the reference's bits (runFused), or is refused by
+// Explain naming the row; nothing else runs under its name. Before 7d17798 the fused one-shots
+// were refused from 64 rows (128 at two ranks), though the knob fused_twoshot_rows=0 runs them.
+TEST(Fused, EveryFusedRowByName) {
+  if (visibleGpus() == 0) GTEST_SKIP() << "no GPU";
+  int rows = 0;
+  const VariantRow* table = variantRows(&rows);
+  bool oneshot_pull_ran_128 = false;
+  for (int world : {2, 4})
+    for (int i = 0; i < rows; ++i) {
+      const VariantRow& row = table[i];
+      if (!row.kernels || (row.collective != VariantCollective::kFused &&
+                           row.collective != VariantCollective::kEpilogue))
+        continue;
+      SCOPED_TRACE(std::string(row.name) + " world " + std::to_string(world));
+      const bool fp8 = strstr(row.name, "_fp8") != nullptr;
+      tpcommConfig_t cfg = configFor(tpcommAlgoAuto, 0, 5000);
+      const std::string knobs = std::string("variant=") + row.name;
+      cfg.launchKnobs = knobs.c_str();
+      std::string err;
+      auto g = makeGroup(world, &cfg, 0, &err);
+      ASSERT_TRUE(g) << err;
+      int ran = 0, refused = 0;
+      for (size_t t : {size_t{1}, size_t{16}, size_t{128}}) {
+        const float scale = fp8 ? 0.5f : 0.f;
+        tpcommRmsNormParams_t ep = TPCOMM_RMSNORM_PARAMS_INITIALIZER;
+        ep.quantScale = fp8 ? &scale : nullptr;
+        tpcommCallInfo_t plan{};
+        if (tpcommCommExplainAddRmsNorm(g->comms[0], t, 7168, tpcommBfloat16, &ep, &plan) ==
+            tpcommUnsupported) {
+          EXPECT_NE(
+              strstr(tpcommGetLastError(), (knobs + " (forced) cannot take this call").c_str()),
+              nullptr)
+              << tpcommGetLastError();
+          ++refused;
+          continue;
+        }
+        FusedBits bits;
+        runFused(*g, tpcommAlgoAuto, {{tpcommBfloat16, t, 7168, 1e-6f, false, scale}}, Path::kAny,
+                 Split::kAny, &bits);
+        EXPECT_EQ(bits.variant, row.name) << t << " rows";
+        if (HasFailure()) return;
+        oneshot_pull_ran_128 |= world == 4 && t == 128 && knobs == "variant=fused_p2p_oneshot_pull";
+        ++ran;
+      }
+      printf("[ fused row] %s world=%d: %d ran, %d refused by name\n", row.name, world, ran,
+             refused);
+    }
+  EXPECT_TRUE(oneshot_pull_ran_128) << "fused_p2p_oneshot_pull at 128 rows on four ranks";
 }
 
 }  // namespace
