@@ -46,15 +46,13 @@ LaunchKnobs withOption(LaunchKnobs k, int option) {
 }
 
 // A forced algorithm plans whatever it is told: the transport it needs exists only where init set
-// it up (the host segment, the copy engines' landing slots).
-bool transportReady(const CommFacts& f, int variant) {
+// it up (the host segment, the copy engines' landing slots). The one `variant` needs and this
+// communicator lacks, by name; nullptr when it has it.
+const char* missingTransport(const CommFacts& f, int variant) {
   const VariantTransport t = variantRow(variant)->transport;
-  return (t != VariantTransport::kHost || f.host_transport) &&
-         (t != VariantTransport::kCopyEngine || f.ce_staging);
-}
-
-const char* transportName(VariantTransport t) {
-  return t == VariantTransport::kHost ? "pinned host memory" : "the copy engines' landing slots";
+  if (t == VariantTransport::kHost && !f.host_transport) return "pinned host memory";
+  if (t == VariantTransport::kCopyEngine && !f.ce_staging) return "the copy engines' landing slots";
+  return nullptr;
 }
 
 bool runs(const CallPlan& p, const Call& call, int want) {
@@ -99,7 +97,8 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   // A fused row forced by name runs where the tuning table would run the pair.
   g.tuned_fused_unfused_below = 0;
   CallPlan p = natural;
-  const bool ready = transportReady(f, want);
+  const char* missing = missingTransport(f, want);
+  const bool ready = missing == nullptr;
   bool found = ready && runs(natural, call, want);
   if (ready && !found && f.tuned_fused_unfused_below > 0) {  // the planner's choice without it
     p = planCall(g, call);
@@ -134,8 +133,7 @@ CallPlan forcedVariantRules(const CommFacts& f, const Call& call) {
   refused.decision.reason =
       "variant=" + std::string(name) + " (forced) cannot take this call of " + shape + ": " +
       (ready ? "no rule gives it that call on this communicator"
-             : std::string("its transport (") + transportName(variantRow(want)->transport) +
-                   ") is not set up on this communicator") +
+             : std::string("its transport (") + missing + ") is not set up on this communicator") +
       "; the planner would run " +
       (natural.decision.error == tpcommSuccess && variantRow(chosen) ? variantRow(chosen)->name
                                                                      : "nothing") +
